@@ -1,0 +1,3 @@
+module github.com/hilbert-ml/hilbert
+
+go 1.26
