@@ -1,0 +1,186 @@
+// Package cpu is Hilbert's CPU backend: a device.Device whose kernels are
+// plain Go loops, parallel over row blocks with at most Threads()
+// goroutines, and whose matrix products go through OpenBLAS loaded at run
+// time (github.com/ebitengine/purego, so the module builds with
+// CGO_ENABLED=0) or, when OpenBLAS is absent or not wanted, through gonum's
+// pure-Go GEMM.
+//
+// The environment variable HILBERT_GEMM forces the GEMM: "openblas" (fail
+// if the library cannot be loaded) or "go" (never load it). HILBERT_OPENBLAS
+// names the shared library to load instead of the system's
+// libopenblas.so.0. Which GEMM is in use is printed once, on stderr, the
+// first time a device is created.
+//
+// This package depends only on device/.
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+// Device is the CPU backend. The zero value is not usable; call New.
+type Device struct{}
+
+var (
+	defaultDevice = &Device{}
+	threads       atomic.Int32
+)
+
+func init() { threads.Store(int32(runtime.GOMAXPROCS(0))) }
+
+// New returns the CPU device. All CPU devices share one GEMM and one thread
+// setting, so New always returns the same value.
+func New() *Device {
+	initGemm()
+	return defaultDevice
+}
+
+// SetThreads sets how many goroutines kernels use and how many threads
+// OpenBLAS uses; n < 1 means GOMAXPROCS.
+func SetThreads(n int) {
+	if n < 1 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	threads.Store(int32(n))
+	setBLASThreads(n)
+}
+
+// Threads returns the current thread setting.
+func Threads() int { return int(threads.Load()) }
+
+// Name returns "cpu".
+func (d *Device) Name() string { return "cpu" }
+
+// buffer is host memory; exactly one of f and i is set.
+type buffer struct {
+	f []float32
+	i []int32
+}
+
+func (b *buffer) Device() device.Device { return defaultDevice }
+func (b *buffer) DType() device.DType {
+	if b.i != nil {
+		return device.Int32
+	}
+	return device.Float32
+}
+func (b *buffer) Len() int {
+	if b.i != nil {
+		return len(b.i)
+	}
+	return len(b.f)
+}
+func (b *buffer) Slice(off, n int) device.Buffer {
+	if b.i != nil {
+		return &buffer{i: b.i[off : off+n : off+n]}
+	}
+	return &buffer{f: b.f[off : off+n : off+n]}
+}
+
+// Alloc returns a zeroed buffer. BFloat16 is not supported on the CPU.
+func (d *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
+	}
+	switch dtype {
+	case device.Float32:
+		return &buffer{f: make([]float32, n)}, nil
+	case device.Int32:
+		// A non-nil slice even for n == 0 keeps the dtype recognisable.
+		return &buffer{i: make([]int32, n, max(n, 1))}, nil
+	}
+	return nil, fmt.Errorf("cpu: dtype %v is not supported by the CPU backend", dtype)
+}
+
+// Free is a no-op: the Go garbage collector owns CPU memory.
+func (d *Device) Free(device.Buffer) {}
+
+// Synchronize returns nil: CPU kernels complete before they return.
+func (d *Device) Synchronize() error { return nil }
+
+// Float32s returns the host slice behind a CPU float32 buffer. It panics if
+// b does not belong to the CPU backend: callers above the device layer
+// should use the tensor package instead.
+func Float32s(b device.Buffer) []float32 {
+	cb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
+	}
+	if cb.f == nil && cb.i != nil {
+		panic("cpu: int32 buffer used where float32 is required")
+	}
+	return cb.f
+}
+
+// Int32s returns the host slice behind a CPU int32 buffer.
+func Int32s(b device.Buffer) []int32 {
+	cb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
+	}
+	if cb.i == nil {
+		panic("cpu: float32 buffer used where int32 is required")
+	}
+	return cb.i
+}
+
+// NewFloat32 wraps a host slice as a CPU buffer without copying.
+func NewFloat32(data []float32) device.Buffer { return &buffer{f: data} }
+
+// CopyFromHost copies src into dst.
+func (d *Device) CopyFromHost(dst device.Buffer, src []float32) { copy(Float32s(dst), src) }
+
+// CopyToHost copies src into dst.
+func (d *Device) CopyToHost(dst []float32, src device.Buffer) { copy(dst, Float32s(src)) }
+
+// CopyInt32FromHost copies src into dst.
+func (d *Device) CopyInt32FromHost(dst device.Buffer, src []int32) { copy(Int32s(dst), src) }
+
+// CopyInt32ToHost copies src into dst.
+func (d *Device) CopyInt32ToHost(dst []int32, src device.Buffer) { copy(dst, Int32s(src)) }
+
+// Copy copies src to dst.
+func (d *Device) Copy(dst, src device.Buffer) {
+	if dst.DType() == device.Int32 {
+		copy(Int32s(dst), Int32s(src))
+		return
+	}
+	copy(Float32s(dst), Float32s(src))
+}
+
+// parallelFor runs body over [0, n) split into contiguous chunks, using at
+// most Threads() goroutines and chunks of at least grain items.
+func parallelFor(n, grain int, body func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	workers := Threads()
+	if grain < 1 {
+		grain = 1
+	}
+	if w := (n + grain - 1) / grain; w < workers {
+		workers = w
+	}
+	if workers <= 1 {
+		body(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			body(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	body(0, min(chunk, n))
+	wg.Wait()
+}
+
+var _ device.Device = (*Device)(nil)

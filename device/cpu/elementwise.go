@@ -1,0 +1,265 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+// elementGrain is the smallest number of elements worth a goroutine.
+const elementGrain = 1 << 14
+
+// Fill sets every element of dst to v.
+func (d *Device) Fill(dst device.Buffer, v float32) {
+	x := Float32s(dst)
+	parallelFor(len(x), elementGrain, func(lo, hi int) {
+		s := x[lo:hi]
+		for i := range s {
+			s[i] = v
+		}
+	})
+}
+
+// FillFrom sets every element of dst to alpha*src[0].
+func (d *Device) FillFrom(dst, src device.Buffer, alpha float32) {
+	d.Fill(dst, alpha*Float32s(src)[0])
+}
+
+// Binary computes dst = a op b elementwise.
+func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
+	x, y, z := Float32s(a), Float32s(b), Float32s(dst)
+	parallelFor(len(z), elementGrain, func(lo, hi int) {
+		xs, ys, zs := x[lo:hi], y[lo:hi], z[lo:hi]
+		switch op {
+		case device.Add:
+			for i := range zs {
+				zs[i] = xs[i] + ys[i]
+			}
+		case device.Sub:
+			for i := range zs {
+				zs[i] = xs[i] - ys[i]
+			}
+		case device.Mul:
+			for i := range zs {
+				zs[i] = xs[i] * ys[i]
+			}
+		default:
+			panic(fmt.Sprintf("cpu: unknown binary op %v", op))
+		}
+	})
+}
+
+// Scale computes dst = alpha*src.
+func (d *Device) Scale(dst, src device.Buffer, alpha float32) {
+	x, z := Float32s(src), Float32s(dst)
+	parallelFor(len(z), elementGrain, func(lo, hi int) {
+		xs, zs := x[lo:hi], z[lo:hi]
+		for i := range zs {
+			zs[i] = alpha * xs[i]
+		}
+	})
+}
+
+// Axpby computes dst = alpha*x + beta*dst.
+func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
+	xv, z := Float32s(x), Float32s(dst)
+	parallelFor(len(z), elementGrain, func(lo, hi int) {
+		xs, zs := xv[lo:hi], z[lo:hi]
+		switch beta {
+		case 1:
+			for i := range zs {
+				zs[i] += alpha * xs[i]
+			}
+		case 0:
+			for i := range zs {
+				zs[i] = alpha * xs[i]
+			}
+		default:
+			for i := range zs {
+				zs[i] = alpha*xs[i] + beta*zs[i]
+			}
+		}
+	})
+}
+
+// Reduce reduces src (rows x cols) along axis 1 (per row) or 0 (per column).
+func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
+	x, z := Float32s(src), Float32s(dst)
+	if axis == 1 {
+		parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				z[r] = reduceRow(op, x[r*cols:(r+1)*cols])
+			}
+		})
+		return
+	}
+	// Per column: each worker owns a block of columns and walks all rows,
+	// accumulating in float64.
+	parallelFor(cols, 64, func(lo, hi int) {
+		acc := make([]float64, hi-lo)
+		if op == device.Max {
+			for j := range acc {
+				acc[j] = math.Inf(-1)
+			}
+		}
+		for r := 0; r < rows; r++ {
+			row := x[r*cols+lo : r*cols+hi]
+			for j, v := range row {
+				switch op {
+				case device.Sum:
+					acc[j] += float64(v)
+				case device.SumSquares:
+					acc[j] += float64(v) * float64(v)
+				case device.Max:
+					acc[j] = math.Max(acc[j], float64(v))
+				}
+			}
+		}
+		for j, v := range acc {
+			z[lo+j] = float32(v)
+		}
+	})
+}
+
+func reduceRow(op device.ReduceOp, row []float32) float32 {
+	switch op {
+	case device.Sum:
+		var s float64
+		for _, v := range row {
+			s += float64(v)
+		}
+		return float32(s)
+	case device.SumSquares:
+		return float32(sumSquares(row))
+	case device.Max:
+		m := float32(math.Inf(-1))
+		for _, v := range row {
+			if v > m || v != v {
+				m = v
+			}
+		}
+		return m
+	}
+	panic(fmt.Sprintf("cpu: unknown reduction %v", op))
+}
+
+// sumSquares returns the sum of squares of x in float64.
+func sumSquares(x []float32) float64 {
+	var s0, s1 float64
+	i := 0
+	for ; i+1 < len(x); i += 2 {
+		s0 += float64(x[i]) * float64(x[i])
+		s1 += float64(x[i+1]) * float64(x[i+1])
+	}
+	if i < len(x) {
+		s0 += float64(x[i]) * float64(x[i])
+	}
+	return s0 + s1
+}
+
+// RowScale normalises each row: dst_i = alpha * src_i / (||src_i|| + eps).
+func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
+	x, z := Float32s(src), Float32s(dst)
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xs, zs := x[r*cols:(r+1)*cols], z[r*cols:(r+1)*cols]
+			s := float32(float64(alpha) / (math.Sqrt(sumSquares(xs)) + float64(eps)))
+			for i := range zs {
+				zs[i] = xs[i] * s
+			}
+		}
+	})
+}
+
+// AddRow computes dst[i,:] += alpha*v for every row i.
+func (d *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
+	z, vv := Float32s(dst), Float32s(v)
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			zs := z[r*cols : (r+1)*cols]
+			for i := range zs {
+				zs[i] += alpha * vv[i]
+			}
+		}
+	})
+}
+
+// Gather copies table rows: dst[i,:] = table[idx[i],:].
+func (d *Device) Gather(dst, table, idx device.Buffer, cols int) {
+	z, t, ix := Float32s(dst), Float32s(table), Int32s(idx)
+	parallelFor(len(ix), max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			r := int(ix[i])
+			copy(z[i*cols:(i+1)*cols], t[r*cols:(r+1)*cols])
+		}
+	})
+}
+
+// ScatterAdd accumulates rows: dst[idx[i],:] += src[i,:]. Work is split by
+// column blocks so that repeated indices never race.
+func (d *Device) ScatterAdd(dst, src device.Buffer, idx device.Buffer, cols int) {
+	z, s, ix := Float32s(dst), Float32s(src), Int32s(idx)
+	parallelFor(cols, 32, func(lo, hi int) {
+		for i, r := range ix {
+			zs := z[int(r)*cols+lo : int(r)*cols+hi]
+			ss := s[i*cols+lo : i*cols+hi]
+			for j := range zs {
+				zs[j] += ss[j]
+			}
+		}
+	})
+}
+
+// SwiGLU computes out = silu(a)*b.
+func (d *Device) SwiGLU(out, a, b device.Buffer) {
+	x, y, z := Float32s(a), Float32s(b), Float32s(out)
+	parallelFor(len(z), elementGrain/4, func(lo, hi int) {
+		xs, ys, zs := x[lo:hi], y[lo:hi], z[lo:hi]
+		for i := range zs {
+			av := xs[i]
+			zs[i] = av / (1 + exp32(-av)) * ys[i]
+		}
+	})
+}
+
+// SwiGLUBackward computes da = dout*b*silu'(a) and db = dout*silu(a).
+func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
+	x, y, g := Float32s(a), Float32s(b), Float32s(dout)
+	dx, dy := Float32s(da), Float32s(db)
+	parallelFor(len(g), elementGrain/4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			av := x[i]
+			sig := 1 / (1 + exp32(-av))
+			silu := av * sig
+			gv := g[i]
+			dx[i] = gv * y[i] * (sig + silu*(1-sig))
+			dy[i] = gv * silu
+		}
+	})
+}
+
+// AdamWStep applies one AdamW update in place (see device.Device).
+func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
+	pv, gv, mv, vv := Float32s(p), Float32s(g), Float32s(m), Float32s(v)
+	var sv []float32
+	if step != nil {
+		sv = Float32s(step)
+	}
+	decay := 1 - h.LR*h.WeightDecay
+	parallelFor(len(pv), elementGrain/4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := gv[i]
+			mi := h.Beta1*mv[i] + (1-h.Beta1)*gi
+			vi := h.Beta2*vv[i] + (1-h.Beta2)*gi*gi
+			mv[i], vv[i] = mi, vi
+			s := -h.LR * (mi / h.BiasCorrection1) / (float32(math.Sqrt(float64(vi/h.BiasCorrection2))) + h.Eps)
+			if sv != nil {
+				sv[i] = s
+			}
+			pv[i] = pv[i]*decay + s
+		}
+	})
+}
+
+func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }

@@ -1,0 +1,272 @@
+// Package device defines the small set of primitive kernels that every
+// Hilbert backend implements, and the buffers those kernels operate on.
+//
+// Everything above this package (tensor, autograd, nn, optim, models) talks
+// to a Device only through this interface, so a model written once runs on
+// the CPU backend (device/cpu) or the CUDA backend (device/cuda) unchanged.
+//
+// Conventions shared by all kernels:
+//   - Matrices are row-major. A "rows x cols" buffer holds rows*cols elements.
+//   - Kernels do not allocate and do not validate shapes: the tensor layer
+//     checks shapes and devices before it calls a kernel, and names the op
+//     and the shapes in its errors. A kernel given inconsistent sizes has
+//     undefined results (the CPU backend panics on out-of-range slices).
+//   - Kernels write their outputs (they do not accumulate) unless the
+//     documentation says otherwise. Outputs must not alias inputs unless the
+//     documentation allows it.
+//   - Kernels may run asynchronously (CUDA); Synchronize waits for them and
+//     reports the first error a kernel raised.
+//
+// This package must not depend on any other Hilbert package.
+package device
+
+import (
+	"fmt"
+)
+
+// DType is the element type of a buffer.
+type DType uint8
+
+const (
+	// Float32 is IEEE-754 single precision, the type of parameters,
+	// gradients and optimizer state.
+	Float32 DType = iota + 1
+	// BFloat16 is bfloat16 storage (8-bit exponent, 7-bit mantissa), used
+	// by accelerator backends for autocast activations. The CPU backend
+	// does not implement it.
+	BFloat16
+	// Int32 holds token ids and targets.
+	Int32
+)
+
+// Size returns the number of bytes one element occupies.
+func (t DType) Size() int {
+	switch t {
+	case Float32, Int32:
+		return 4
+	case BFloat16:
+		return 2
+	}
+	return 0
+}
+
+// String returns the dtype's conventional name ("float32", "bfloat16", "int32").
+func (t DType) String() string {
+	switch t {
+	case Float32:
+		return "float32"
+	case BFloat16:
+		return "bfloat16"
+	case Int32:
+		return "int32"
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(t))
+}
+
+// Buffer is a run of elements of one DType in one device's memory.
+// Slice gives cheap views; a view shares memory with its parent.
+type Buffer interface {
+	// Device returns the device that owns the memory.
+	Device() Device
+	// DType returns the element type.
+	DType() DType
+	// Len returns the number of elements.
+	Len() int
+	// Slice returns the view of n elements starting at element off.
+	Slice(off, n int) Buffer
+}
+
+// GemmArgs describes a strided batched matrix product in row-major layout:
+//
+//	for b in 0..Batch-1:
+//	    C_b = Alpha * op(A_b) * op(B_b) + Beta * C_b
+//
+// where op(X) is X or X^T, op(A_b) is M x K, op(B_b) is K x N and C_b is
+// M x N. A_b starts StrideA elements after A_{b-1} (likewise B, C). LDA,
+// LDB and LDC are leading dimensions (row pitches) of the stored matrices:
+// A is stored M x K (K x M when TransA) with row pitch LDA, and so on.
+// With Beta == 0, C is not read (NaNs in C do not propagate).
+type GemmArgs struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A              Buffer
+	LDA, StrideA   int
+	B              Buffer
+	LDB, StrideB   int
+	C              Buffer
+	LDC, StrideC   int
+	// Batch is the number of products; 0 is treated as 1.
+	Batch int
+}
+
+// BinaryOp selects an elementwise operation of two operands.
+type BinaryOp uint8
+
+const (
+	// Add computes a + b.
+	Add BinaryOp = iota + 1
+	// Sub computes a - b.
+	Sub
+	// Mul computes a * b.
+	Mul
+)
+
+// String names the operation.
+func (op BinaryOp) String() string {
+	switch op {
+	case Add:
+		return "add"
+	case Sub:
+		return "sub"
+	case Mul:
+		return "mul"
+	}
+	return fmt.Sprintf("binary(%d)", uint8(op))
+}
+
+// ReduceOp selects a reduction.
+type ReduceOp uint8
+
+const (
+	// Sum adds the elements.
+	Sum ReduceOp = iota + 1
+	// SumSquares adds the squares of the elements.
+	SumSquares
+	// Max takes the largest element.
+	Max
+)
+
+// String names the reduction.
+func (op ReduceOp) String() string {
+	switch op {
+	case Sum:
+		return "sum"
+	case SumSquares:
+		return "sumsq"
+	case Max:
+		return "max"
+	}
+	return fmt.Sprintf("reduce(%d)", uint8(op))
+}
+
+// AttentionShape describes tensors laid out as [Batch, Seq, Heads, HeadDim]
+// (the natural layout after a [Batch*Seq, Heads*HeadDim] projection), so
+// that head splitting needs no copy.
+type AttentionShape struct {
+	Batch, Seq, Heads, HeadDim int
+}
+
+// AdamW holds the scalars of one AdamW update (already scheduled).
+type AdamW struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float32
+	// BiasCorrection1 and BiasCorrection2 are 1 - beta^t for the step t
+	// counted from 1.
+	BiasCorrection1, BiasCorrection2 float32
+}
+
+// Device is the set of primitive kernels a backend provides. See the
+// package documentation for the conventions every method follows.
+type Device interface {
+	// Name identifies the backend and the device, e.g. "cpu" or "cuda:0".
+	Name() string
+
+	// Alloc returns a zeroed buffer of n elements of dtype.
+	Alloc(dtype DType, n int) (Buffer, error)
+	// Free releases a buffer returned by Alloc. Views must not be freed.
+	Free(b Buffer)
+	// Synchronize waits for queued kernels and returns the first error any
+	// of them raised.
+	Synchronize() error
+
+	// CopyFromHost copies src into dst (len(src) == dst.Len()), converting
+	// float32 to the buffer's dtype when it is a reduced-precision type.
+	CopyFromHost(dst Buffer, src []float32)
+	// CopyToHost copies src into dst (len(dst) == src.Len()), converting to
+	// float32, and waits for the copy to finish.
+	CopyToHost(dst []float32, src Buffer)
+	// CopyInt32FromHost copies token ids into an Int32 buffer.
+	CopyInt32FromHost(dst Buffer, src []int32)
+	// CopyInt32ToHost copies an Int32 buffer to the host and waits.
+	CopyInt32ToHost(dst []int32, src Buffer)
+	// Copy copies src to dst on the device (same length, same dtype).
+	Copy(dst, src Buffer)
+
+	// Gemm runs a strided batched matrix product (see GemmArgs).
+	Gemm(g GemmArgs)
+
+	// Fill sets every element of dst to v.
+	Fill(dst Buffer, v float32)
+	// FillFrom sets every element of dst to alpha * src[0], where src is a
+	// one-element buffer (broadcasts a device scalar without a host trip).
+	FillFrom(dst, src Buffer, alpha float32)
+	// Binary computes dst = a op b elementwise; dst may alias a or b.
+	Binary(op BinaryOp, dst, a, b Buffer)
+	// Scale computes dst = alpha * src; dst may alias src.
+	Scale(dst, src Buffer, alpha float32)
+	// Axpby computes dst = alpha * x + beta * dst.
+	Axpby(dst, x Buffer, alpha, beta float32)
+	// Reduce reduces src, viewed as rows x cols, along axis 1 (each row to
+	// one value, dst has rows elements) or axis 0 (each column, dst has
+	// cols elements). Sums accumulate in float64 on the CPU backend.
+	Reduce(op ReduceOp, axis int, dst, src Buffer, rows, cols int)
+	// RowScale computes dst[i,:] = src[i,:] * alpha / (sqrt(sumsq(src[i,:])) + eps)
+	// for each row of a rows x cols matrix: row normalisation with eps added
+	// to the norm. dst may alias src.
+	RowScale(dst, src Buffer, rows, cols int, alpha, eps float32)
+	// AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
+	// matrix, v having cols elements.
+	AddRow(dst, v Buffer, rows, cols int, alpha float32)
+
+	// Gather copies rows of table (tableRows x cols) into dst: dst[i,:] =
+	// table[idx[i],:]. idx is Int32 and every entry is in [0, tableRows).
+	Gather(dst, table, idx Buffer, cols int)
+	// ScatterAdd adds rows of src into dst: dst[idx[i],:] += src[i,:],
+	// accumulating repeated indices.
+	ScatterAdd(dst, src, idx Buffer, cols int)
+
+	// RMSNorm normalises each row of x (rows x cols) without a gain:
+	// out = x / sqrt(mean(x^2) + eps), and stores 1/sqrt(mean(x^2)+eps) in
+	// rstd (rows elements) for the backward pass.
+	RMSNorm(out, rstd, x Buffer, rows, cols int, eps float32)
+	// RMSNormBackward computes dx from dy, x and the saved rstd.
+	RMSNormBackward(dx, dy, x, rstd Buffer, rows, cols int)
+
+	// RoPE applies half-split rotary embedding to x laid out as
+	// [Batch, Seq, Heads, HeadDim]: for each head vector [l, r] (halves of
+	// HeadDim/2) at position t, out = [l*cos - r*sin, r*cos + l*sin] with
+	// cos, sin read from tables of Seq x HeadDim/2 (row t). With inverse
+	// set it rotates by the opposite angle, which is the backward pass.
+	// out may alias x.
+	RoPE(out, x, cos, sin Buffer, s AttentionShape, inverse bool)
+
+	// SwiGLU computes out = silu(a) * b elementwise, silu(a) = a*sigmoid(a).
+	SwiGLU(out, a, b Buffer)
+	// SwiGLUBackward computes da and db from dout, a and b.
+	SwiGLUBackward(da, db, dout, a, b Buffer)
+
+	// Attention computes causal scaled-dot-product attention per batch and
+	// head: out_t = sum_{u<=t} softmax_u(scale * q_t.k_u) v_u, for q, k, v
+	// and out laid out as s describes. It stores the log-sum-exp of each
+	// query's scaled scores in lse ([Batch, Heads, Seq]) for the backward
+	// pass.
+	Attention(out, lse, q, k, v Buffer, s AttentionShape, scale float32)
+	// AttentionBackward computes dq, dk and dv from dout and the forward
+	// inputs, output and lse.
+	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse Buffer, s AttentionShape, scale float32)
+
+	// CrossEntropy computes, for each row r of logits (rows x vocab), the
+	// loss lse_r - logits[r, targets[r]] into loss and the log-sum-exp into
+	// lse (both rows elements). targets is Int32 with entries in [0, vocab).
+	CrossEntropy(loss, lse, logits, targets Buffer, rows, vocab int)
+	// CrossEntropyBackward writes dlogits[r,:] = dloss[r] * (softmax(logits[r,:])
+	// - onehot(targets[r])) using the saved lse. dlogits may alias logits.
+	CrossEntropyBackward(dlogits, dloss, logits, lse, targets Buffer, rows, vocab int)
+
+	// AdamWStep applies one decoupled-weight-decay Adam update in place:
+	// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+	// step = -lr * (m/bc1) / (sqrt(v/bc2) + eps);
+	// p = p * (1 - lr*wd) + step. When step is not nil it receives the
+	// step (excluding weight decay).
+	AdamWStep(p, g, m, v, step Buffer, h AdamW)
+}
