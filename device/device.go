@@ -194,6 +194,11 @@ type Device interface {
 
 	// Gemm runs a strided batched matrix product (see GemmArgs).
 	Gemm(g GemmArgs)
+	// Transpose swaps the two middle axes of src viewed as
+	// [batch, rows, cols, inner]: dst[b, c, r, i] = src[b, r, c, i]. A 2-D
+	// transpose is batch = inner = 1; splitting heads [B, T, H, D] into
+	// [B, H, T, D] is batch = B, rows = T, cols = H, inner = D.
+	Transpose(dst, src Buffer, batch, rows, cols, inner int)
 
 	// Fill sets every element of dst to v.
 	Fill(dst Buffer, v float32)

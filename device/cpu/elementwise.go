@@ -263,3 +263,18 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 }
 
 func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// Transpose swaps the middle axes of [batch, rows, cols, inner].
+func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
+	x, z := Float32s(src), Float32s(dst)
+	parallelFor(batch*rows, max(1, elementGrain/max(cols*inner, 1)), func(lo, hi int) {
+		for br := lo; br < hi; br++ {
+			b, r := br/rows, br%rows
+			for c := 0; c < cols; c++ {
+				from := ((b*rows+r)*cols + c) * inner
+				to := ((b*cols+c)*rows + r) * inner
+				copy(z[to:to+inner], x[from:from+inner])
+			}
+		}
+	})
+}
