@@ -1,0 +1,40 @@
+package tokenizer
+
+import (
+	"testing"
+)
+
+// Benchmarks on Austen (4 MB of English). Compare the three in one run:
+//
+//	go test ./tokenizer -run '^$' -bench . -benchtime 3x
+func BenchmarkEncode(b *testing.B) {
+	tok := gpt2(b)
+	text := readCorpus(b, "austen.txt.gz")
+	b.SetBytes(int64(len(text)))
+	dst := make([]int32, 0, len(text)/3)
+	b.ResetTimer()
+	for b.Loop() {
+		dst = tok.AppendEncode(dst[:0], text)
+	}
+}
+
+// BenchmarkEncodeParallel encodes the same text cut into chunks on all cores.
+func BenchmarkEncodeParallel(b *testing.B) {
+	tok := gpt2(b)
+	text := readCorpus(b, "austen.txt.gz")
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		tok.EncodeParallel(text, 256<<10)
+	}
+}
+
+// BenchmarkTiktokenGo is github.com/pkoukk/tiktoken-go's EncodeOrdinary on the
+// same text, for comparison.
+func BenchmarkTiktokenGo(b *testing.B) {
+	ref := reference(b)
+	text := readCorpus(b, "austen.txt.gz")
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		ref.EncodeOrdinary(text)
+	}
+}
