@@ -1,0 +1,161 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// cuResult is a CUresult of the driver API (0 is CUDA_SUCCESS).
+type cuResult int32
+
+const (
+	cudaSuccess          cuResult = 0
+	cudaErrorOutOfMemory cuResult = 2
+	cudaErrorNoDevice    cuResult = 100
+
+	attrComputeCapabilityMajor = 75
+	attrComputeCapabilityMinor = 76
+	attrMultiprocessorCount    = 16
+)
+
+// driverAPI holds the long-stable entry points of libcuda.so.1 that this
+// package uses. Pointers to device memory are uint64 (CUdeviceptr); handles
+// are uintptr.
+type driverAPI struct {
+	lib *library
+
+	cuInit                   func(flags uint32) cuResult
+	cuDriverGetVersion       func(v *int32) cuResult
+	cuDeviceGetCount         func(n *int32) cuResult
+	cuDeviceGet              func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName          func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetAttribute     func(v *int32, attr int32, dev int32) cuResult
+	cuDevicePrimaryCtxRetain func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRel    func(dev int32) cuResult
+	cuCtxSetCurrent          func(ctx uintptr) cuResult
+	cuMemAlloc               func(p *uint64, size uint64) cuResult
+	cuMemFree                func(p uint64) cuResult
+	cuMemcpyHtoDAsync        func(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) cuResult
+	cuMemcpyDtoHAsync        func(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) cuResult
+	cuMemcpyDtoDAsync        func(dst, src uint64, n uint64, stream uintptr) cuResult
+	cuModuleLoadData         func(mod *uintptr, image unsafe.Pointer) cuResult
+	cuModuleUnload           func(mod uintptr) cuResult
+	cuModuleGetFunction      func(fn *uintptr, mod uintptr, name string) cuResult
+	cuLaunchKernel           func(fn uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params, extra unsafe.Pointer) cuResult
+	cuStreamCreate           func(s *uintptr, flags uint32) cuResult
+	cuStreamDestroy          func(s uintptr) cuResult
+	cuStreamSynchronize      func(s uintptr) cuResult
+	cuGetErrorString         func(r cuResult, s *uintptr) cuResult
+}
+
+// bindAll resolves each symbol in lib into the function pointed to by the
+// paired pointer. The first name found among alternatives wins.
+func bindAll(lib *library, syms []symbol) error {
+	for _, s := range syms {
+		var addr uintptr
+		var err error
+		for _, name := range s.names {
+			if addr, err = purego.Dlsym(lib.handle, name); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cuda: %s has no symbol %s: %w", lib.path, s.names[0], err)
+		}
+		purego.RegisterFunc(s.fn, addr)
+	}
+	return nil
+}
+
+// symbol pairs a function variable with the names it may be exported as.
+type symbol struct {
+	fn    any
+	names []string
+}
+
+func sym(fn any, names ...string) symbol { return symbol{fn, names} }
+
+// loadDriver opens libcuda and binds its entry points.
+func loadDriver(dirs []string) (*driverAPI, error) {
+	lib, err := openLibrary("CUDA driver", driverLibNames, dirs)
+	if err != nil {
+		return nil, err
+	}
+	d := &driverAPI{lib: lib}
+	err = bindAll(lib, []symbol{
+		sym(&d.cuInit, "cuInit"),
+		sym(&d.cuDriverGetVersion, "cuDriverGetVersion"),
+		sym(&d.cuDeviceGetCount, "cuDeviceGetCount"),
+		sym(&d.cuDeviceGet, "cuDeviceGet"),
+		sym(&d.cuDeviceGetName, "cuDeviceGetName"),
+		sym(&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+		sym(&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+		sym(&d.cuDevicePrimaryCtxRel, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+		sym(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
+		sym(&d.cuMemAlloc, "cuMemAlloc_v2"),
+		sym(&d.cuMemFree, "cuMemFree_v2"),
+		sym(&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+		sym(&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+		sym(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		sym(&d.cuModuleLoadData, "cuModuleLoadData"),
+		sym(&d.cuModuleUnload, "cuModuleUnload"),
+		sym(&d.cuModuleGetFunction, "cuModuleGetFunction"),
+		sym(&d.cuLaunchKernel, "cuLaunchKernel"),
+		sym(&d.cuStreamCreate, "cuStreamCreate"),
+		sym(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
+		sym(&d.cuStreamSynchronize, "cuStreamSynchronize"),
+		sym(&d.cuGetErrorString, "cuGetErrorString"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// check turns a CUresult into an error naming the call.
+func (d *driverAPI) check(call string, r cuResult) error {
+	if r == cudaSuccess {
+		return nil
+	}
+	return &Error{Call: call, Code: int(r), Message: d.errorString(r)}
+}
+
+func (d *driverAPI) errorString(r cuResult) string {
+	var p uintptr
+	if d.cuGetErrorString(r, &p) != cudaSuccess || p == 0 {
+		return "unknown error"
+	}
+	return goString(p)
+}
+
+// Error is a failed CUDA, cuBLAS or NVRTC call.
+type Error struct {
+	// Call is the library function that failed.
+	Call string
+	// Code is the status it returned.
+	Code int
+	// Message is the library's description of Code.
+	Message string
+}
+
+// Error formats the call, the code and the message.
+func (e *Error) Error() string {
+	return fmt.Sprintf("cuda: %s failed: %s (%d)", e.Call, e.Message, e.Code)
+}
+
+// goString copies a NUL-terminated C string.
+func goString(p uintptr) string {
+	if p == 0 {
+		return ""
+	}
+	var b []byte
+	for i := uintptr(0); ; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) //nolint:govet // C memory
+		if c == 0 {
+			return string(b)
+		}
+		b = append(b, c)
+	}
+}

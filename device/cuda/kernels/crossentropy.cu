@@ -1,0 +1,39 @@
+// crossentropy.cu: fused cross-entropy over the vocabulary, one block per
+// row. Each thread keeps an online (max, sum of exp) pair over its columns;
+// the block combines them, so logits are read once.
+
+extern "C" __global__ void h_xent_f32(float* loss, float* lse, const float* logits, const int* targets, i64 rows, i64 vocab) {
+    __shared__ float shf[32];
+    const float* x = logits + (i64)blockIdx.x * vocab;
+    float m = H_NEG_INF, s = 0.0f;
+    for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
+        float v = x[c];
+        if (v > m) {
+            s = s * expf(m - v) + 1.0f;
+            m = v;
+        } else {
+            s += expf(v - m);
+        }
+    }
+    float M = block_max(m, shf);
+    float part = m == H_NEG_INF ? 0.0f : s * expf(m - M);
+    float S = block_sum(part, shf);
+    if (threadIdx.x == 0) {
+        float l = M + logf(S);
+        lse[blockIdx.x] = l;
+        loss[blockIdx.x] = l - x[targets[blockIdx.x]];
+    }
+}
+
+// dlogits[r,:] = dloss[r] (softmax(logits[r,:]) - onehot(targets[r]));
+// dlogits may alias logits.
+extern "C" __global__ void h_xent_bwd_f32(float* dl, const float* dloss, const float* logits, const float* lse,
+                                          const int* targets, i64 rows, i64 vocab) {
+    i64 off = (i64)blockIdx.x * vocab;
+    float g = dloss[blockIdx.x], l = lse[blockIdx.x];
+    int t = targets[blockIdx.x];
+    for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
+        float p = expf(logits[off + c] - l);
+        dl[off + c] = g * (p - (c == t ? 1.0f : 0.0f));
+    }
+}

@@ -1,0 +1,67 @@
+// nn.cu: SwiGLU, RoPE, Gather, ScatterAdd and the AdamW step.
+
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+extern "C" __global__ void h_swiglu_f32(float* out, const float* a, const float* b, i64 n) {
+    H_FOR(i, n) {
+        float x = a[i];
+        out[i] = x * sigmoidf_(x) * b[i];
+    }
+}
+
+// d/da silu(a) = s (1 + a (1 - s)) with s = sigmoid(a).
+extern "C" __global__ void h_swiglu_bwd_f32(float* da, float* db, const float* dout, const float* a, const float* b, i64 n) {
+    H_FOR(i, n) {
+        float x = a[i], s = sigmoidf_(x), g = dout[i], y = b[i];
+        da[i] = g * y * s * (1.0f + x * (1.0f - s));
+        db[i] = g * x * s;
+    }
+}
+
+// Half-split rotary embedding on [B, T, H, D]; one thread per (l, r) pair,
+// so out may alias x. cos and sin are T x D/2.
+extern "C" __global__ void h_rope_f32(float* out, const float* x, const float* cs, const float* sn,
+                                      int B, int T, int H, int D, int inverse) {
+    int half = D / 2;
+    i64 n = (i64)B * T * H * half;
+    H_FOR(i, n) {
+        int j = (int)(i % half);
+        i64 row = i / half;  // (b*T + t)*H + h
+        int t = (int)((row / H) % T);
+        float c = cs[(i64)t * half + j], s = sn[(i64)t * half + j];
+        if (inverse) s = -s;
+        i64 base = row * D;
+        float l = x[base + j], r = x[base + half + j];
+        out[base + j] = l * c - r * s;
+        out[base + half + j] = r * c + l * s;
+    }
+}
+
+extern "C" __global__ void h_gather_f32(float* dst, const float* table, const int* idx, i64 rows, i64 cols) {
+    H_FOR(i, rows * cols) {
+        i64 r = i / cols, c = i % cols;
+        dst[i] = table[(i64)idx[r] * cols + c];
+    }
+}
+
+extern "C" __global__ void h_scatter_add_f32(float* dst, const float* src, const int* idx, i64 rows, i64 cols) {
+    H_FOR(i, rows * cols) {
+        i64 r = i / cols, c = i % cols;
+        atomicAdd(dst + (i64)idx[r] * cols + c, src[i]);
+    }
+}
+
+// One decoupled-weight-decay Adam update; step may be null.
+extern "C" __global__ void h_adamw_f32(float* p, const float* g, float* m, float* v, float* step, i64 n,
+                                       float lr, float b1, float b2, float eps, float wd, float bc1, float bc2) {
+    H_FOR(i, n) {
+        float gi = g[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float s = -lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+        if (step) step[i] = s;
+        p[i] = p[i] * (1.0f - lr * wd) + s;
+    }
+}
