@@ -1,0 +1,121 @@
+package autograd
+
+import (
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+var binaryKinds = map[device.BinaryOp]opKind{device.Add: opAdd, device.Sub: opSub, device.Mul: opMul}
+
+// Add returns a + b (same shapes).
+func (g *Graph) Add(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Add", device.Add, a, b) }
+
+// Sub returns a - b (same shapes).
+func (g *Graph) Sub(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Sub", device.Sub, a, b) }
+
+// Mul returns a * b elementwise (same shapes).
+func (g *Graph) Mul(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Mul", device.Mul, a, b) }
+
+func (g *Graph) binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
+	if !g.ok(op, a, b) {
+		return nil
+	}
+	if !a.SameShape(b) {
+		return g.failf("%s: shapes %v and %v differ", op, a.Shape(), b.Shape())
+	}
+	if a.DType() != device.Float32 || b.DType() != device.Float32 {
+		return g.failf("%s: dtypes %v and %v (want float32)", op, a.DType(), b.DType())
+	}
+	out := g.alloc(op, a.Shape()...)
+	if out == nil {
+		return nil
+	}
+	g.dev.Binary(kind, out.Buffer(), a.Buffer(), b.Buffer())
+	if g.wantsGrad(a, b) {
+		g.record(node{op: binaryKinds[kind], out: out, in: [3]*tensor.Tensor{a, b}})
+	}
+	return out
+}
+
+func (g *Graph) binaryBackward(n *node, gout *tensor.Tensor) {
+	a, b := n.in[0], n.in[1]
+	grad := func(t, other *tensor.Tensor, sign float32) {
+		if !t.RequiresGrad() {
+			return
+		}
+		d := g.scratch(t.Shape()...)
+		if n.op == opMul {
+			g.dev.Binary(device.Mul, d.Buffer(), gout.Buffer(), other.Buffer())
+		} else {
+			g.dev.Scale(d.Buffer(), gout.Buffer(), sign)
+		}
+		g.accumulate(t, d)
+	}
+	sign := float32(1)
+	if n.op == opSub {
+		sign = -1
+	}
+	grad(a, b, 1)
+	grad(b, a, sign)
+}
+
+// Scale returns alpha * x.
+func (g *Graph) Scale(x *tensor.Tensor, alpha float32) *tensor.Tensor {
+	const op = "Scale"
+	if !g.ok(op, x) {
+		return nil
+	}
+	out := g.alloc(op, x.Shape()...)
+	if out == nil {
+		return nil
+	}
+	g.dev.Scale(out.Buffer(), x.Buffer(), alpha)
+	if g.wantsGrad(x) {
+		g.record(node{op: opScale, out: out, in: [3]*tensor.Tensor{x}, f: alpha})
+	}
+	return out
+}
+
+func (g *Graph) scaleBackward(n *node, gout *tensor.Tensor) {
+	d := g.scratch(n.in[0].Shape()...)
+	g.dev.Scale(d.Buffer(), gout.Buffer(), n.f)
+	g.accumulate(n.in[0], d)
+}
+
+// Sum returns the sum of all elements of x as a scalar (shape []).
+func (g *Graph) Sum(x *tensor.Tensor) *tensor.Tensor { return g.sum("Sum", x, 1) }
+
+// Mean returns the mean of all elements of x as a scalar (shape []).
+func (g *Graph) Mean(x *tensor.Tensor) *tensor.Tensor {
+	if x == nil {
+		return g.sum("Mean", x, 1)
+	}
+	return g.sum("Mean", x, 1/float32(max(x.Len(), 1)))
+}
+
+func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
+	if !g.ok(op, x) {
+		return nil
+	}
+	if x.Len() == 0 {
+		return g.failf("%s: empty tensor %v", op, x.Shape())
+	}
+	out := g.alloc(op)
+	if out == nil {
+		return nil
+	}
+	g.dev.Reduce(device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
+	if scale != 1 {
+		g.dev.Scale(out.Buffer(), out.Buffer(), scale)
+	}
+	if g.wantsGrad(x) {
+		g.record(node{op: opSum, out: out, in: [3]*tensor.Tensor{x}, f: scale})
+	}
+	return out
+}
+
+func (g *Graph) sumBackward(n *node, gout *tensor.Tensor) {
+	d := g.scratch(n.in[0].Shape()...)
+	g.dev.FillFrom(d.Buffer(), gout.Buffer(), n.f)
+	g.accumulate(n.in[0], d)
+}

@@ -1,0 +1,230 @@
+package autograd
+
+import (
+	"math"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// checkIDs verifies that ids is an int32 tensor whose values (recorded
+// when it was filled from the host) lie in [0, limit).
+func (g *Graph) checkIDs(op, what string, ids *tensor.Tensor, limit int) bool {
+	if ids.DType() != device.Int32 {
+		g.failf("%s: %s have dtype %v (want int32)", op, what, ids.DType())
+		return false
+	}
+	lo, hi, known := ids.IndexRange()
+	if !known {
+		g.failf("%s: %s %v have no recorded range (fill them with tensor.FromInt32 or SetInt32)", op, what, ids.Shape())
+		return false
+	}
+	if ids.Len() > 0 && (lo < 0 || int(hi) >= limit) {
+		g.failf("%s: %s range [%d, %d] outside [0, %d)", op, what, lo, hi, limit)
+		return false
+	}
+	return true
+}
+
+// Embedding gathers rows of table ([V, d]) for each id in ids (int32, any
+// shape): the result has shape ids.Shape() + [d]. Its backward adds into
+// the table's gradient with a scatter-add (no dense V x d temporary).
+func (g *Graph) Embedding(table, ids *tensor.Tensor) *tensor.Tensor {
+	const op = "Embedding"
+	if !g.ok(op, table, ids) {
+		return nil
+	}
+	if table.Rank() != 2 || table.DType() != device.Float32 {
+		return g.failf("%s: table %v %v: want a float32 matrix [vocab, dim]", op, table.DType(), table.Shape())
+	}
+	if !g.checkIDs(op, "ids", ids, table.Dim(0)) {
+		return nil
+	}
+	d := table.Dim(1)
+	out := g.alloc(op, append(ids.Shape(), d)...)
+	if out == nil {
+		return nil
+	}
+	g.dev.Gather(out.Buffer(), table.Buffer(), ids.Buffer(), d)
+	if g.wantsGrad(table) {
+		g.record(node{op: opEmbedding, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
+	}
+	return out
+}
+
+func (g *Graph) embeddingBackward(n *node, gout *tensor.Tensor) {
+	table, ids := n.in[0], n.saved[0]
+	if !table.RequiresGrad() {
+		return
+	}
+	d := table.Dim(1)
+	if isLeaf(table) {
+		g.dev.ScatterAdd(g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
+		return
+	}
+	dt := g.scratch(table.Shape()...)
+	g.dev.Fill(dt.Buffer(), 0)
+	g.dev.ScatterAdd(dt.Buffer(), gout.Buffer(), ids.Buffer(), d)
+	g.accumulate(table, dt)
+}
+
+// RMSNorm normalises x over its last axis without a gain:
+// x / sqrt(mean(x^2) + eps), in float32.
+func (g *Graph) RMSNorm(x *tensor.Tensor, eps float32) *tensor.Tensor {
+	const op = "RMSNorm"
+	if !g.ok(op, x) {
+		return nil
+	}
+	if x.Rank() < 1 || x.Dim(-1) == 0 || x.DType() != device.Float32 {
+		return g.failf("%s: input %v %v: want float32 with a non-empty last axis", op, x.DType(), x.Shape())
+	}
+	cols := x.Dim(-1)
+	rows := x.Len() / cols
+	out := g.alloc(op, x.Shape()...)
+	rstd := g.alloc(op, rows)
+	if out == nil || rstd == nil {
+		return nil
+	}
+	g.dev.RMSNorm(out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
+	if g.wantsGrad(x) {
+		g.record(node{op: opRMSNorm, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
+	}
+	return out
+}
+
+func (g *Graph) rmsNormBackward(n *node, gout *tensor.Tensor) {
+	x := n.in[0]
+	cols := x.Dim(-1)
+	dx := g.scratch(x.Shape()...)
+	g.dev.RMSNormBackward(dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
+	g.accumulate(x, dx)
+}
+
+// RoPETables returns the half-split rotary tables cos and sin, each
+// [seq, headDim/2], with angle(t, j) = t * base^(-2j/headDim), computed in
+// float64 and stored in float32.
+func RoPETables(dev device.Device, seq, headDim int, base float64) (cos, sin *tensor.Tensor, err error) {
+	half := headDim / 2
+	c := make([]float32, seq*half)
+	s := make([]float32, seq*half)
+	for t := 0; t < seq; t++ {
+		for j := 0; j < half; j++ {
+			a := float64(t) * math.Pow(base, -2*float64(j)/float64(headDim))
+			c[t*half+j] = float32(math.Cos(a))
+			s[t*half+j] = float32(math.Sin(a))
+		}
+	}
+	if cos, err = tensor.FromFloat32(dev, c, seq, half); err != nil {
+		return nil, nil, err
+	}
+	if sin, err = tensor.FromFloat32(dev, s, seq, half); err != nil {
+		return nil, nil, err
+	}
+	return cos, sin, nil
+}
+
+// attentionShape reads [B, T, H, D] from a rank-4 tensor.
+func attentionShape(x *tensor.Tensor) device.AttentionShape {
+	return device.AttentionShape{Batch: x.Dim(0), Seq: x.Dim(1), Heads: x.Dim(2), HeadDim: x.Dim(3)}
+}
+
+// RoPE applies half-split rotary position embedding to x [B, T, H, D]
+// using tables cos, sin of shape [maxT, D/2] with maxT >= T (position t
+// uses row t).
+func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
+	const op = "RoPE"
+	if !g.ok(op, x, cos, sin) {
+		return nil
+	}
+	if x.Rank() != 4 || x.Dim(3)%2 != 0 {
+		return g.failf("%s: input %v: want [batch, seq, heads, headDim] with an even headDim", op, x.Shape())
+	}
+	s := attentionShape(x)
+	half := s.HeadDim / 2
+	if cos.Rank() != 2 || !cos.SameShape(sin) || cos.Dim(1) != half || cos.Dim(0) < s.Seq {
+		return g.failf("%s: tables %v and %v do not cover input %v (want [>=%d %d])", op, cos.Shape(), sin.Shape(), x.Shape(), s.Seq, half)
+	}
+	out := g.alloc(op, x.Shape()...)
+	if out == nil {
+		return nil
+	}
+	cb, sb := cos.Buffer().Slice(0, s.Seq*half), sin.Buffer().Slice(0, s.Seq*half)
+	g.dev.RoPE(out.Buffer(), x.Buffer(), cb, sb, s, false)
+	if g.wantsGrad(x) {
+		g.record(node{op: opRoPE, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
+	}
+	return out
+}
+
+func (g *Graph) ropeBackward(n *node, gout *tensor.Tensor) {
+	x := n.in[0]
+	s := attentionShape(x)
+	half := s.HeadDim / 2
+	dx := g.scratch(x.Shape()...)
+	cb, sb := n.saved[0].Buffer().Slice(0, s.Seq*half), n.saved[1].Buffer().Slice(0, s.Seq*half)
+	g.dev.RoPE(dx.Buffer(), gout.Buffer(), cb, sb, s, true)
+	g.accumulate(x, dx)
+}
+
+// SwiGLU returns silu(a) * b elementwise (same shapes).
+func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
+	const op = "SwiGLU"
+	if !g.ok(op, a, b) {
+		return nil
+	}
+	if !a.SameShape(b) {
+		return g.failf("%s: shapes %v and %v differ", op, a.Shape(), b.Shape())
+	}
+	out := g.alloc(op, a.Shape()...)
+	if out == nil {
+		return nil
+	}
+	g.dev.SwiGLU(out.Buffer(), a.Buffer(), b.Buffer())
+	if g.wantsGrad(a, b) {
+		g.record(node{op: opSwiGLU, out: out, in: [3]*tensor.Tensor{a, b}})
+	}
+	return out
+}
+
+func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
+	a, b := n.in[0], n.in[1]
+	da, db := g.scratch(a.Shape()...), g.scratch(b.Shape()...)
+	g.dev.SwiGLUBackward(da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())
+	g.accumulate(a, da)
+	g.accumulate(b, db)
+}
+
+// Attention returns causal scaled-dot-product attention of q, k, v, each
+// [B, T, H, D] (heads split by a free reshape of [B, T, H*D]); the result
+// has the same layout. scale multiplies the scores (1/sqrt(D) usually).
+func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor {
+	const op = "Attention"
+	if !g.ok(op, q, k, v) {
+		return nil
+	}
+	if q.Rank() != 4 || !q.SameShape(k) || !q.SameShape(v) {
+		return g.failf("%s: q %v, k %v, v %v: want three equal [batch, seq, heads, headDim] shapes", op, q.Shape(), k.Shape(), v.Shape())
+	}
+	s := attentionShape(q)
+	out := g.alloc(op, q.Shape()...)
+	lse := g.alloc(op, s.Batch, s.Heads, s.Seq)
+	if out == nil || lse == nil {
+		return nil
+	}
+	g.dev.Attention(out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
+	if g.wantsGrad(q, k, v) {
+		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: scale})
+	}
+	return out
+}
+
+func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
+	q, k, v := n.in[0], n.in[1], n.in[2]
+	s := attentionShape(q)
+	dq, dk, dv := g.scratch(q.Shape()...), g.scratch(k.Shape()...), g.scratch(v.Shape()...)
+	g.dev.AttentionBackward(dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
+		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), s, n.f)
+	g.accumulate(q, dq)
+	g.accumulate(k, dk)
+	g.accumulate(v, dv)
+}

@@ -1,0 +1,308 @@
+// Package autograd is Hilbert's reverse-mode automatic differentiation.
+//
+// A Graph records differentiable operations as they run (define-by-run).
+// Backward, from a scalar, walks the record in reverse, accumulates
+// gradients into every leaf tensor that requires them (parameters), and
+// frees the graph: intermediate buffers go back to the device pool, so a
+// training loop that repeats the same shapes reuses memory step after step.
+//
+// Errors are sticky, as in bufio.Scanner: an operation given bad input
+// (shape mismatch, wrong device or dtype, out-of-range ids) records an
+// error that names the operation and the shapes, returns nil, and turns
+// every later operation into a no-op; Err and Backward report it. Check
+// Err before reading values of a forward pass.
+//
+//	g := autograd.New(dev)
+//	for step := range steps {
+//	    g.Reset()
+//	    loss := model.Forward(g, inputs, targets)
+//	    if err := g.Backward(loss); err != nil { ... }
+//	}
+//
+// This package depends on device/ and tensor/ only; it never knows which
+// backend runs.
+package autograd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// ErrFreed is returned by Backward on a graph whose record was already
+// consumed by an earlier Backward.
+var ErrFreed = errors.New("autograd: Backward called twice: the graph was freed by the first Backward (call Reset and run the forward pass again)")
+
+// Graph records operations on one device for one forward/backward pass.
+// A Graph is not safe for concurrent use.
+type Graph struct {
+	dev    device.Device
+	noGrad bool
+	err    error
+	freed  bool
+	nodes  []node
+	// owned holds the tensors this graph allocated in the forward pass;
+	// Reset (and Backward, for all but the loss and kept tensors) returns
+	// them to the pool.
+	owned []*tensor.Tensor
+}
+
+// New returns an empty graph that records operations on dev.
+func New(dev device.Device) *Graph {
+	return &Graph{dev: dev}
+}
+
+// Device returns the graph's device.
+func (g *Graph) Device() device.Device { return g.dev }
+
+// SetNoGrad turns recording off (evaluation) or on. With recording off, no
+// backward information is kept and Backward is an error.
+func (g *Graph) SetNoGrad(on bool) { g.noGrad = on }
+
+// NoGrad reports whether recording is off.
+func (g *Graph) NoGrad() bool { return g.noGrad }
+
+// Err returns the first error an operation recorded, or nil.
+func (g *Graph) Err() error { return g.err }
+
+// Fail records err as the graph's error if none is recorded yet. Modules
+// built on the graph use it to report their own bad input.
+func (g *Graph) Fail(err error) {
+	if g.err == nil && err != nil {
+		g.err = err
+	}
+}
+
+// failf records a formatted error and returns nil for convenience.
+func (g *Graph) failf(format string, args ...any) *tensor.Tensor {
+	g.Fail(fmt.Errorf("autograd: "+format, args...))
+	return nil
+}
+
+// Reset releases every tensor the graph still owns, clears its record and
+// error, and makes it ready for a new forward pass. Tensors returned by
+// earlier operations must not be used after Reset, except those passed to
+// Keep.
+func (g *Graph) Reset() {
+	for _, t := range g.owned {
+		releaseWithGrad(t)
+	}
+	clear(g.owned)
+	g.owned = g.owned[:0]
+	g.clearNodes()
+	g.err = nil
+	g.freed = false
+}
+
+func releaseWithGrad(t *tensor.Tensor) {
+	if gr := t.Grad(); gr != nil && gr.Pooled() {
+		gr.Release()
+		t.SetGrad(nil)
+	}
+	t.Release()
+}
+
+func (g *Graph) clearNodes() {
+	clear(g.nodes)
+	g.nodes = g.nodes[:0]
+}
+
+// Keep removes t from the graph's ownership: it survives Reset and
+// Backward, and the caller must Release it when done.
+func (g *Graph) Keep(t *tensor.Tensor) {
+	for i, o := range g.owned {
+		if o == t {
+			g.owned[i] = g.owned[len(g.owned)-1]
+			g.owned = g.owned[:len(g.owned)-1]
+			return
+		}
+	}
+}
+
+// alloc returns a pooled float32 tensor owned by the graph.
+func (g *Graph) alloc(op string, shape ...int) *tensor.Tensor {
+	return g.allocOf(op, device.Float32, shape...)
+}
+
+func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Tensor {
+	t, err := tensor.NewPooled(g.dev, dtype, shape...)
+	if err != nil {
+		return g.failf("%s: %v", op, err)
+	}
+	g.owned = append(g.owned, t)
+	return t
+}
+
+// scratch returns a pooled tensor that the caller releases itself (used in
+// backward for gradients).
+func (g *Graph) scratch(shape ...int) *tensor.Tensor {
+	t, err := tensor.NewPooled(g.dev, device.Float32, shape...)
+	if err != nil {
+		panic(fmt.Sprintf("autograd: backward allocation %v failed: %v", tensor.Shape(shape), err))
+	}
+	return t
+}
+
+// ok checks that the graph has no error and every input is usable on the
+// graph's device; it records an error naming op otherwise.
+func (g *Graph) ok(op string, inputs ...*tensor.Tensor) bool {
+	if g.err != nil {
+		return false
+	}
+	if g.freed {
+		g.err = fmt.Errorf("autograd: %s on a graph freed by Backward (call Reset first)", op)
+		return false
+	}
+	for i, t := range inputs {
+		if t == nil {
+			g.failf("%s: input %d is nil", op, i)
+			return false
+		}
+		if t.Buffer() == nil {
+			g.failf("%s: input %d (%v) was released", op, i, t.Shape())
+			return false
+		}
+		if t.Device() != g.dev {
+			g.failf("%s: input %d %v is on %s, the graph on %s", op, i, t.Shape(), t.Device().Name(), g.dev.Name())
+			return false
+		}
+	}
+	return true
+}
+
+// wantsGrad reports whether an op on these inputs must be recorded.
+func (g *Graph) wantsGrad(inputs ...*tensor.Tensor) bool {
+	if g.noGrad {
+		return false
+	}
+	for _, t := range inputs {
+		if t != nil && t.RequiresGrad() {
+			return true
+		}
+	}
+	return false
+}
+
+// record appends a node whose output requires grad.
+func (g *Graph) record(n node) {
+	n.out.SetRequiresGrad(true)
+	n.out.MarkOutput()
+	g.nodes = append(g.nodes, n)
+}
+
+// Backward computes gradients of the scalar loss with respect to every
+// leaf tensor that requires them, accumulating into their Grad, then
+// frees the graph's intermediate tensors (loss itself and kept tensors
+// stay readable until Reset).
+func (g *Graph) Backward(loss *tensor.Tensor) error {
+	if g.err != nil {
+		return g.err
+	}
+	if g.freed {
+		return ErrFreed
+	}
+	if g.noGrad {
+		return errors.New("autograd: Backward on a graph in no-grad mode")
+	}
+	if loss == nil || loss.Len() != 1 {
+		shape := tensor.Shape(nil)
+		if loss != nil {
+			shape = loss.Shape()
+		}
+		return fmt.Errorf("autograd: Backward needs a scalar loss, got shape %v", shape)
+	}
+	if !loss.RequiresGrad() {
+		return errors.New("autograd: Backward: the loss does not depend on any tensor that requires grad")
+	}
+	seed := g.scratch(loss.Shape()...)
+	g.dev.Fill(seed.Buffer(), 1)
+	loss.SetGrad(seed)
+	for i := len(g.nodes) - 1; i >= 0; i-- {
+		n := &g.nodes[i]
+		gout := n.out.Grad()
+		if gout == nil {
+			continue // the output did not reach the loss
+		}
+		g.backward(n, gout)
+		gout.Release() // a no-op when backward moved it to an input
+		n.out.SetGrad(nil)
+	}
+	g.clearNodes()
+	g.freed = true
+	// Free the forward tensors now, except the loss.
+	kept := g.owned[:0]
+	for _, t := range g.owned {
+		if t == loss {
+			kept = append(kept, t)
+			continue
+		}
+		releaseWithGrad(t)
+	}
+	clear(g.owned[len(kept):])
+	g.owned = kept
+	if err := g.dev.Synchronize(); err != nil {
+		return fmt.Errorf("autograd: Backward: %w", err)
+	}
+	return nil
+}
+
+// accumulate adds grad into t's gradient. It takes ownership of grad: grad
+// becomes t's gradient or is released after being added.
+func (g *Graph) accumulate(t, grad *tensor.Tensor) {
+	if !t.RequiresGrad() {
+		grad.Release()
+		return
+	}
+	cur := t.Grad()
+	switch {
+	case cur == nil && isLeaf(t):
+		// A parameter's gradient is persistent, outside the pool.
+		p, err := tensor.New(g.dev, t.Shape()...)
+		if err != nil {
+			panic(fmt.Sprintf("autograd: gradient of %v: %v", t, err))
+		}
+		g.dev.Copy(p.Buffer(), grad.Buffer())
+		t.SetGrad(p)
+		grad.Release()
+	case cur == nil:
+		if !grad.SameShape(t) {
+			moved, err := grad.MoveTo(t.Shape()...)
+			if err != nil {
+				panic(fmt.Sprintf("autograd: gradient shape %v for %v", grad.Shape(), t))
+			}
+			grad = moved
+		}
+		t.SetGrad(grad)
+	default:
+		g.dev.Axpby(cur.Buffer(), grad.Buffer(), 1, 1)
+		grad.Release()
+	}
+}
+
+// leafGrad returns t's persistent gradient, allocating a zeroed one if
+// needed, for ops that accumulate straight into it (embedding backward).
+func (g *Graph) leafGrad(t *tensor.Tensor) *tensor.Tensor {
+	if t.Grad() == nil {
+		p, err := tensor.New(g.dev, t.Shape()...)
+		if err != nil {
+			panic(fmt.Sprintf("autograd: gradient of %v: %v", t, err))
+		}
+		t.SetGrad(p)
+	}
+	return t.Grad()
+}
+
+// isLeaf reports whether t is a leaf (a parameter or input created outside
+// the graph) rather than the output of a recorded op.
+func isLeaf(t *tensor.Tensor) bool { return t.IsLeaf() }
+
+// ZeroGrad sets the gradients of params to zero (those that have one).
+func ZeroGrad(params []*tensor.Tensor) {
+	for _, p := range params {
+		if gr := p.Grad(); gr != nil {
+			gr.Device().Fill(gr.Buffer(), 0)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package autograd
+
+import (
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// matDims holds the sizes of one (possibly batched) product.
+type matDims struct {
+	m, n, k, batch int
+	// rows/cols of the stored A and B matrices
+	aRows, aCols, bRows, bCols int
+}
+
+// MatMul returns op(a) x op(b), where op transposes the last two axes when
+// the matching flag is set.
+//
+// Shapes: a [..., m, k] with b [k, n] (the leading axes of a are folded
+// into m; transA must be false), or a [batch..., m, k] with b
+// [batch..., k, n] (same leading axes: a batched product). A Linear layer
+// with weight W [out, in] is MatMul(x, W, false, true).
+func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor {
+	const op = "MatMul"
+	if !g.ok(op, a, b) {
+		return nil
+	}
+	if a.DType() != device.Float32 || b.DType() != device.Float32 {
+		return g.failf("%s: dtypes %v and %v (want float32)", op, a.DType(), b.DType())
+	}
+	if a.Rank() < 2 || b.Rank() < 2 {
+		return g.failf("%s: shapes %v and %v: both operands need rank >= 2", op, a.Shape(), b.Shape())
+	}
+	d, outShape, ok := matMulDims(a, b, transA, transB)
+	if !ok {
+		return g.failf("%s: shapes %v%s and %v%s do not multiply", op, a.Shape(), tflag(transA), b.Shape(), tflag(transB))
+	}
+	out := g.alloc(op, outShape...)
+	if out == nil {
+		return nil
+	}
+	g.gemm(d, transA, transB, 1, a.Buffer(), b.Buffer(), 0, out.Buffer())
+	if g.wantsGrad(a, b) {
+		g.record(node{op: opMatMul, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}})
+	}
+	return out
+}
+
+func tflag(t bool) string {
+	if t {
+		return "^T"
+	}
+	return ""
+}
+
+// matMulDims works out the product's sizes and output shape.
+func matMulDims(a, b *tensor.Tensor, transA, transB bool) (matDims, []int, bool) {
+	as, bs := a.Shape(), b.Shape()
+	var d matDims
+	d.bRows, d.bCols = bs[len(bs)-2], bs[len(bs)-1]
+	var lead []int
+	if b.Rank() == 2 {
+		if transA && a.Rank() > 2 {
+			return d, nil, false
+		}
+		d.batch = 1
+		d.aCols = as[len(as)-1]
+		d.aRows = a.Len() / max(d.aCols, 1)
+		if d.aCols == 0 {
+			d.aRows = tensor.Shape(as[:len(as)-1]).Numel()
+		}
+		lead = as[:len(as)-1]
+	} else {
+		if a.Rank() != b.Rank() {
+			return d, nil, false
+		}
+		for i := 0; i < len(as)-2; i++ {
+			if as[i] != bs[i] {
+				return d, nil, false
+			}
+		}
+		d.batch = tensor.Shape(as[:len(as)-2]).Numel()
+		d.aRows, d.aCols = as[len(as)-2], as[len(as)-1]
+		lead = as[:len(as)-1]
+	}
+	d.m, d.k = d.aRows, d.aCols
+	if transA {
+		d.m, d.k = d.aCols, d.aRows
+	}
+	kb, n := d.bRows, d.bCols
+	if transB {
+		kb, n = d.bCols, d.bRows
+	}
+	if kb != d.k {
+		return d, nil, false
+	}
+	d.n = n
+	out := append([]int(nil), lead...)
+	if transA {
+		out[len(out)-1] = d.m
+	}
+	out = append(out, n)
+	return d, out, true
+}
+
+// gemm runs C = alpha*op(A)op(B) + beta*C for the dims d.
+func (g *Graph) gemm(d matDims, transA, transB bool, alpha float32, a, b device.Buffer, beta float32, c device.Buffer) {
+	sb := d.bRows * d.bCols
+	if d.batch == 1 {
+		sb = 0
+	}
+	g.dev.Gemm(device.GemmArgs{
+		TransA: transA, TransB: transB, M: d.m, N: d.n, K: d.k, Alpha: alpha, Beta: beta,
+		A: a, LDA: d.aCols, StrideA: d.aRows * d.aCols,
+		B: b, LDB: d.bCols, StrideB: sb,
+		C: c, LDC: d.n, StrideC: d.m * d.n,
+		Batch: d.batch,
+	})
+}
+
+func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
+	a, b := n.in[0], n.in[1]
+	transA, transB := n.flags[0], n.flags[1]
+	d, _, _ := matMulDims(a, b, transA, transB)
+	// dC has dims m x n; A is stored aRows x aCols; B bRows x bCols.
+	if a.RequiresGrad() {
+		da := g.scratch(a.Shape()...)
+		// dA (stored layout) = dC op(B)^T, or its transpose when transA.
+		var dd matDims
+		if !transA {
+			dd = matDims{m: d.m, n: d.k, k: d.n, batch: d.batch, aRows: d.m, aCols: d.n, bRows: d.bRows, bCols: d.bCols}
+			g.gemmStrided(dd, false, !transB, gout.Buffer(), b.Buffer(), da.Buffer(), d.batch > 1)
+		} else {
+			dd = matDims{m: d.k, n: d.m, k: d.n, batch: d.batch, aRows: d.bRows, aCols: d.bCols, bRows: d.m, bCols: d.n}
+			g.gemmStrided(dd, transB, true, b.Buffer(), gout.Buffer(), da.Buffer(), d.batch > 1)
+		}
+		g.accumulate(a, da)
+	}
+	if b.RequiresGrad() {
+		db := g.scratch(b.Shape()...)
+		if !transB {
+			// dB = op(A)^T dC : k x n
+			dd := matDims{m: d.k, n: d.n, k: d.m, batch: d.batch, aRows: d.aRows, aCols: d.aCols, bRows: d.m, bCols: d.n}
+			g.gemmStrided(dd, !transA, false, a.Buffer(), gout.Buffer(), db.Buffer(), d.batch > 1)
+		} else {
+			// dB = dC^T op(A) : n x k
+			dd := matDims{m: d.n, n: d.k, k: d.m, batch: d.batch, aRows: d.m, aCols: d.n, bRows: d.aRows, bCols: d.aCols}
+			g.gemmStrided(dd, true, transA, gout.Buffer(), a.Buffer(), db.Buffer(), d.batch > 1)
+		}
+		g.accumulate(b, db)
+	}
+}
+
+// gemmStrided runs a (possibly batched) product where both operands and
+// the output are batched when batched is set.
+func (g *Graph) gemmStrided(d matDims, transA, transB bool, a, b, c device.Buffer, batched bool) {
+	sa, sb := d.aRows*d.aCols, d.bRows*d.bCols
+	if !batched {
+		sa, sb = 0, 0
+	}
+	g.dev.Gemm(device.GemmArgs{
+		TransA: transA, TransB: transB, M: d.m, N: d.n, K: d.k, Alpha: 1, Beta: 0,
+		A: a, LDA: d.aCols, StrideA: sa,
+		B: b, LDB: d.bCols, StrideB: sb,
+		C: c, LDC: d.n, StrideC: d.m * d.n,
+		Batch: d.batch,
+	})
+}
+
+// Reshape returns a view of x with a new shape (one dimension may be -1).
+func (g *Graph) Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
+	const op = "Reshape"
+	if !g.ok(op, x) {
+		return nil
+	}
+	out, err := x.Reshape(shape...)
+	if err != nil {
+		return g.failf("%s: %v", op, err)
+	}
+	if g.wantsGrad(x) {
+		g.record(node{op: opReshape, out: out, in: [3]*tensor.Tensor{x}})
+	}
+	return out
+}
+
+func (g *Graph) reshapeBackward(n *node, gout *tensor.Tensor) {
+	moved, err := gout.MoveTo(n.in[0].Shape()...)
+	if err != nil {
+		panic(err)
+	}
+	g.accumulate(n.in[0], moved)
+}
+
+// Transpose swaps the two axes before the last of a rank-4 tensor
+// ([B, T, H, D] -> [B, H, T, D], splitting heads), the two axes of a
+// matrix, or the last two axes of a rank-3 tensor. It copies.
+func (g *Graph) Transpose(x *tensor.Tensor) *tensor.Tensor {
+	const op = "Transpose"
+	if !g.ok(op, x) {
+		return nil
+	}
+	b, r, c, in, out, ok := transposeDims(x.Shape())
+	if !ok {
+		return g.failf("%s: shape %v: want rank 2, 3 or 4", op, x.Shape())
+	}
+	y := g.alloc(op, out...)
+	if y == nil {
+		return nil
+	}
+	g.dev.Transpose(y.Buffer(), x.Buffer(), b, r, c, in)
+	if g.wantsGrad(x) {
+		g.record(node{op: opTranspose, out: y, in: [3]*tensor.Tensor{x}})
+	}
+	return y
+}
+
+// transposeDims maps a shape onto the Transpose kernel's
+// [batch, rows, cols, inner] and returns the output shape.
+func transposeDims(s tensor.Shape) (batch, rows, cols, inner int, out []int, ok bool) {
+	switch len(s) {
+	case 2:
+		return 1, s[0], s[1], 1, []int{s[1], s[0]}, true
+	case 3:
+		return s[0], s[1], s[2], 1, []int{s[0], s[2], s[1]}, true
+	case 4:
+		return s[0], s[1], s[2], s[3], []int{s[0], s[2], s[1], s[3]}, true
+	}
+	return 0, 0, 0, 0, nil, false
+}
+
+func (g *Graph) transposeBackward(n *node, gout *tensor.Tensor) {
+	b, r, c, in, _, _ := transposeDims(gout.Shape())
+	dx := g.scratch(n.in[0].Shape()...)
+	g.dev.Transpose(dx.Buffer(), gout.Buffer(), b, r, c, in)
+	g.accumulate(n.in[0], dx)
+}

@@ -1,0 +1,151 @@
+package autograd
+
+import (
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// CrossEntropy returns the mean over rows of the cross-entropy between
+// softmax(logits) and int32 targets, straight from logits [N, V] via
+// log-sum-exp (no one-hot, no stored softmax).
+func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
+	const op = "CrossEntropy"
+	if !g.ok(op, logits, targets) {
+		return nil
+	}
+	if logits.Rank() != 2 || logits.DType() != device.Float32 {
+		return g.failf("%s: logits %v %v: want float32 [rows, vocab]", op, logits.DType(), logits.Shape())
+	}
+	rows, vocab := logits.Dim(0), logits.Dim(1)
+	if targets.Len() != rows || rows == 0 {
+		return g.failf("%s: %d targets %v for logits %v", op, targets.Len(), targets.Shape(), logits.Shape())
+	}
+	if !g.checkIDs(op, "targets", targets, vocab) {
+		return nil
+	}
+	losses := g.alloc(op, rows)
+	lse := g.alloc(op, rows)
+	out := g.alloc(op)
+	if losses == nil || lse == nil || out == nil {
+		return nil
+	}
+	g.dev.CrossEntropy(losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
+	g.dev.Reduce(device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	g.dev.Scale(out.Buffer(), out.Buffer(), 1/float32(rows))
+	if g.wantsGrad(logits) {
+		g.record(node{op: opCrossEntropy, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
+	}
+	return out
+}
+
+func (g *Graph) crossEntropyBackward(n *node, gout *tensor.Tensor) {
+	logits, targets, lse, dloss := n.in[0], n.saved[0], n.saved[1], n.saved[2]
+	rows, vocab := logits.Dim(0), logits.Dim(1)
+	// The per-row losses are no longer needed: reuse them for dloss/drow.
+	g.dev.FillFrom(dloss.Buffer(), gout.Buffer(), 1/float32(rows))
+	d := g.scratch(logits.Shape()...)
+	g.dev.CrossEntropyBackward(d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
+	g.accumulate(logits, d)
+}
+
+// linearCEBlockElems bounds the logits block of LinearCrossEntropy.
+const linearCEBlockElems = 1 << 24
+
+// LinearCrossEntropy returns the mean cross-entropy of the logits
+// h W^T against int32 targets, for hidden states h [N, d] (or [..., d])
+// and an LM head W [V, d], without ever holding more than a block of rows
+// of the N x V logits: rows are processed in blocks of blockRows (0 picks
+// a block of at most 16M logits). When gradients are wanted, the forward
+// pass computes them block by block (dh and dW) and Backward scales them by
+// the upstream gradient.
+func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) *tensor.Tensor {
+	const op = "LinearCrossEntropy"
+	if !g.ok(op, h, w, targets) {
+		return nil
+	}
+	if w.Rank() != 2 || h.Rank() < 1 || h.Dim(-1) != w.Dim(1) {
+		return g.failf("%s: hidden %v and head %v: want [..., d] and [vocab, d]", op, h.Shape(), w.Shape())
+	}
+	vocab, d := w.Dim(0), w.Dim(1)
+	rows := h.Len() / max(d, 1)
+	if targets.Len() != rows || rows == 0 {
+		return g.failf("%s: %d targets %v for %d rows of hidden %v", op, targets.Len(), targets.Shape(), rows, h.Shape())
+	}
+	if !g.checkIDs(op, "targets", targets, vocab) {
+		return nil
+	}
+	if blockRows <= 0 {
+		blockRows = max(1, linearCEBlockElems/max(vocab, 1))
+	}
+	blockRows = min(blockRows, rows)
+	grad := g.wantsGrad(h, w)
+
+	losses := g.alloc(op, rows)
+	lse := g.alloc(op, rows)
+	out := g.alloc(op)
+	if losses == nil || lse == nil || out == nil {
+		return nil
+	}
+	var dh, dw *tensor.Tensor
+	if grad {
+		dh, dw = g.alloc(op, h.Shape()...), g.alloc(op, w.Shape()...)
+		if dh == nil || dw == nil {
+			return nil
+		}
+	}
+	logits := g.scratch(blockRows, vocab)
+	defer logits.Release()
+	ones := g.scratch(blockRows)
+	defer ones.Release()
+	g.dev.Fill(ones.Buffer(), 1)
+
+	hb, wb, tb := h.Buffer(), w.Buffer(), targets.Buffer()
+	for r0 := 0; r0 < rows; r0 += blockRows {
+		nr := min(blockRows, rows-r0)
+		lb := logits.Buffer().Slice(0, nr*vocab)
+		hblk := hb.Slice(r0*d, nr*d)
+		// logits = h_blk W^T
+		g.dev.Gemm(device.GemmArgs{TransB: true, M: nr, N: vocab, K: d, Alpha: 1,
+			A: hblk, LDA: d, B: wb, LDB: d, C: lb, LDC: vocab})
+		tblk := tb.Slice(r0, nr)
+		g.dev.CrossEntropy(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
+		if !grad {
+			continue
+		}
+		// dlogits (unit upstream gradient per row), in place.
+		g.dev.CrossEntropyBackward(lb, ones.Buffer().Slice(0, nr), lb, lse.Buffer().Slice(r0, nr), tblk, nr, vocab)
+		// dh_blk = dlogits W ; dW (+)= dlogits^T h_blk
+		g.dev.Gemm(device.GemmArgs{M: nr, N: d, K: vocab, Alpha: 1,
+			A: lb, LDA: vocab, B: wb, LDB: d, C: dh.Buffer().Slice(r0*d, nr*d), LDC: d})
+		beta := float32(1)
+		if r0 == 0 {
+			beta = 0
+		}
+		g.dev.Gemm(device.GemmArgs{TransA: true, M: vocab, N: d, K: nr, Alpha: 1, Beta: beta,
+			A: lb, LDA: vocab, B: hblk, LDB: d, C: dw.Buffer(), LDC: d})
+	}
+	g.dev.Reduce(device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	g.dev.Scale(out.Buffer(), out.Buffer(), 1/float32(rows))
+	if grad {
+		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
+	}
+	return out
+}
+
+func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
+	h, w, dh, dw := n.in[0], n.in[1], n.saved[0], n.saved[1]
+	scale := gout.Item() / float32(n.ints[0])
+	for _, p := range [2][2]*tensor.Tensor{{h, dh}, {w, dw}} {
+		t, d := p[0], p[1]
+		if !t.RequiresGrad() {
+			continue
+		}
+		if isLeaf(t) && t.Grad() != nil {
+			g.dev.Axpby(t.Grad().Buffer(), d.Buffer(), scale, 1)
+			continue
+		}
+		sd := g.scratch(t.Shape()...)
+		g.dev.Scale(sd.Buffer(), d.Buffer(), scale)
+		g.accumulate(t, sd)
+	}
+}

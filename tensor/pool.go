@@ -1,0 +1,95 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+// The pool keeps released buffers per device, dtype and length so that a
+// training step that repeats the same shapes allocates nothing after its
+// first run.
+
+type poolKey struct {
+	dev   device.Device
+	dtype device.DType
+	n     int
+}
+
+var pool struct {
+	sync.Mutex
+	free map[poolKey][]device.Buffer
+	// bytes held in free lists, for diagnostics
+	held int64
+}
+
+// NewPooled returns a tensor whose buffer comes from (and returns to, on
+// Release) the device pool. Its contents are unspecified (not zeroed).
+func NewPooled(dev device.Device, dtype device.DType, shape ...int) (*Tensor, error) {
+	if err := checkShape("NewPooled", shape); err != nil {
+		return nil, err
+	}
+	n := Shape(shape).Numel()
+	key := poolKey{dev, dtype, n}
+	pool.Lock()
+	list := pool.free[key]
+	var buf device.Buffer
+	if len(list) > 0 {
+		buf = list[len(list)-1]
+		pool.free[key] = list[:len(list)-1]
+		pool.held -= int64(n * dtype.Size())
+	}
+	pool.Unlock()
+	if buf == nil {
+		var err error
+		if buf, err = dev.Alloc(dtype, n); err != nil {
+			return nil, fmt.Errorf("tensor: pooled %v %v on %s: %w", dtype, Shape(shape), dev.Name(), err)
+		}
+	}
+	t := newTensor(dev, buf, shape)
+	t.pooled = true
+	return t, nil
+}
+
+// Release returns a pooled tensor's buffer to the pool; the tensor (and
+// every view of it) must not be used afterwards. Release of a tensor that
+// is not pooled does nothing.
+func (t *Tensor) Release() {
+	if t == nil || !t.pooled {
+		return
+	}
+	t.pooled = false
+	key := poolKey{t.dev, t.buf.DType(), t.buf.Len()}
+	pool.Lock()
+	if pool.free == nil {
+		pool.free = map[poolKey][]device.Buffer{}
+	}
+	pool.free[key] = append(pool.free[key], t.buf)
+	pool.held += int64(key.n * key.dtype.Size())
+	pool.Unlock()
+	t.buf = nil
+}
+
+// Pooled reports whether the tensor's buffer belongs to the pool.
+func (t *Tensor) Pooled() bool { return t.pooled }
+
+// PoolBytes returns how many bytes released buffers hold in the pool.
+func PoolBytes() int64 {
+	pool.Lock()
+	defer pool.Unlock()
+	return pool.held
+}
+
+// DrainPool frees every pooled buffer back to its device.
+func DrainPool() {
+	pool.Lock()
+	defer pool.Unlock()
+	for k, list := range pool.free {
+		for _, b := range list {
+			k.dev.Free(b)
+		}
+	}
+	pool.free = nil
+	pool.held = 0
+}

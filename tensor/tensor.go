@@ -1,0 +1,309 @@
+// Package tensor is Hilbert's n-dimensional array: a contiguous row-major
+// view of a device buffer with a shape and a dtype, plus the pooled
+// allocation that lets a training loop reuse memory from step to step.
+//
+// A Tensor knows its device; kernels are dispatched to it through the
+// device.Device interface, so nothing here knows which backend runs.
+// Differentiable operations live in package autograd; this package only
+// holds data, and the gradient slot that autograd fills.
+//
+// This package depends only on device/.
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+// MaxRank is the largest number of dimensions a tensor may have.
+const MaxRank = 6
+
+// Tensor is a contiguous row-major array on one device.
+//
+// A tensor made by New or a creation function owns its buffer; views made
+// by Reshape share it. Pooled tensors (NewPooled) return their buffer to
+// the device's pool on Release.
+type Tensor struct {
+	dev    device.Device
+	buf    device.Buffer
+	shape  [MaxRank]int
+	rank   int
+	pooled bool
+
+	// Name is an optional label used in error messages (parameter names).
+	Name string
+
+	requiresGrad bool
+	grad         *Tensor
+	output       bool
+
+	// For Int32 tensors created from host data: the value range, so that
+	// index ops can refuse out-of-range ids before a kernel runs.
+	minIndex, maxIndex int32
+	rangeKnown         bool
+}
+
+// Shape is a tensor's dimensions.
+type Shape []int
+
+// Numel returns the number of elements of a shape (1 for rank 0).
+func (s Shape) Numel() int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// String formats a shape as [2 3 4].
+func (s Shape) String() string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func checkShape(op string, shape []int) error {
+	if len(shape) > MaxRank {
+		return fmt.Errorf("tensor: %s: rank %d exceeds the maximum %d (shape %v)", op, len(shape), MaxRank, Shape(shape))
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("tensor: %s: negative dimension in shape %v", op, Shape(shape))
+		}
+	}
+	return nil
+}
+
+func newTensor(dev device.Device, buf device.Buffer, shape []int) *Tensor {
+	t := &Tensor{dev: dev, buf: buf, rank: len(shape)}
+	copy(t.shape[:], shape)
+	return t
+}
+
+// New returns a zeroed float32 tensor of the given shape on dev.
+func New(dev device.Device, shape ...int) (*Tensor, error) {
+	return NewOf(dev, device.Float32, shape...)
+}
+
+// NewOf returns a zeroed tensor of the given dtype and shape on dev.
+func NewOf(dev device.Device, dtype device.DType, shape ...int) (*Tensor, error) {
+	if err := checkShape("New", shape); err != nil {
+		return nil, err
+	}
+	buf, err := dev.Alloc(dtype, Shape(shape).Numel())
+	if err != nil {
+		return nil, fmt.Errorf("tensor: New %v %v on %s: %w", dtype, Shape(shape), dev.Name(), err)
+	}
+	return newTensor(dev, buf, shape), nil
+}
+
+// FromFloat32 copies host data into a new float32 tensor of the given
+// shape; len(data) must equal the shape's element count.
+func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
+	if err := checkShape("FromFloat32", shape); err != nil {
+		return nil, err
+	}
+	if n := Shape(shape).Numel(); n != len(data) {
+		return nil, fmt.Errorf("tensor: FromFloat32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
+	}
+	t, err := New(dev, shape...)
+	if err != nil {
+		return nil, err
+	}
+	dev.CopyFromHost(t.buf, data)
+	return t, nil
+}
+
+// FromInt32 copies host token ids into a new int32 tensor and records
+// their range, so index ops can check them against a table's size.
+func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
+	if err := checkShape("FromInt32", shape); err != nil {
+		return nil, err
+	}
+	if n := Shape(shape).Numel(); n != len(data) {
+		return nil, fmt.Errorf("tensor: FromInt32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
+	}
+	t, err := NewOf(dev, device.Int32, shape...)
+	if err != nil {
+		return nil, err
+	}
+	t.SetInt32(data)
+	return t, nil
+}
+
+// SetInt32 overwrites an int32 tensor with host data of the same length
+// and records its range. It lets a training loop reuse one input tensor.
+func (t *Tensor) SetInt32(data []int32) {
+	if t.DType() != device.Int32 || len(data) != t.Len() {
+		panic(fmt.Sprintf("tensor: SetInt32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+	}
+	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+	for _, v := range data {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	t.minIndex, t.maxIndex, t.rangeKnown = lo, hi, true
+	t.dev.CopyInt32FromHost(t.buf, data)
+}
+
+// SetFloat32 overwrites a float32 tensor with host data of the same length.
+func (t *Tensor) SetFloat32(data []float32) {
+	if t.DType() == device.Int32 || len(data) != t.Len() {
+		panic(fmt.Sprintf("tensor: SetFloat32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+	}
+	t.dev.CopyFromHost(t.buf, data)
+}
+
+// IndexRange reports the smallest and largest id of an int32 tensor made
+// from host data; ok is false when the range is unknown.
+func (t *Tensor) IndexRange() (lo, hi int32, ok bool) {
+	return t.minIndex, t.maxIndex, t.rangeKnown
+}
+
+// RandN returns a float32 tensor of i.i.d. normal values with the given
+// mean and standard deviation, drawn from rng on the host.
+func RandN(dev device.Device, rng *rand.Rand, mean, std float64, shape ...int) (*Tensor, error) {
+	data := make([]float32, Shape(shape).Numel())
+	for i := range data {
+		data[i] = float32(mean + std*rng.NormFloat64())
+	}
+	return FromFloat32(dev, data, shape...)
+}
+
+// Device returns the device holding the tensor.
+func (t *Tensor) Device() device.Device { return t.dev }
+
+// Buffer returns the device buffer behind the tensor (for kernels).
+func (t *Tensor) Buffer() device.Buffer { return t.buf }
+
+// DType returns the element type.
+func (t *Tensor) DType() device.DType { return t.buf.DType() }
+
+// Shape returns a copy of the dimensions.
+func (t *Tensor) Shape() Shape { return append(Shape(nil), t.shape[:t.rank]...) }
+
+// Rank returns the number of dimensions.
+func (t *Tensor) Rank() int { return t.rank }
+
+// Dim returns dimension i; negative i counts from the end.
+func (t *Tensor) Dim(i int) int {
+	if i < 0 {
+		i += t.rank
+	}
+	return t.shape[i]
+}
+
+// Len returns the number of elements.
+func (t *Tensor) Len() int { return t.buf.Len() }
+
+// SameShape reports whether t and u have identical shapes.
+func (t *Tensor) SameShape(u *Tensor) bool {
+	return t.rank == u.rank && t.shape == u.shape
+}
+
+// Float32s copies the tensor to a new host slice.
+func (t *Tensor) Float32s() []float32 {
+	out := make([]float32, t.Len())
+	t.dev.CopyToHost(out, t.buf)
+	return out
+}
+
+// Int32s copies an int32 tensor to a new host slice.
+func (t *Tensor) Int32s() []int32 {
+	out := make([]int32, t.Len())
+	t.dev.CopyInt32ToHost(out, t.buf)
+	return out
+}
+
+// Item returns the single value of a one-element tensor.
+func (t *Tensor) Item() float32 {
+	if t.Len() != 1 {
+		panic(fmt.Sprintf("tensor: Item of a tensor of shape %v", t.Shape()))
+	}
+	var v [1]float32
+	t.dev.CopyToHost(v[:], t.buf)
+	return v[0]
+}
+
+// Reshape returns a view with a new shape of the same element count. One
+// dimension may be -1 and is inferred.
+func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
+	infer, known := -1, 1
+	for i, d := range shape {
+		if d == -1 {
+			if infer >= 0 {
+				return nil, fmt.Errorf("tensor: Reshape %v to %v: more than one -1", t.Shape(), Shape(shape))
+			}
+			infer = i
+			continue
+		}
+		known *= d
+	}
+	var s [MaxRank]int
+	if len(shape) > MaxRank {
+		return nil, checkShape("Reshape", shape)
+	}
+	copy(s[:], shape)
+	if infer >= 0 {
+		if known == 0 || t.Len()%known != 0 {
+			return nil, fmt.Errorf("tensor: Reshape %v to %v: %d elements do not divide", t.Shape(), Shape(shape), t.Len())
+		}
+		s[infer] = t.Len() / known
+	}
+	if err := checkShape("Reshape", s[:len(shape)]); err != nil {
+		return nil, err
+	}
+	if Shape(s[:len(shape)]).Numel() != t.Len() {
+		return nil, fmt.Errorf("tensor: Reshape %v (%d elements) to %v", t.Shape(), t.Len(), Shape(shape))
+	}
+	v := &Tensor{dev: t.dev, buf: t.buf, shape: s, rank: len(shape), Name: t.Name,
+		minIndex: t.minIndex, maxIndex: t.maxIndex, rangeKnown: t.rangeKnown}
+	return v, nil
+}
+
+// RequiresGrad reports whether gradients flow to this tensor.
+func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
+
+// SetRequiresGrad marks a tensor (typically a parameter) as one whose
+// gradient autograd computes and accumulates into Grad.
+func (t *Tensor) SetRequiresGrad(on bool) { t.requiresGrad = on }
+
+// Grad returns the accumulated gradient, or nil before any backward pass.
+func (t *Tensor) Grad() *Tensor { return t.grad }
+
+// SetGrad replaces the gradient slot (autograd and optimizers use it).
+func (t *Tensor) SetGrad(g *Tensor) { t.grad = g }
+
+// String describes the tensor without its values.
+func (t *Tensor) String() string {
+	name := ""
+	if t.Name != "" {
+		name = " " + t.Name
+	}
+	return fmt.Sprintf("Tensor%s(%v %v on %s)", name, t.DType(), t.Shape(), t.dev.Name())
+}
+
+// MoveTo returns a view of t with a new shape (same element count) that
+// takes over t's pool ownership: releasing the view returns the buffer, and
+// releasing t no longer does. Autograd uses it to hand a gradient to a
+// reshaped input without copying.
+func (t *Tensor) MoveTo(shape ...int) (*Tensor, error) {
+	v, err := t.Reshape(shape...)
+	if err != nil {
+		return nil, err
+	}
+	v.pooled, t.pooled = t.pooled, false
+	return v, nil
+}
+
+// MarkOutput marks t as the output of a recorded operation (autograd sets
+// it); tensors not so marked are leaves, whose gradients persist.
+func (t *Tensor) MarkOutput() { t.output = true }
+
+// IsLeaf reports whether t is a leaf: not the output of a recorded op.
+func (t *Tensor) IsLeaf() bool { return !t.output }
