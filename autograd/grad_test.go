@@ -146,20 +146,34 @@ func TestGradients(t *testing.T) {
 	}
 	cases := []gradCase{
 		{name: "matmul", inputs: []gradInput{{shape: []int{3, 4}}, {shape: []int{4, 5}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], false, false) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], false, false)
+			}},
 		{name: "matmul 1 row", inputs: []gradInput{{shape: []int{1, 7}}, {shape: []int{7, 3}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], false, false) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], false, false)
+			}},
 		{name: "linear folded", inputs: []gradInput{{shape: []int{2, 3, 5}}, {shape: []int{6, 5}}}, build: linear},
 		{name: "matmul transA", inputs: []gradInput{{shape: []int{4, 3}}, {shape: []int{4, 5}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], true, false) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], true, false)
+			}},
 		{name: "matmul transA transB", inputs: []gradInput{{shape: []int{4, 3}}, {shape: []int{5, 4}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], true, true) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], true, true)
+			}},
 		{name: "batched", inputs: []gradInput{{shape: []int{2, 3, 4}}, {shape: []int{2, 4, 5}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], false, false) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], false, false)
+			}},
 		{name: "batched transB", inputs: []gradInput{{shape: []int{2, 3, 4}}, {shape: []int{2, 5, 4}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], false, true) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], false, true)
+			}},
 		{name: "batched transA", inputs: []gradInput{{shape: []int{3, 4, 2}}, {shape: []int{3, 4, 5}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], true, false) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.MatMul(in[0], in[1], true, false)
+			}},
 		{name: "add sub mul scale", inputs: []gradInput{{shape: []int{3, 5}}, {shape: []int{3, 5}}},
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
 				s := g.Add(in[0], in[1])
@@ -197,11 +211,17 @@ func TestGradients(t *testing.T) {
 		{name: "swiglu", inputs: []gradInput{{shape: []int{4, 5}}, {shape: []int{4, 5}}},
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.SwiGLU(in[0], in[1]) }},
 		{name: "attention", inputs: []gradInput{{shape: []int{2, 5, 3, 4}}, {shape: []int{2, 5, 3, 4}}, {shape: []int{2, 5, 3, 4}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.Attention(in[0], in[1], in[2], 0.5) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.Attention(in[0], in[1], in[2], 0.5)
+			}},
 		{name: "attention seq 1", inputs: []gradInput{{shape: []int{1, 1, 2, 8}}, {shape: []int{1, 1, 2, 8}}, {shape: []int{1, 1, 2, 8}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.Attention(in[0], in[1], in[2], 0.35) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.Attention(in[0], in[1], in[2], 0.35)
+			}},
 		{name: "cross entropy", inputs: []gradInput{{shape: []int{4, 7}, scale: 2}}, ids: []int32{0, 6, 3, 3},
-			build: func(g *Graph, in []*tensor.Tensor, ids *tensor.Tensor) *tensor.Tensor { return g.CrossEntropy(in[0], ids) }},
+			build: func(g *Graph, in []*tensor.Tensor, ids *tensor.Tensor) *tensor.Tensor {
+				return g.CrossEntropy(in[0], ids)
+			}},
 		{name: "linear cross entropy", inputs: []gradInput{{shape: []int{5, 3}}, {shape: []int{11, 3}}}, ids: []int32{1, 10, 0, 5, 5},
 			build: func(g *Graph, in []*tensor.Tensor, ids *tensor.Tensor) *tensor.Tensor {
 				return g.LinearCrossEntropy(in[0], in[1], ids, 2) // blocks of 2 rows: 2+2+1
