@@ -1,0 +1,123 @@
+package fineweb
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func u16(tokens []int32) []uint16 {
+	out := make([]uint16, len(tokens))
+	for i, t := range tokens {
+		out[i] = uint16(t)
+	}
+	return out
+}
+
+func TestShardRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	tests := [][]int32{nil, {50256}, {0, 1, 2, 65535}, make([]int32, 10000)}
+	for i, toks := range tests {
+		p := filepath.Join(dir, "s.bin")
+		if err := WriteShard(p, toks, true); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(p)
+		if st.Size() != HeaderBytes+2*int64(len(toks)) {
+			t.Errorf("case %d: size %d", i, st.Size())
+		}
+		s, err := OpenShard(p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.Tokens(), u16(toks)) {
+			t.Errorf("case %d: tokens differ", i)
+		}
+		s.Close()
+	}
+	if err := WriteShard(filepath.Join(dir, "s.bin"), nil, false); !errors.Is(err, os.ErrExist) {
+		t.Errorf("overwrite without permission: got %v", err)
+	}
+	if err := WriteShard(filepath.Join(dir, "bad.bin"), []int32{70000}, false); err == nil {
+		t.Error("token 70000 accepted")
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
+	if _, err := os.Stat(filepath.Join(dir, "bad.bin")); err == nil || len(left) > 0 {
+		t.Errorf("failed write left files behind: %v", left)
+	}
+}
+
+func header(magic, version, count int32) []byte {
+	b := make([]byte, HeaderBytes)
+	binary.LittleEndian.PutUint32(b[0:], uint32(magic))
+	binary.LittleEndian.PutUint32(b[4:], uint32(version))
+	binary.LittleEndian.PutUint32(b[8:], uint32(count))
+	return b
+}
+
+func TestOpenShardRejects(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name  string
+		data  []byte
+		vocab int
+		want  string
+	}{
+		{"short", []byte{1, 2, 3}, 0, "size"},
+		{"magic", header(1234, 1, 0), 0, "magic: expected 20240520, got 1234"},
+		{"version", header(Magic, 2, 0), 0, "version: expected 1, got 2"},
+		{"negative", header(Magic, 1, -5), 0, "token count"},
+		{"huge", header(Magic, 1, 1<<30), 0, "size: expected"},
+		{"truncated", append(header(Magic, 1, 3), 1, 0, 2, 0), 0, "size: expected 1030"},
+		{"vocab", append(header(Magic, 1, 2), 1, 0, 0x51, 0xc4), 50257, "token 1: expected id below vocab size 50257, got 50257"},
+	}
+	for _, tc := range tests {
+		p := filepath.Join(dir, tc.name+".bin")
+		os.WriteFile(p, tc.data, 0o644)
+		s, err := OpenShard(p, tc.vocab)
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %q should name the file and contain %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzOpenShard feeds hostile files to the reader: it must not panic nor
+// allocate by the header's word. Run for longer with:
+//
+//	go test ./data/fineweb -run '^$' -fuzz FuzzOpenShard -fuzztime 5m
+func FuzzOpenShard(f *testing.F) {
+	f.Add(header(Magic, 1, 0))
+	f.Add(append(header(Magic, 1, 1), 0x51, 0xc4))
+	f.Add(header(Magic, 1, 1<<30))
+	f.Add(header(Magic, 1, -1))
+	f.Add([]byte("garbage"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "fuzz.bin")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenShard(p, 50257)
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		if HeaderBytes+2*s.Len() != len(data) {
+			t.Fatalf("accepted %d tokens in %d bytes", s.Len(), len(data))
+		}
+		for _, tok := range s.Tokens() {
+			if tok >= 50257 {
+				t.Fatalf("accepted token %d", tok)
+			}
+		}
+	})
+}
