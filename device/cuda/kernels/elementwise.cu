@@ -47,3 +47,23 @@ extern "C" __global__ void h_axpby_bf16(bf16* dst, const bf16* x, i64 n, float a
 extern "C" __global__ void h_add_row_f32(float* dst, const float* v, i64 rows, i64 cols, float alpha) {
     H_FOR(i, rows * cols) dst[i] += alpha * v[i % cols];
 }
+
+// Transpose swaps the middle axes of [batch, rows, cols, inner]:
+// dst[b, c, r, i] = src[b, r, c, i]. One thread per destination element,
+// moved as raw 4- or 2-byte words so every dtype shares the kernel.
+template <typename W>
+__device__ void transpose_impl(W* dst, const W* src, i64 batch, i64 rows, i64 cols, i64 inner) {
+    H_FOR(i, batch * rows * cols * inner) {
+        i64 e = i % inner, t = i / inner;
+        i64 r = t % rows;
+        t /= rows;
+        i64 c = t % cols, b = t / cols;
+        dst[i] = src[((b * rows + r) * cols + c) * inner + e];
+    }
+}
+extern "C" __global__ void h_transpose_u32(unsigned* dst, const unsigned* src, i64 batch, i64 rows, i64 cols, i64 inner) {
+    transpose_impl(dst, src, batch, rows, cols, inner);
+}
+extern "C" __global__ void h_transpose_u16(unsigned short* dst, const unsigned short* src, i64 batch, i64 rows, i64 cols, i64 inner) {
+    transpose_impl(dst, src, batch, rows, cols, inner);
+}

@@ -1,0 +1,154 @@
+package cuda
+
+import (
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+var storageTypes = []device.DType{device.Float32, device.BFloat16}
+
+// suffix names the kernel instantiation for a storage dtype.
+func suffix(t device.DType) string {
+	if t == device.BFloat16 {
+		return "_bf16"
+	}
+	return "_f32"
+}
+
+// Fill sets every element of dst to v (float32 or bfloat16 buffers).
+func (d *Device) Fill(dst device.Buffer, v float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Fill", storageTypes, dst) {
+		return
+	}
+	n := int64(dst.Len())
+	d.launch1D("h_fill"+suffix(dst.DType()), n, ptrArg(dst), i64arg(n), f32arg(v))
+}
+
+// FillFrom sets every element of dst to alpha * src[0] without a host trip.
+func (d *Device) FillFrom(dst, src device.Buffer, alpha float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("FillFrom", storageTypes, dst) || !d.want("FillFrom", f32Only, src) {
+		return
+	}
+	n := int64(dst.Len())
+	d.launch1D("h_fill_from"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(src), i64arg(n), f32arg(alpha))
+}
+
+// Binary computes dst = a op b elementwise; dst may alias a or b. All three
+// buffers have the same dtype (float32 or bfloat16).
+func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Binary", []device.DType{dst.DType()}, a, b) || !d.want("Binary", storageTypes, dst) {
+		return
+	}
+	if op < device.Add || op > device.Mul {
+		d.unsupported("Binary", "unknown op "+op.String())
+		return
+	}
+	n := int64(dst.Len())
+	d.launch1D("h_binary"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(a), ptrArg(b), i64arg(n), i32arg(int(op)))
+}
+
+// Scale computes dst = alpha * src; dst may alias src.
+func (d *Device) Scale(dst, src device.Buffer, alpha float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Scale", []device.DType{dst.DType()}, src) || !d.want("Scale", storageTypes, dst) {
+		return
+	}
+	n := int64(dst.Len())
+	d.launch1D("h_scale"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(src), i64arg(n), f32arg(alpha))
+}
+
+// Axpby computes dst = alpha * x + beta * dst.
+func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Axpby", []device.DType{dst.DType()}, x) || !d.want("Axpby", storageTypes, dst) {
+		return
+	}
+	n := int64(dst.Len())
+	d.launch1D("h_axpby"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(x), i64arg(n), f32arg(alpha), f32arg(beta))
+}
+
+// Reduce reduces a rows x cols float32 matrix along axis 1 (one block per
+// row) or axis 0 (one thread per column). Sums accumulate in float64.
+func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Reduce", f32Only, dst, src) {
+		return
+	}
+	if op < device.Sum || op > device.Max || (axis != 0 && axis != 1) {
+		d.unsupported("Reduce", "op "+op.String()+" or axis not supported")
+		return
+	}
+	args := []uint64{ptrArg(dst), ptrArg(src), i64arg(int64(rows)), i64arg(int64(cols)), i32arg(int(op))}
+	if axis == 1 {
+		d.launchRows("h_reduce_rows_f32", rows, 256, args...)
+	} else {
+		d.launch1D("h_reduce_cols_f32", int64(cols), args...)
+	}
+}
+
+// RowScale computes dst[i,:] = src[i,:] * alpha / (||src[i,:]|| + eps).
+func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("RowScale", f32Only, dst, src) {
+		return
+	}
+	d.launchRows("h_row_scale_f32", rows, 256, ptrArg(dst), ptrArg(src), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha), f32arg(eps))
+}
+
+// AddRow computes dst[i,:] += alpha * v for each row.
+func (d *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("AddRow", f32Only, dst, v) {
+		return
+	}
+	d.launch1D("h_add_row_f32", int64(rows)*int64(cols), ptrArg(dst), ptrArg(v), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha))
+}
+
+// Gather copies rows of table into dst: dst[i,:] = table[idx[i],:].
+func (d *Device) Gather(dst, table, idx device.Buffer, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Gather", f32Only, dst, table) || !d.want("Gather", i32Only, idx) {
+		return
+	}
+	rows := int64(idx.Len())
+	d.launch1D("h_gather_f32", rows*int64(cols), ptrArg(dst), ptrArg(table), ptrArg(idx), i64arg(rows), i64arg(int64(cols)))
+}
+
+// ScatterAdd adds rows of src into dst at idx with atomic adds, so
+// repeated indices accumulate (in an unspecified order).
+func (d *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("ScatterAdd", f32Only, dst, src) || !d.want("ScatterAdd", i32Only, idx) {
+		return
+	}
+	rows := int64(idx.Len())
+	d.launch1D("h_scatter_add_f32", rows*int64(cols), ptrArg(dst), ptrArg(src), ptrArg(idx), i64arg(rows), i64arg(int64(cols)))
+}
+
+// Transpose swaps the two middle axes of src viewed as [batch, rows, cols,
+// inner] (any dtype; dst and src share it).
+func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Transpose", []device.DType{dst.DType()}, src) {
+		return
+	}
+	name := "h_transpose_u32"
+	if dst.DType().Size() == 2 {
+		name = "h_transpose_u16"
+	}
+	n := int64(batch) * int64(rows) * int64(cols) * int64(inner)
+	d.launch1D(name, n, ptrArg(dst), ptrArg(src), i64arg(int64(batch)), i64arg(int64(rows)), i64arg(int64(cols)), i64arg(int64(inner)))
+}

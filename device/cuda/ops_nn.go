@@ -1,0 +1,144 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/hilbert-ml/hilbert/device"
+)
+
+// RMSNorm normalises each row without a gain and saves 1/rms in rstd.
+func (d *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("RMSNorm", f32Only, out, rstd, x) {
+		return
+	}
+	d.launchRows("h_rmsnorm_f32", rows, 256, ptrArg(out), ptrArg(rstd), ptrArg(x), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(eps))
+}
+
+// RMSNormBackward computes dx from dy, x and the saved rstd.
+func (d *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("RMSNormBackward", f32Only, dx, dy, x, rstd) {
+		return
+	}
+	d.launchRows("h_rmsnorm_bwd_f32", rows, 256, ptrArg(dx), ptrArg(dy), ptrArg(x), ptrArg(rstd), i64arg(int64(rows)), i64arg(int64(cols)))
+}
+
+// RoPE applies half-split rotary embedding; out may alias x.
+func (d *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
+	d.enter()
+	defer d.leave()
+	if !d.want("RoPE", f32Only, out, x, cos, sin) {
+		return
+	}
+	inv := 0
+	if inverse {
+		inv = 1
+	}
+	n := int64(s.Batch) * int64(s.Seq) * int64(s.Heads) * int64(s.HeadDim/2)
+	d.launch1D("h_rope_f32", n, ptrArg(out), ptrArg(x), ptrArg(cos), ptrArg(sin),
+		i32arg(s.Batch), i32arg(s.Seq), i32arg(s.Heads), i32arg(s.HeadDim), i32arg(inv))
+}
+
+// SwiGLU computes out = silu(a) * b.
+func (d *Device) SwiGLU(out, a, b device.Buffer) {
+	d.enter()
+	defer d.leave()
+	if !d.want("SwiGLU", f32Only, out, a, b) {
+		return
+	}
+	n := int64(out.Len())
+	d.launch1D("h_swiglu_f32", n, ptrArg(out), ptrArg(a), ptrArg(b), i64arg(n))
+}
+
+// SwiGLUBackward computes da and db from dout, a and b.
+func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
+	d.enter()
+	defer d.leave()
+	if !d.want("SwiGLUBackward", f32Only, da, db, dout, a, b) {
+		return
+	}
+	n := int64(dout.Len())
+	d.launch1D("h_swiglu_bwd_f32", n, ptrArg(da), ptrArg(db), ptrArg(dout), ptrArg(a), ptrArg(b), i64arg(n))
+}
+
+// Attention tile sizes; they must match attention.cu.
+const (
+	attBQ = 64 // queries per forward and dq block
+	attBK = 32 // keys per dk/dv block
+)
+
+// attentionHeadDim checks that a head dimension has a kernel instance.
+func (d *Device) attentionHeadDim(op string, s device.AttentionShape) bool {
+	switch s.HeadDim {
+	case 32, 64, 128:
+		return true
+	}
+	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for 32, 64, 128)", s.HeadDim))
+}
+
+// Attention runs causal flash attention forward and saves lse.
+func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("Attention", f32Only, out, lse, q, k, v) || !d.attentionHeadDim("Attention", s) || s.Seq == 0 {
+		return
+	}
+	grid := [3]uint32{uint32((s.Seq + attBQ - 1) / attBQ), uint32(s.Batch * s.Heads), 1}
+	d.launch(fmt.Sprintf("h_attn_fwd_d%d", s.HeadDim), grid, [3]uint32{attBQ, 1, 1}, 0,
+		ptrArg(out), ptrArg(lse), ptrArg(q), ptrArg(k), ptrArg(v), i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
+}
+
+// AttentionBackward computes dq (one thread per query) and dk, dv (one
+// thread per key), recomputing probabilities from lse.
+func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) ||
+		!d.attentionHeadDim("AttentionBackward", s) || s.Seq == 0 {
+		return
+	}
+	bh := uint32(s.Batch * s.Heads)
+	d.launch(fmt.Sprintf("h_attn_bwd_dq_d%d", s.HeadDim), [3]uint32{uint32((s.Seq + attBQ - 1) / attBQ), bh, 1}, [3]uint32{attBQ, 1, 1}, 0,
+		ptrArg(dq), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(out), ptrArg(lse),
+		i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
+	d.launch(fmt.Sprintf("h_attn_bwd_dkdv_d%d", s.HeadDim), [3]uint32{uint32((s.Seq + attBK - 1) / attBK), bh, 1}, [3]uint32{attBK, 1, 1}, 0,
+		ptrArg(dk), ptrArg(dv), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(out), ptrArg(lse),
+		i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
+}
+
+// CrossEntropy computes per-row loss and lse, one block per row.
+func (d *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("CrossEntropy", f32Only, loss, lse, logits) || !d.want("CrossEntropy", i32Only, targets) {
+		return
+	}
+	d.launchRows("h_xent_f32", rows, 512, ptrArg(loss), ptrArg(lse), ptrArg(logits), ptrArg(targets), i64arg(int64(rows)), i64arg(int64(vocab)))
+}
+
+// CrossEntropyBackward writes dlogits from dloss and the saved lse;
+// dlogits may alias logits.
+func (d *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("CrossEntropyBackward", f32Only, dlogits, dloss, logits, lse) || !d.want("CrossEntropyBackward", i32Only, targets) {
+		return
+	}
+	d.launchRows("h_xent_bwd_f32", rows, 512, ptrArg(dlogits), ptrArg(dloss), ptrArg(logits), ptrArg(lse), ptrArg(targets), i64arg(int64(rows)), i64arg(int64(vocab)))
+}
+
+// AdamWStep applies one AdamW update in place; step may be nil.
+func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
+	d.enter()
+	defer d.leave()
+	if !d.want("AdamWStep", f32Only, p, g, m, v, step) {
+		return
+	}
+	n := int64(p.Len())
+	d.launch1D("h_adamw_f32", n, ptrArg(p), ptrArg(g), ptrArg(m), ptrArg(v), ptrArg(step), i64arg(n),
+		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(h.Eps), f32arg(h.WeightDecay),
+		f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2))
+}
