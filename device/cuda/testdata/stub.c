@@ -2,7 +2,7 @@
 // (stub_test.go). Built three times with gcc -shared: -DSTUB_CUDA as
 // libcuda.so.1, -DSTUB_CUBLAS as libcublas.so.13, -DSTUB_NVRTC as
 // libnvrtc.so.13. "Device memory" is host memory, copies are memcpy, and
-// cublas*GemmStridedBatched* compute a real column-major product, so
+// cublas*GemmStridedBatched* compute a real column-major product (batch <= 4), so
 // results can be checked; launches and GEMM calls record their arguments.
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,7 +100,7 @@ int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, cons
     memcpy(gemm_ints, v, sizeof v);
     gemm_floats[0] = *alpha;
     gemm_floats[1] = *beta;
-    if (sa < (1LL << 40)) colmajor(ta, tb, m, n, k, *alpha, A, 0, lda, sa, B, 0, ldb, sb, *beta, C, 0, ldc, sc, batch);
+    if (batch <= 4) colmajor(ta, tb, m, n, k, *alpha, A, 0, lda, sa, B, 0, ldb, sb, *beta, C, 0, ldc, sc, batch);
     return 0;
 }
 
@@ -112,7 +112,7 @@ int cublasGemmStridedBatchedEx(void* h, int ta, int tb, int m, int n, int k, con
     memcpy(gemm_ints, v, sizeof v);
     gemm_floats[0] = *(const float*)alpha;
     gemm_floats[1] = *(const float*)beta;
-    colmajor(ta, tb, m, n, k, gemm_floats[0], A, at, lda, sa, B, bt, ldb, sb, gemm_floats[1], C, ct, ldc, sc, batch);
+    if (batch <= 4) colmajor(ta, tb, m, n, k, gemm_floats[0], A, at, lda, sa, B, bt, ldb, sb, gemm_floats[1], C, ct, ldc, sc, batch);
     return 0;
 }
 
