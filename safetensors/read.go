@@ -1,0 +1,281 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// File is an open safetensors file whose header has been validated.
+// Tensor data is read on demand. A File is safe for concurrent reads.
+type File struct {
+	path      string
+	f         *os.File
+	dataStart int64
+	infos     []Info // in file order (ascending offsets)
+	byName    map[string]int
+	metadata  map[string]string
+}
+
+// Open opens path and validates its header (see the package comment for
+// the checks). The caller must Close the file.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	sf, err := parse(path, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	sf.f = f
+	return sf, nil
+}
+
+// parse reads and validates the header of a file of the given size.
+func parse(path string, r io.ReaderAt, size int64) (*File, error) {
+	var lenBuf [8]byte
+	if size < 8 {
+		return nil, fmt.Errorf("safetensors: %s: %d bytes, too short for a header", path, size)
+	}
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: reading the header length: %w", path, err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > MaxHeaderBytes {
+		return nil, fmt.Errorf("safetensors: %s: header of %d bytes exceeds the limit of %d", path, n, MaxHeaderBytes)
+	}
+	if int64(n) > size-8 {
+		return nil, fmt.Errorf("safetensors: %s: header of %d bytes runs past the end of the %d-byte file", path, n, size)
+	}
+	header := make([]byte, n)
+	if _, err := r.ReadAt(header, 8); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: reading the header: %w", path, err)
+	}
+	sf := &File{path: path, dataStart: 8 + int64(n), byName: map[string]int{}}
+	if err := sf.decodeHeader(header); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	if err := sf.checkLayout(size - sf.dataStart); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	return sf, nil
+}
+
+type headerEntry struct {
+	DType       DType   `json:"dtype"`
+	Shape       []int   `json:"shape"`
+	DataOffsets []int64 `json:"data_offsets"`
+}
+
+// decodeHeader parses the JSON object key by key, so that a duplicated
+// name is an error rather than silently overriding the first.
+func (sf *File) decodeHeader(header []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(header))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("header is not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("header: unexpected token %v", tok)
+		}
+		if name == metadataKey {
+			if sf.metadata != nil {
+				return fmt.Errorf("header: %q appears twice", metadataKey)
+			}
+			var m map[string]string
+			if err := dec.Decode(&m); err != nil {
+				return fmt.Errorf("header: %s: %w", metadataKey, err)
+			}
+			if m == nil {
+				m = map[string]string{}
+			}
+			sf.metadata = m
+			continue
+		}
+		if _, dup := sf.byName[name]; dup {
+			return fmt.Errorf("tensor %q appears twice in the header", name)
+		}
+		var e headerEntry
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
+		}
+		if e.DType.Size() == 0 {
+			return fmt.Errorf("tensor %q: unknown dtype %q", name, e.DType)
+		}
+		if len(e.DataOffsets) != 2 {
+			return fmt.Errorf("tensor %q: data_offsets %v: want [begin, end]", name, e.DataOffsets)
+		}
+		want, ok := byteSize(e.DType, e.Shape)
+		if !ok {
+			return fmt.Errorf("tensor %q: invalid shape %s", name, shapeString(e.Shape))
+		}
+		begin, end := e.DataOffsets[0], e.DataOffsets[1]
+		if begin < 0 || end < begin {
+			return fmt.Errorf("tensor %q: invalid data_offsets [%d, %d]", name, begin, end)
+		}
+		if end-begin != want {
+			return fmt.Errorf("tensor %q: %s %s needs %d bytes, data_offsets [%d, %d] hold %d", name, e.DType, shapeString(e.Shape), want, begin, end, end-begin)
+		}
+		sf.byName[name] = len(sf.infos)
+		sf.infos = append(sf.infos, Info{Name: name, DType: e.DType, Shape: e.Shape, Begin: begin, End: end})
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("header: trailing data after the JSON object")
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) != 0 {
+		return fmt.Errorf("header: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// checkLayout requires the tensors' byte ranges to tile the data section
+// exactly: sorted by offset, each begins where the previous ended, the
+// first at 0 and the last at the end of the file.
+func (sf *File) checkLayout(dataSize int64) error {
+	sort.SliceStable(sf.infos, func(i, j int) bool {
+		if sf.infos[i].Begin != sf.infos[j].Begin {
+			return sf.infos[i].Begin < sf.infos[j].Begin
+		}
+		return sf.infos[i].End < sf.infos[j].End
+	})
+	var pos int64
+	for i, in := range sf.infos {
+		sf.byName[in.Name] = i
+		if in.Begin < pos {
+			return fmt.Errorf("tensor %q: data_offsets [%d, %d] overlap the previous tensor %q (ends at %d)", in.Name, in.Begin, in.End, sf.infos[i-1].Name, pos)
+		}
+		if in.Begin > pos {
+			return fmt.Errorf("tensor %q: data_offsets [%d, %d] leave a gap after byte %d", in.Name, in.Begin, in.End, pos)
+		}
+		if in.End > dataSize {
+			return fmt.Errorf("tensor %q: data_offsets [%d, %d] run past the end of the data (%d bytes)", in.Name, in.Begin, in.End, dataSize)
+		}
+		pos = in.End
+	}
+	if pos != dataSize {
+		return fmt.Errorf("%d bytes of data after the last tensor", dataSize-pos)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (sf *File) Close() error { return sf.f.Close() }
+
+// Path returns the file's path.
+func (sf *File) Path() string { return sf.path }
+
+// Metadata returns the header's "__metadata__" map (nil when absent).
+func (sf *File) Metadata() map[string]string { return sf.metadata }
+
+// Tensors returns the tensors' descriptions in file order.
+func (sf *File) Tensors() []Info { return append([]Info(nil), sf.infos...) }
+
+// Info returns the description of the named tensor.
+func (sf *File) Info(name string) (Info, bool) {
+	i, ok := sf.byName[name]
+	if !ok {
+		return Info{}, false
+	}
+	return sf.infos[i], true
+}
+
+// ReadBytes reads the raw data of the named tensor into dst, whose length
+// must be the tensor's byte size.
+func (sf *File) ReadBytes(name string, dst []byte) error {
+	in, ok := sf.Info(name)
+	if !ok {
+		return fmt.Errorf("safetensors: %s: no tensor %q", sf.path, name)
+	}
+	if int64(len(dst)) != in.End-in.Begin {
+		return fmt.Errorf("safetensors: %s: tensor %q: %d-byte buffer for %d bytes", sf.path, name, len(dst), in.End-in.Begin)
+	}
+	if _, err := sf.f.ReadAt(dst, sf.dataStart+in.Begin); err != nil {
+		return fmt.Errorf("safetensors: %s: reading tensor %q: %w", sf.path, name, err)
+	}
+	return nil
+}
+
+// check verifies the named tensor's dtype, and its shape when shape is
+// not nil.
+func (sf *File) check(name string, dtype DType, shape []int) (Info, error) {
+	in, ok := sf.Info(name)
+	if !ok {
+		return in, fmt.Errorf("safetensors: %s: no tensor %q", sf.path, name)
+	}
+	if in.DType != dtype {
+		return in, fmt.Errorf("safetensors: %s: tensor %q has dtype %s (want %s)", sf.path, name, in.DType, dtype)
+	}
+	if shape != nil && !equalShape(in.Shape, shape) {
+		return in, fmt.Errorf("safetensors: %s: tensor %q has shape %s (want %s)", sf.path, name, shapeString(in.Shape), shapeString(shape))
+	}
+	return in, nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadFloat32 reads an F32 tensor of the given shape into dst
+// (len(dst) == numel(shape)); a different dtype or shape is an error
+// naming the tensor. A nil shape accepts any shape of len(dst) elements.
+func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
+	in, err := sf.check(name, F32, shape)
+	if err != nil {
+		return err
+	}
+	if in.Numel() != len(dst) {
+		return fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), len(dst))
+	}
+	buf := make([]byte, 4*len(dst))
+	if err := sf.ReadBytes(name, buf); err != nil {
+		return err
+	}
+	DecodeFloat32(dst, buf)
+	return nil
+}
+
+// ReadInt32 reads an I32 tensor of the given shape into dst, like
+// ReadFloat32.
+func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
+	in, err := sf.check(name, I32, shape)
+	if err != nil {
+		return err
+	}
+	if in.Numel() != len(dst) {
+		return fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), len(dst))
+	}
+	buf := make([]byte, 4*len(dst))
+	if err := sf.ReadBytes(name, buf); err != nil {
+		return err
+	}
+	DecodeInt32(dst, buf)
+	return nil
+}
