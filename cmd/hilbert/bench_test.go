@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+func TestBenchGemm(t *testing.T) {
+	// Read inside the test so go test's cache keys on the GEMM choice.
+	t.Logf("HILBERT_GEMM=%q LD_LIBRARY_PATH=%q", os.Getenv("HILBERT_GEMM"), os.Getenv("LD_LIBRARY_PATH"))
+	var stdout, stderr bytes.Buffer
+	code := runMain([]string{"bench", "gemm", "-shapes", "8x4x3, 5x7x2:nt,3x2x9:tt", "-reps", "3", "-warmup", "1", "-threads", "1"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	want := []struct {
+		shape, trans string
+		m, n, k      int
+	}{{"8x4x3", "nn", 8, 4, 3}, {"5x7x2:nt", "nt", 5, 7, 2}, {"3x2x9:tt", "tt", 3, 2, 9}}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), stdout.String())
+	}
+	for i, line := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", i, err, line)
+		}
+		w := want[i]
+		if r["shape"] != w.shape || r["trans"] != w.trans || r["m"] != float64(w.m) || r["n"] != float64(w.n) || r["k"] != float64(w.k) {
+			t.Errorf("line %d = %s, want shape %s (%s) m=%d n=%d k=%d", i, line, w.shape, w.trans, w.m, w.n, w.k)
+		}
+		if g, ok := r["framework_gflops"].(float64); !ok || g <= 0 {
+			t.Errorf("line %d: framework_gflops = %v, want a positive number", i, r["framework_gflops"])
+		}
+		if r["gemm"] != cpu.GemmName() || r["threads"] != float64(1) || r["reps"] != float64(3) {
+			t.Errorf("line %d: gemm %v threads %v reps %v, want %s, 1, 3", i, r["gemm"], r["threads"], r["reps"], cpu.GemmName())
+		}
+		for _, key := range []string{"openblas_gflops", "ratio", "openblas_gflops_median"} {
+			v, present := r[key]
+			if !present {
+				t.Errorf("line %d: no %s", i, key)
+			}
+			switch cpu.GemmName() {
+			case "openblas":
+				if g, ok := v.(float64); !ok || g <= 0 {
+					t.Errorf("line %d: %s = %v with OpenBLAS loaded, want a positive number", i, key, v)
+				}
+			case "go":
+				if v != nil {
+					t.Errorf("line %d: %s = %v without OpenBLAS, want null", i, key, v)
+				}
+			}
+		}
+	}
+	if cpu.GemmName() == "go" && !strings.Contains(stderr.String(), "OpenBLAS is not loaded") {
+		t.Errorf("no note on stderr that OpenBLAS is absent; stderr:\n%s", stderr.String())
+	}
+	cpu.SetThreads(0)
+}
+
+func TestBenchErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench"},
+		{"bench", "nosuchtarget"},
+		{"bench", "gemm", "-shapes", "8x4"},
+		{"bench", "gemm", "-shapes", "8x0x3"},
+		{"bench", "gemm", "-shapes", "8x4x3:nx"},
+		{"bench", "gemm", "-reps", "0"},
+		{"bench", "gemm", "-nosuchflag"},
+		{"bench", "gemm", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := runMain(args, &stdout, &stderr); code == 0 {
+			t.Errorf("%q: exit 0, want failure", args)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%q: wrote to stdout: %s", args, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"bench", "help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "gemm") {
+		t.Errorf("bench help: exit %d, stderr %q; want 0 and a list naming gemm", code, stderr.String())
+	}
+}
