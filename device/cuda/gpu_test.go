@@ -1,0 +1,389 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+// The GPU tests run every kernel on CUDA and on the CPU backend with the
+// same inputs and compare. They detect the GPU at run time and skip, with
+// the reason, when there is none (no build tags).
+
+var (
+	gpuOnce sync.Once
+	gpuDev  *Device
+	gpuErr  error
+)
+
+// gpu returns the shared CUDA device or skips the test.
+func gpu(tb testing.TB) *Device {
+	tb.Helper()
+	gpuOnce.Do(func() { gpuDev, gpuErr = New(0) })
+	if gpuErr != nil {
+		tb.Skipf("no CUDA device: %v", gpuErr)
+	}
+	return gpuDev
+}
+
+// hostBuf is one kernel operand: float32 data (uploaded as dtype on the
+// GPU, as float32 rounded to dtype on the CPU) or int32 ids.
+type hostBuf struct {
+	f     []float32
+	i     []int32
+	dtype device.DType // GPU dtype of f; 0 means Float32
+}
+
+// opCase is one kernel call compared across backends: every float32 buffer
+// (inputs, which in-place kernels modify, and outputs) is compared after run.
+type opCase struct {
+	name string
+	ins  []hostBuf
+	outs []int // lengths of zeroed float32 outputs
+	run  func(d device.Device, in, out []device.Buffer)
+	tol  float64
+}
+
+func checkCase(t *testing.T, g *Device, c opCase) {
+	t.Helper()
+	c0 := cpu.New()
+	upload := func(d device.Device, gpuSide bool) ([]device.Buffer, []device.Buffer) {
+		var in, out []device.Buffer
+		for _, h := range c.ins {
+			if h.i != nil {
+				b, err := d.Alloc(device.Int32, len(h.i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.CopyInt32FromHost(b, h.i)
+				in = append(in, b)
+				continue
+			}
+			dt, data := device.Float32, h.f
+			if h.dtype == device.BFloat16 {
+				data = roundBF16(h.f)
+				if gpuSide {
+					dt = device.BFloat16
+				}
+			}
+			b, err := d.Alloc(dt, len(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.CopyFromHost(b, data)
+			in = append(in, b)
+		}
+		for _, n := range c.outs {
+			b, err := d.Alloc(device.Float32, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return in, out
+	}
+	cin, cout := upload(c0, false)
+	gin, gout := upload(g, true)
+	c.run(c0, cin, cout)
+	c.run(g, gin, gout)
+	if err := g.Synchronize(); err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	tol := c.tol
+	if tol == 0 {
+		tol = 1e-4
+	}
+	cmp := func(what string, cb, gb device.Buffer) {
+		want := make([]float32, cb.Len())
+		got := make([]float32, gb.Len())
+		c0.CopyToHost(want, cb)
+		g.CopyToHost(got, gb)
+		worst, at := 0.0, -1
+		for i := range want {
+			w, x := float64(want[i]), float64(got[i])
+			if math.IsNaN(w) != math.IsNaN(x) {
+				t.Fatalf("%s %s[%d]: got %v, want %v", c.name, what, i, x, w)
+			}
+			if e := math.Abs(x-w) / (1 + math.Abs(w)); e > worst {
+				worst, at = e, i
+			}
+		}
+		if worst > tol {
+			t.Errorf("%s %s: error %.3g at [%d] (got %v, want %v) > tol %.1g", c.name, what, worst, at, got[at], want[at], tol)
+		}
+	}
+	for i, h := range c.ins {
+		if h.i == nil {
+			cmp(fmt.Sprintf("in%d", i), cin[i], gin[i])
+		}
+	}
+	for i := range c.outs {
+		cmp(fmt.Sprintf("out%d", i), cout[i], gout[i])
+	}
+}
+
+func roundBF16(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = float32FromBF16(bf16FromFloat32(v))
+	}
+	return y
+}
+
+func randn(rng *rand.Rand, n int, scale float32) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = scale * float32(rng.NormFloat64())
+	}
+	return x
+}
+
+func randIDs(rng *rand.Rand, n, limit int) []int32 {
+	x := make([]int32, n)
+	for i := range x {
+		x[i] = int32(rng.IntN(limit))
+	}
+	return x
+}
+
+func f(x []float32) hostBuf  { return hostBuf{f: x} }
+func bf(x []float32) hostBuf { return hostBuf{f: x, dtype: device.BFloat16} }
+func ids(x []int32) hostBuf  { return hostBuf{i: x} }
+func absf(x []float32) []float32 {
+	for i := range x {
+		x[i] = float32(math.Abs(float64(x[i]))) + 0.1
+	}
+	return x
+}
+
+func TestGPUElementwise(t *testing.T) {
+	g := gpu(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 100003
+	var cases []opCase
+	for _, h := range []func([]float32) hostBuf{f, bf} {
+		tol := 1e-6
+		if h(nil).dtype == device.BFloat16 {
+			tol = 1e-2
+		}
+		for _, op := range []device.BinaryOp{device.Add, device.Sub, device.Mul} {
+			cases = append(cases, opCase{name: "Binary/" + op.String(), ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.Binary(op, in[0], in[1], in[2]) }})
+		}
+		cases = append(cases,
+			opCase{name: "Binary/alias", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.Binary(device.Mul, in[0], in[0], in[1]) }},
+			opCase{name: "Fill", ins: []hostBuf{h(randn(rng, n, 1))}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.Fill(in[0].Slice(7, n-20), 2.5) }},
+			opCase{name: "FillFrom", ins: []hostBuf{h(randn(rng, n, 1)), f([]float32{3})}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.FillFrom(in[0], in[1], -0.5) }},
+			opCase{name: "Scale", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.Scale(in[0], in[1], 0.3) }},
+			opCase{name: "Axpby", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
+				run: func(d device.Device, in, _ []device.Buffer) { d.Axpby(in[0], in[1], 0.7, -1.25) }},
+		)
+	}
+	cases = append(cases,
+		opCase{name: "AddRow", ins: []hostBuf{f(randn(rng, 300*77, 1)), f(randn(rng, 77, 1))},
+			run: func(d device.Device, in, _ []device.Buffer) { d.AddRow(in[0], in[1], 300, 77, -2) }},
+		opCase{name: "Transpose", ins: []hostBuf{f(randn(rng, 2*33*5*64, 1))}, outs: []int{2 * 33 * 5 * 64},
+			run: func(d device.Device, in, out []device.Buffer) { d.Transpose(out[0], in[0], 2, 33, 5, 64) }},
+		opCase{name: "Transpose2D", ins: []hostBuf{f(randn(rng, 129*65, 1))}, outs: []int{129 * 65},
+			run: func(d device.Device, in, out []device.Buffer) { d.Transpose(out[0], in[0], 1, 129, 65, 1) }},
+		opCase{name: "Gather", ins: []hostBuf{f(randn(rng, 1000*48, 1)), ids(randIDs(rng, 517, 1000))}, outs: []int{517 * 48},
+			run: func(d device.Device, in, out []device.Buffer) { d.Gather(out[0], in[0], in[1], 48) }},
+		opCase{name: "ScatterAdd", ins: []hostBuf{f(randn(rng, 50*48, 1)), f(randn(rng, 517*48, 1)), ids(randIDs(rng, 517, 50))},
+			run: func(d device.Device, in, _ []device.Buffer) { d.ScatterAdd(in[0], in[1], in[2], 48) }},
+		opCase{name: "AdamWStep", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 0.1)), f(absf(randn(rng, n, 0.01)))}, outs: []int{n},
+			run: func(d device.Device, in, out []device.Buffer) {
+				d.AdamWStep(in[0], in[1], in[2], in[3], out[0], device.AdamW{LR: 4e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-10, WeightDecay: 0.1, BiasCorrection1: 0.271, BiasCorrection2: 0.003})
+			}},
+		opCase{name: "AdamWStep/nostep", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 0.1)), f(absf(randn(rng, n, 0.01)))},
+			run: func(d device.Device, in, _ []device.Buffer) {
+				d.AdamWStep(in[0], in[1], in[2], in[3], nil, device.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0, BiasCorrection1: 0.1, BiasCorrection2: 0.001})
+			}},
+		opCase{name: "SwiGLU", ins: []hostBuf{f(randn(rng, n, 3)), f(randn(rng, n, 1))}, outs: []int{n},
+			run: func(d device.Device, in, out []device.Buffer) { d.SwiGLU(out[0], in[0], in[1]) }},
+		opCase{name: "SwiGLUBackward", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 3)), f(randn(rng, n, 1))}, outs: []int{n, n},
+			run: func(d device.Device, in, out []device.Buffer) { d.SwiGLUBackward(out[0], out[1], in[0], in[1], in[2]) }},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkCase(t, g, c) })
+	}
+}
+
+func TestGPURows(t *testing.T) {
+	g := gpu(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var cases []opCase
+	for _, sh := range [][2]int{{37, 513}, {1, 1 << 20}, {4096, 3}} {
+		r, c := sh[0], sh[1]
+		for _, op := range []device.ReduceOp{device.Sum, device.SumSquares, device.Max} {
+			for axis, n := range []int{c, r} {
+				cases = append(cases, opCase{name: fmt.Sprintf("Reduce/%s/axis%d/%dx%d", op, axis, r, c), ins: []hostBuf{f(randn(rng, r*c, 1))}, outs: []int{n}, tol: 1e-5,
+					run: func(d device.Device, in, out []device.Buffer) { d.Reduce(op, axis, out[0], in[0], r, c) }})
+			}
+		}
+	}
+	const rows, cols = 300, 512
+	cases = append(cases,
+		opCase{name: "RowScale", ins: []hostBuf{f(randn(rng, rows*cols, 1))}, outs: []int{rows * cols},
+			run: func(d device.Device, in, out []device.Buffer) { d.RowScale(out[0], in[0], rows, cols, 0.5, 1e-8) }},
+		opCase{name: "RowScale/alias", ins: []hostBuf{f(randn(rng, rows*cols, 1e-3))},
+			run: func(d device.Device, in, _ []device.Buffer) { d.RowScale(in[0], in[0], rows, cols, 1, 0.1) }},
+		opCase{name: "RMSNorm", ins: []hostBuf{f(randn(rng, rows*cols, 4))}, outs: []int{rows * cols, rows},
+			run: func(d device.Device, in, out []device.Buffer) { d.RMSNorm(out[0], out[1], in[0], rows, cols, 1e-6) }},
+		opCase{name: "RMSNormBackward", ins: []hostBuf{f(randn(rng, rows*cols, 1)), f(randn(rng, rows*cols, 4)), f(absf(randn(rng, rows, 1)))}, outs: []int{rows * cols},
+			run: func(d device.Device, in, out []device.Buffer) {
+				d.RMSNormBackward(out[0], in[0], in[1], in[2], rows, cols)
+			}},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkCase(t, g, c) })
+	}
+}
+
+func TestGPURoPE(t *testing.T) {
+	g := gpu(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := device.AttentionShape{Batch: 2, Seq: 50, Heads: 3, HeadDim: 64}
+	half := s.HeadDim / 2
+	cs, sn := make([]float32, s.Seq*half), make([]float32, s.Seq*half)
+	for tt := 0; tt < s.Seq; tt++ {
+		for j := 0; j < half; j++ {
+			a := float64(tt) * math.Pow(10000, -2*float64(j)/float64(s.HeadDim))
+			cs[tt*half+j], sn[tt*half+j] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	for _, inv := range []bool{false, true} {
+		checkCase(t, g, opCase{name: fmt.Sprintf("RoPE/inverse=%v", inv), ins: []hostBuf{f(randn(rng, n, 1)), f(cs), f(sn)}, outs: []int{n},
+			run: func(d device.Device, in, out []device.Buffer) { d.RoPE(out[0], in[0], in[1], in[2], s, inv) }})
+		checkCase(t, g, opCase{name: fmt.Sprintf("RoPE/alias/inverse=%v", inv), ins: []hostBuf{f(randn(rng, n, 1)), f(cs), f(sn)},
+			run: func(d device.Device, in, _ []device.Buffer) { d.RoPE(in[0], in[0], in[1], in[2], s, inv) }})
+	}
+}
+
+func TestGPUCrossEntropy(t *testing.T) {
+	g := gpu(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows, vocab = 16, 50257
+	logits, targets := randn(rng, rows*vocab, 3), randIDs(rng, rows, vocab)
+	checkCase(t, g, opCase{name: "CrossEntropy", ins: []hostBuf{f(logits), ids(targets)}, outs: []int{rows, rows},
+		run: func(d device.Device, in, out []device.Buffer) {
+			d.CrossEntropy(out[0], out[1], in[0], in[1], rows, vocab)
+		}})
+	lse := make([]float32, rows)
+	for r := 0; r < rows; r++ {
+		m, s := math.Inf(-1), 0.0
+		for _, v := range logits[r*vocab : (r+1)*vocab] {
+			m = math.Max(m, float64(v))
+		}
+		for _, v := range logits[r*vocab : (r+1)*vocab] {
+			s += math.Exp(float64(v) - m)
+		}
+		lse[r] = float32(m + math.Log(s))
+	}
+	checkCase(t, g, opCase{name: "CrossEntropyBackward", ins: []hostBuf{f(randn(rng, rows, 1)), f(logits), f(lse), ids(targets)}, outs: []int{rows * vocab},
+		run: func(d device.Device, in, out []device.Buffer) {
+			d.CrossEntropyBackward(out[0], in[0], in[1], in[2], in[3], rows, vocab)
+		}})
+	checkCase(t, g, opCase{name: "CrossEntropyBackward/alias", ins: []hostBuf{f(randn(rng, rows, 1)), f(logits), f(lse), ids(targets)},
+		run: func(d device.Device, in, _ []device.Buffer) {
+			d.CrossEntropyBackward(in[1], in[0], in[1], in[2], in[3], rows, vocab)
+		}})
+}
+
+// attentionCases compares forward and backward; the backward gets the CPU
+// forward's out and lse as inputs on both backends.
+func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float64) {
+	rng := rand.New(rand.NewPCG(uint64(s.Seq), uint64(s.HeadDim)))
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	nl := s.Batch * s.Heads * s.Seq
+	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
+	q, k, v := randn(rng, n, 1), randn(rng, n, 1), randn(rng, n, 1)
+	name := fmt.Sprintf("B%dT%dH%dD%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
+	checkCase(t, g, opCase{name: "Attention/" + name, ins: []hostBuf{f(q), f(k), f(v)}, outs: []int{n, nl}, tol: tol,
+		run: func(d device.Device, in, out []device.Buffer) {
+			d.Attention(out[0], out[1], in[0], in[1], in[2], s, scale)
+		}})
+	c0 := cpu.New()
+	bq, bk, bv := cpu.NewFloat32(q), cpu.NewFloat32(k), cpu.NewFloat32(v)
+	out, lse := cpu.NewFloat32(make([]float32, n)), cpu.NewFloat32(make([]float32, nl))
+	c0.Attention(out, lse, bq, bk, bv, s, scale)
+	checkCase(t, g, opCase{name: "AttentionBackward/" + name,
+		ins:  []hostBuf{f(randn(rng, n, 1)), f(q), f(k), f(v), f(cpu.Float32s(out)), f(cpu.Float32s(lse))},
+		outs: []int{n, n, n}, tol: tol,
+		run: func(d device.Device, in, o []device.Buffer) {
+			d.AttentionBackward(o[0], o[1], o[2], in[0], in[1], in[2], in[3], in[4], in[5], s, scale)
+		}})
+}
+
+func TestGPUAttention(t *testing.T) {
+	g := gpu(t)
+	for _, s := range []device.AttentionShape{
+		{Batch: 2, Seq: 100, Heads: 3, HeadDim: 64},
+		{Batch: 1, Seq: 77, Heads: 2, HeadDim: 32},
+		{Batch: 1, Seq: 65, Heads: 2, HeadDim: 128},
+		{Batch: 1, Seq: 1, Heads: 1, HeadDim: 64},
+	} {
+		attentionCases(t, g, s, 5e-4)
+	}
+}
+
+// TestGPUFlashAttention2048 checks the paper's context length, where a
+// T x T score matrix per head would be 16 MiB.
+func TestGPUFlashAttention2048(t *testing.T) {
+	g := gpu(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, 1e-3)
+}
+
+func TestGPUGemm(t *testing.T) { gemmParity(t, gpu(t)) }
+
+// TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS
+// (which computes on the host), checking the harness and the bf16 path
+// without a GPU.
+func TestStubGemmParity(t *testing.T) {
+	d, _ := newStubDevice(t)
+	gemmParity(t, d)
+}
+
+// gemmParity compares Gemm with the CPU backend for every transpose pair,
+// padded pitches, strides and batches, in float32 and bfloat16.
+func gemmParity(t *testing.T, g *Device) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range []device.DType{device.Float32, device.BFloat16} {
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				m, n, k, batch := 67, 129, 45, 3
+				lda, ldb := k+1, n+2
+				if ta {
+					lda = m + 1
+				}
+				if tb {
+					ldb = k + 2
+				}
+				sa, sb, sc := 200*lda, 200*ldb, m*(n+3)
+				h := f
+				tol := 1e-4
+				if dt == device.BFloat16 {
+					h, tol = bf, 1e-3
+				}
+				checkCase(t, g, opCase{name: fmt.Sprintf("Gemm/%s/ta=%v/tb=%v", dt, ta, tb), tol: tol,
+					ins: []hostBuf{h(randn(rng, sa*batch, 1)), h(randn(rng, sb*batch, 1)), f(randn(rng, sc*batch, 1))},
+					run: func(d device.Device, in, _ []device.Buffer) {
+						d.Gemm(device.GemmArgs{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: 0.5, Beta: 0.25,
+							A: in[0], LDA: lda, StrideA: sa, B: in[1], LDB: ldb, StrideB: sb, C: in[2], LDC: n + 3, StrideC: sc, Batch: batch})
+					}})
+			}
+		}
+	}
+}
