@@ -1,0 +1,223 @@
+// Package models holds complete models built from package nn. The first
+// is the paper's decoder-only transformer (Transformer), with the paper's
+// presets (190m, 380m, 640m), small presets for CPU work, and free
+// configuration.
+//
+// This package builds on nn, autograd, tensor and device. It must not
+// import optim, data or the trainer: they import it.
+package models
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// Config describes a Transformer.
+type Config struct {
+	// Layers is the number of blocks.
+	Layers int
+	// Dim is the model width d.
+	Dim int
+	// HeadDim is the width of one attention head (the paper: 64);
+	// Dim must be a multiple of it.
+	HeadDim int
+	// MLPHidden is the SwiGLU hidden width (the paper: 4*Dim).
+	MLPHidden int
+	// Vocab is the vocabulary size V.
+	Vocab int
+	// Context is the longest sequence (RoPE tables are built for it).
+	Context int
+	// RoPEBase is the rotary base (the paper: 10000).
+	RoPEBase float64
+	// InitStd is the standard deviation of every weight's normal init
+	// (the paper: 0.02).
+	InitStd float64
+}
+
+// PaperVocab is the GPT-2 vocabulary size the paper uses.
+const PaperVocab = 50257
+
+// paper returns the paper's configuration of width d (32 layers, heads of
+// 64, MLP 4d, vocab 50257, context 2048).
+func paper(layers, d, context int) Config {
+	return Config{Layers: layers, Dim: d, HeadDim: 64, MLPHidden: 4 * d, Vocab: PaperVocab,
+		Context: context, RoPEBase: 10000, InitStd: 0.02}
+}
+
+// presets are the named configurations: the paper's three scales and two
+// small ones for CPU work (same architecture and vocabulary, context 256).
+var presets = map[string]Config{
+	"190m":    paper(32, 512, 2048),
+	"380m":    paper(32, 768, 2048),
+	"640m":    paper(32, 1024, 2048),
+	"cpu-128": paper(4, 128, 256),
+	"cpu-256": paper(8, 256, 256),
+}
+
+// Preset returns the named configuration: "190m", "380m", "640m" (the
+// paper's), "cpu-128" (d 128, 4 layers) or "cpu-256" (d 256, 8 layers).
+func Preset(name string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("models: unknown preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return c, nil
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Validate reports a configuration that cannot be built.
+func (c Config) Validate() error {
+	switch {
+	case c.Layers < 0 || c.Dim <= 0 || c.Vocab <= 0 || c.Context <= 0 || c.MLPHidden <= 0:
+		return fmt.Errorf("models: config %+v: sizes must be positive", c)
+	case c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.Dim%c.HeadDim != 0:
+		return fmt.Errorf("models: config: head dim %d must be even and divide dim %d", c.HeadDim, c.Dim)
+	case c.RoPEBase <= 0 || c.InitStd < 0:
+		return fmt.Errorf("models: config: RoPE base %g, init std %g", c.RoPEBase, c.InitStd)
+	}
+	return nil
+}
+
+// NumParams returns the parameter count of the configuration:
+// Layers*(4 Dim^2 + 3 Dim MLPHidden) + 2 Vocab Dim (16 d^2 per block for
+// the paper's 4d MLP).
+func (c Config) NumParams() int {
+	return c.Layers*(4*c.Dim*c.Dim+3*c.Dim*c.MLPHidden) + 2*c.Vocab*c.Dim
+}
+
+// Transformer is the paper's decoder-only transformer: untied embedding,
+// Layers pre-norm blocks, a final RMSNorm and an untied, bias-free LM
+// head. Its parameter names are embed.weight,
+// blocks.N.attn.{q,k,v,out}.weight, blocks.N.mlp.{gate,up,down}.weight and
+// head.weight, matching the PyTorch reference's state dict.
+type Transformer struct {
+	Config Config `nn:"-"`
+	Embed  nn.Embedding
+	Blocks []nn.Block
+	Norm   nn.RMSNorm
+	Head   nn.Linear
+
+	rope   *nn.RoPE
+	params []*tensor.Tensor
+}
+
+// New builds a Transformer on dev with every weight drawn from
+// N(0, InitStd^2) by a generator seeded with seed (embedding first, then
+// the blocks in order, then the head).
+func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rope, err := nn.NewRoPE(dev, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
+	if err != nil {
+		return nil, err
+	}
+	init := nn.NewInit(dev, seed, cfg.InitStd)
+	m := &Transformer{Config: cfg, rope: rope}
+	m.Embed = nn.NewEmbedding(init, cfg.Vocab, cfg.Dim)
+	m.Blocks = make([]nn.Block, cfg.Layers)
+	for i := range m.Blocks {
+		m.Blocks[i] = nn.NewBlock(init, cfg.Dim, cfg.HeadDim, cfg.MLPHidden, rope)
+	}
+	m.Head = nn.NewLinear(init, cfg.Dim, cfg.Vocab)
+	if err := init.Err(); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	m.params = nn.Parameters(m)
+	return m, nil
+}
+
+// Parameters returns the model's parameters, named, in a stable order.
+func (m *Transformer) Parameters() []*tensor.Tensor { return m.params }
+
+// ForwardOptions selects optional outputs of Forward.
+type ForwardOptions struct {
+	// Hidden asks for the final-norm hidden states [B*T, Dim]. They stay
+	// valid until the graph's Backward or Reset unless KeepHidden is set.
+	Hidden bool
+	// KeepHidden (with Hidden) keeps the hidden states past Backward and
+	// Reset; the caller must Release them.
+	KeepHidden bool
+	// BlockRows bounds the rows of logits the fused head and loss hold at
+	// once (0: the autograd default of about 16M logits).
+	BlockRows int
+}
+
+// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
+// and returns the mean next-token cross-entropy against targets [B, T]
+// (int32) and, when opts.Hidden is set, the final-norm hidden states
+// [B*T, Dim]. The head and the loss are fused (autograd's
+// LinearCrossEntropy), so the B*T x Vocab logits never exist whole.
+// Errors are recorded in g (check g.Err); on error both results are nil.
+func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor, opts ForwardOptions) (loss, hidden *tensor.Tensor) {
+	if g.Err() != nil {
+		return nil, nil
+	}
+	if inputs == nil || targets == nil || inputs.Rank() != 2 || !inputs.SameShape(targets) {
+		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", shapeOf(inputs), shapeOf(targets)))
+		return nil, nil
+	}
+	if t := inputs.Dim(1); t > m.Config.Context {
+		g.Fail(fmt.Errorf("models: Transformer.Forward: sequence of %d exceeds the context of %d", t, m.Config.Context))
+		return nil, nil
+	}
+	x := m.Embed.Forward(g, inputs)
+	for i := range m.Blocks {
+		x = m.Blocks[i].Forward(g, x)
+	}
+	h := m.Norm.Forward(g, x)
+	loss = g.LinearCrossEntropy(h, m.Head.Weight, targets, opts.BlockRows)
+	if g.Err() != nil {
+		return nil, nil
+	}
+	if opts.Hidden {
+		rows := inputs.Len()
+		var err error
+		if opts.KeepHidden {
+			g.Keep(h)
+			hidden, err = h.MoveTo(rows, m.Config.Dim)
+		} else {
+			hidden, err = h.Reshape(rows, m.Config.Dim)
+		}
+		if err != nil {
+			g.Fail(fmt.Errorf("models: hidden states: %w", err))
+			return nil, nil
+		}
+	}
+	return loss, hidden
+}
+
+func shapeOf(t *tensor.Tensor) any {
+	if t == nil {
+		return "nil"
+	}
+	return t.Shape()
+}
+
+// Save writes the model's parameters to a safetensors checkpoint at path
+// (atomically), with metadata.
+func (m *Transformer) Save(path string, metadata map[string]string) error {
+	return nn.SaveTensors(path, m.params, metadata)
+}
+
+// Load reads the model's parameters from a safetensors checkpoint,
+// checking every tensor's presence, dtype and shape before changing any,
+// and returns the file's metadata.
+func (m *Transformer) Load(path string) (map[string]string, error) {
+	return nn.LoadTensors(path, m.params)
+}

@@ -1,0 +1,108 @@
+package nn
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/safetensors"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// Save writes the named parameters of module m (see Parameters) to path
+// as a safetensors file of F32 tensors, atomically, with the given
+// metadata. The file loads in PyTorch as the matching state dict.
+func Save(path string, m any, metadata map[string]string) error {
+	return SaveTensors(path, Parameters(m), metadata)
+}
+
+// SaveTensors writes float32 tensors under their Name fields (which must
+// be unique and non-empty) to path, one at a time, atomically.
+func SaveTensors(path string, ts []*tensor.Tensor, metadata map[string]string) error {
+	infos := make([]safetensors.Info, len(ts))
+	for i, t := range ts {
+		if t.DType() != device.Float32 {
+			return fmt.Errorf("nn: saving %s: tensor %q is %v (want float32)", path, t.Name, t.DType())
+		}
+		infos[i] = safetensors.Info{Name: t.Name, DType: safetensors.F32, Shape: t.Shape()}
+	}
+	w, err := safetensors.Create(path, infos, metadata)
+	if err != nil {
+		return fmt.Errorf("nn: %w", err)
+	}
+	for _, t := range ts {
+		if err := w.WriteTensor(t.Name, safetensors.EncodeFloat32(t.Float32s())); err != nil {
+			w.Abort()
+			return fmt.Errorf("nn: %w", err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return fmt.Errorf("nn: %w", err)
+	}
+	return nil
+}
+
+// Load reads the parameters of module m from the safetensors file at
+// path. The file is untrusted: besides the format checks of package
+// safetensors, every parameter must be present as F32 with exactly the
+// parameter's shape, and the file must hold no other tensor; errors name
+// the tensor. All of this is checked before any parameter is modified.
+// It returns the file's metadata.
+func Load(path string, m any) (map[string]string, error) {
+	return LoadTensors(path, Parameters(m))
+}
+
+// LoadTensors reads float32 tensors by their Name fields from path, with
+// the checks described at Load.
+func LoadTensors(path string, ts []*tensor.Tensor) (map[string]string, error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	defer f.Close()
+	want := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		want[t.Name] = true
+		in, ok := f.Info(t.Name)
+		if !ok {
+			return nil, fmt.Errorf("nn: loading %s: tensor %q is missing", path, t.Name)
+		}
+		if in.DType != safetensors.F32 {
+			return nil, fmt.Errorf("nn: loading %s: tensor %q has dtype %s (want F32)", path, t.Name, in.DType)
+		}
+		if !equalShape(in.Shape, t.Shape()) {
+			return nil, fmt.Errorf("nn: loading %s: tensor %q has shape %v (the model's is %v)", path, t.Name, tensor.Shape(in.Shape), t.Shape())
+		}
+	}
+	var extra []string
+	for _, in := range f.Tensors() {
+		if !want[in.Name] {
+			extra = append(extra, fmt.Sprintf("%q", in.Name))
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return nil, fmt.Errorf("nn: loading %s: tensors not in the model: %s", path, strings.Join(extra, ", "))
+	}
+	for _, t := range ts {
+		host := make([]float32, t.Len())
+		if err := f.ReadFloat32(t.Name, t.Shape(), host); err != nil {
+			return nil, fmt.Errorf("nn: %w", err)
+		}
+		t.SetFloat32(host)
+	}
+	return f.Metadata(), nil
+}
+
+func equalShape(a []int, b tensor.Shape) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

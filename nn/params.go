@@ -1,0 +1,153 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+var tensorType = reflect.TypeFor[*tensor.Tensor]()
+
+// Parameters returns the parameters of module m (a pointer to a struct, or
+// a struct) in a stable order: depth first, in field order, slice elements
+// in index order. It sets each tensor's Name to its hierarchical path (see
+// the package comment). Nil tensor fields are skipped.
+//
+// A tensor reachable under two names (a tied parameter) makes Parameters
+// panic, as does m not being a struct: both are programming errors in the
+// model's definition.
+func Parameters(m any) []*tensor.Tensor {
+	w := walker{seen: map[*tensor.Tensor]string{}, active: map[uintptr]bool{}}
+	v := reflect.ValueOf(m)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("nn: Parameters of %T: want a struct or a pointer to one", m))
+	}
+	w.walk(v, "")
+	return w.out
+}
+
+type walker struct {
+	out    []*tensor.Tensor
+	seen   map[*tensor.Tensor]string
+	active map[uintptr]bool // struct pointers on the current path (cycles)
+}
+
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func (w *walker) walk(v reflect.Value, path string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Type() == tensorType {
+			t := v.Interface().(*tensor.Tensor)
+			if prev, dup := w.seen[t]; dup {
+				panic(fmt.Sprintf("nn: parameter %q is the same tensor as %q (tied parameters are not supported)", path, prev))
+			}
+			w.seen[t] = path
+			t.Name = path
+			w.out = append(w.out, t)
+			return
+		}
+		if p := v.Pointer(); !w.active[p] {
+			w.active[p] = true
+			w.walk(v.Elem(), path)
+			delete(w.active, p)
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			w.walk(v.Elem(), path)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("nn")
+			if tag == "-" {
+				continue
+			}
+			name := tag
+			if name == "" {
+				if f.Anonymous {
+					w.walk(v.Field(i), path) // embedded: promote its fields
+					continue
+				}
+				name = strings.ToLower(f.Name)
+			}
+			w.walk(v.Field(i), join(path, name))
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			w.walk(v.Index(i), join(path, strconv.Itoa(i)))
+		}
+	}
+}
+
+// NumParams returns the total number of elements of params.
+func NumParams(params []*tensor.Tensor) int {
+	n := 0
+	for _, p := range params {
+		n += p.Len()
+	}
+	return n
+}
+
+// Init creates parameters on one device: float32 tensors drawn i.i.d. from
+// N(0, Std^2) with a seeded generator, marked as requiring gradients.
+// Errors are sticky: after a failed allocation Normal returns nil and Err
+// reports the failure, so a constructor can build a whole model and check
+// once.
+type Init struct {
+	Dev device.Device
+	// Std is the standard deviation of Normal (the paper's 0.02).
+	Std float64
+	rng *rand.Rand
+	err error
+}
+
+// NewInit returns an Init drawing from a PCG generator seeded with seed.
+func NewInit(dev device.Device, seed uint64, std float64) *Init {
+	return &Init{Dev: dev, Std: std, rng: rand.New(rand.NewPCG(seed, 0x68696c62657274))}
+}
+
+// Normal returns a new parameter of the given shape drawn from
+// N(0, Std^2), or nil after an error.
+func (in *Init) Normal(shape ...int) *tensor.Tensor {
+	if in.err != nil {
+		return nil
+	}
+	t, err := tensor.RandN(in.Dev, in.rng, 0, in.Std, shape...)
+	if err != nil {
+		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
+		return nil
+	}
+	t.SetRequiresGrad(true)
+	return t
+}
+
+// Err returns the first error Normal met, or nil.
+func (in *Init) Err() error { return in.err }
+
+// fail records err as the Init's error if none is recorded yet.
+func (in *Init) fail(err error) {
+	if in.err == nil {
+		in.err = err
+	}
+}
