@@ -1,0 +1,273 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// NewtonSchulzCoefficients are Muon's quintic iteration coefficients
+// (a, b, c): X <- a X + (b A + c A^2) X with A = X X^T. They do not converge
+// to an exactly orthogonal matrix; singular values land near 0.7-1.2.
+var NewtonSchulzCoefficients = [3]float64{3.4445, -4.7750, 2.0315}
+
+// MuonConfig holds Muon's hyper-parameters. The zero value is not useful
+// (zero Newton-Schulz steps); start from PaperMuon.
+type MuonConfig struct {
+	// LR is the peak learning rate; a step uses LR * the schedule multiplier.
+	LR float64
+	// Momentum is the buffer's factor: buf = Momentum*buf + g (no dampening).
+	Momentum float64
+	// Nesterov uses g + Momentum*buf as the direction instead of buf.
+	Nesterov bool
+	// WeightDecay is decoupled, with the scheduled LR: p *= 1 - lr_t*WeightDecay.
+	WeightDecay float64
+	// Steps is the number of Newton-Schulz iterations (0: only the
+	// Frobenius normalisation).
+	Steps int
+	// Eps is added to the Frobenius norm before dividing by it.
+	Eps float64
+	// KeepStep keeps the last applied step per parameter (LastStep).
+	KeepStep bool
+}
+
+// PaperMuon returns the paper's Muon settings at peak learning rate lr:
+// momentum 0.95 with Nesterov, weight decay 0.1, 5 Newton-Schulz steps,
+// eps 1e-5.
+func PaperMuon(lr float64) MuonConfig {
+	return MuonConfig{LR: lr, Momentum: 0.95, Nesterov: true, WeightDecay: 0.1, Steps: 5, Eps: 1e-5}
+}
+
+func (c MuonConfig) validate() error {
+	switch {
+	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("optim: muon: learning rate %v", c.LR)
+	case !(c.Momentum >= 0 && c.Momentum < 1):
+		return fmt.Errorf("optim: muon: momentum %v must lie in [0, 1)", c.Momentum)
+	case !(c.WeightDecay >= 0):
+		return fmt.Errorf("optim: muon: weight decay %v", c.WeightDecay)
+	case c.Steps < 0:
+		return fmt.Errorf("optim: muon: %d Newton-Schulz steps", c.Steps)
+	case !(c.Eps >= 0):
+		return fmt.Errorf("optim: muon: eps %v", c.Eps)
+	}
+	return nil
+}
+
+// New returns a Muon optimizer over params with zeroed momentum.
+func (c MuonConfig) New(params []*tensor.Tensor) (Optimizer, error) {
+	return NewMuon(c, params)
+}
+
+// Muon is momentum orthogonalised by Newton-Schulz, for weight matrices
+// stored [out, in]. Per parameter and step:
+//
+//	buf = m buf + g;  u = g + m buf (Nesterov) or buf
+//	X = u / (||u||_F + eps);  5 x: A = X X^T; X = a X + (b A + c A A) X
+//	S = -lr_t sqrt(max(1, rows/cols)) X;  p = p (1 - lr_t wd) + S
+//
+// When rows > cols the iteration runs on X^T, written without a transpose
+// as A = X^T X; X = a X + X (b A + c A A). Everything is fp32 on the
+// parameter's device (Gemm, Reduce, Axpby, Scale); scratch comes from the
+// tensor pool, so steps after the first allocate no device memory.
+type Muon struct {
+	cfg   MuonConfig
+	state []*muonState
+	index map[*tensor.Tensor]*muonState
+}
+
+type muonState struct {
+	paramState
+	rows, cols int
+	buf        *tensor.Tensor
+}
+
+// NewMuon returns a Muon optimizer over params (rank >= 2; a parameter of
+// higher rank is viewed as [Dim(0), rest]) with zeroed momentum.
+func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkParams("muon", params); err != nil {
+		return nil, err
+	}
+	o := &Muon{cfg: c, index: map[*tensor.Tensor]*muonState{}}
+	for _, p := range params {
+		rows, cols, err := matrixShape("muon", p)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := newParamState(p, c.KeepStep)
+		if err != nil {
+			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
+		}
+		st := &muonState{paramState: *ps, rows: rows, cols: cols}
+		if st.buf, err = tensor.New(p.Device(), p.Shape()...); err != nil {
+			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
+		}
+		o.state = append(o.state, st)
+		o.index[p] = st
+	}
+	return o, nil
+}
+
+// Kind returns "muon".
+func (o *Muon) Kind() string { return "muon" }
+
+// Config returns the optimizer's hyper-parameters.
+func (o *Muon) Config() MuonConfig { return o.cfg }
+
+// Params returns the parameters in order.
+func (o *Muon) Params() []*tensor.Tensor {
+	ps := make([]*tensor.Tensor, len(o.state))
+	for i, st := range o.state {
+		ps[i] = st.p
+	}
+	return ps
+}
+
+// Step applies one Muon update at learning rate LR*scale.
+func (o *Muon) Step(scale float64) error {
+	lr, err := lrOf("muon", o.cfg.LR, scale)
+	if err != nil {
+		return err
+	}
+	for _, st := range o.state {
+		g, err := gradOf("muon", st.p)
+		if err != nil {
+			return err
+		}
+		if g == nil || st.p.Len() == 0 {
+			continue
+		}
+		if err := o.step(st, g, lr); err != nil {
+			return fmt.Errorf("optim: muon: %s: %w", st.p.Name, err)
+		}
+	}
+	return nil
+}
+
+func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
+	dev := st.p.Device()
+	n := st.p.Len()
+	mom := float32(o.cfg.Momentum)
+
+	// buf = m buf + g; x = g + m buf (Nesterov) or buf.
+	dev.Axpby(st.buf.Buffer(), g.Buffer(), 1, mom)
+	x, err := tensor.NewPooled(dev, device.Float32, n)
+	if err != nil {
+		return err
+	}
+	defer x.Release()
+	if o.cfg.Nesterov {
+		dev.Copy(x.Buffer(), g.Buffer())
+		dev.Axpby(x.Buffer(), st.buf.Buffer(), mom, 1)
+	} else {
+		dev.Copy(x.Buffer(), st.buf.Buffer())
+	}
+
+	// X = X / (||X||_F + eps), the norm read to the host.
+	ss, err := sumSquares(dev, x.Buffer(), n, st.cols)
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return fmt.Errorf("non-finite momentum (sum of squares %v)", ss)
+	}
+	dev.Scale(x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+o.cfg.Eps)))
+
+	if err := newtonSchulz(dev, x, st.rows, st.cols, o.cfg.Steps); err != nil {
+		return err
+	}
+	out := x
+
+	shape := math.Sqrt(max(1, float64(st.rows)/float64(st.cols)))
+	alpha := float32(-lr * shape)
+	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
+		dev.Scale(st.p.Buffer(), st.p.Buffer(), decay)
+	}
+	dev.Axpby(st.p.Buffer(), out.Buffer(), alpha, 1)
+	if st.step != nil {
+		dev.Scale(st.step.Buffer(), out.Buffer(), alpha)
+	}
+	st.done = true
+	return nil
+}
+
+// newtonSchulz runs steps iterations in place on x (rows x cols, already
+// normalised), with pooled scratch.
+func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) error {
+	if steps == 0 {
+		return nil
+	}
+	m := min(rows, cols) // A is m x m
+	a, b, c := NewtonSchulzCoefficients[0], NewtonSchulzCoefficients[1], NewtonSchulzCoefficients[2]
+	y, err := tensor.NewPooled(dev, device.Float32, rows*cols)
+	if err != nil {
+		return err
+	}
+	defer y.Release()
+	A, err := tensor.NewPooled(dev, device.Float32, m*m)
+	if err != nil {
+		return err
+	}
+	defer A.Release()
+	B, err := tensor.NewPooled(dev, device.Float32, m*m)
+	if err != nil {
+		return err
+	}
+	defer B.Release()
+
+	cur, next := x, y
+	wide := rows <= cols
+	for range steps {
+		if wide {
+			// A = X X^T (rows x rows)
+			dev.Gemm(device.GemmArgs{TransB: true, M: m, N: m, K: cols, Alpha: 1,
+				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m})
+		} else {
+			// A = X^T X (cols x cols)
+			dev.Gemm(device.GemmArgs{TransA: true, M: m, N: m, K: rows, Alpha: 1,
+				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m})
+		}
+		// B = b A + c A A
+		dev.Scale(B.Buffer(), A.Buffer(), float32(b))
+		dev.Gemm(device.GemmArgs{M: m, N: m, K: m, Alpha: float32(c), Beta: 1,
+			A: A.Buffer(), LDA: m, B: A.Buffer(), LDB: m, C: B.Buffer(), LDC: m})
+		// next = a X + B X (wide) or a X + X B (tall)
+		dev.Copy(next.Buffer(), cur.Buffer())
+		if wide {
+			dev.Gemm(device.GemmArgs{M: rows, N: cols, K: rows, Alpha: 1, Beta: float32(a),
+				A: B.Buffer(), LDA: m, B: cur.Buffer(), LDB: cols, C: next.Buffer(), LDC: cols})
+		} else {
+			dev.Gemm(device.GemmArgs{M: rows, N: cols, K: cols, Alpha: 1, Beta: float32(a),
+				A: cur.Buffer(), LDA: cols, B: B.Buffer(), LDB: m, C: next.Buffer(), LDC: cols})
+		}
+		cur, next = next, cur
+	}
+	if cur != x {
+		dev.Copy(x.Buffer(), cur.Buffer())
+	}
+	return nil
+}
+
+// LastStep returns the step last applied to p excluding weight decay, or
+// nil (see Optimizer).
+func (o *Muon) LastStep(p *tensor.Tensor) *tensor.Tensor {
+	if st := o.index[p]; st != nil {
+		return st.lastStep()
+	}
+	return nil
+}
+
+// State returns the momentum buffer of every parameter: "muon.buf.<name>".
+// Muon has no step counter.
+func (o *Muon) State() []StateEntry {
+	var es []StateEntry
+	for _, st := range o.state {
+		es = append(es, StateEntry{Name: "muon.buf." + st.p.Name, Tensor: st.buf})
+	}
+	return es
+}
