@@ -142,3 +142,16 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(h.Eps), f32arg(h.WeightDecay),
 		f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2))
 }
+
+// CrossEntropyWithGrad computes loss and lse and overwrites logits with
+// gradScale * (softmax - onehot), reading the logits once for the
+// statistics and once for the gradient.
+func (d *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("CrossEntropyWithGrad", f32Only, loss, lse, logits) || !d.want("CrossEntropyWithGrad", i32Only, targets) {
+		return
+	}
+	d.launchRows("h_xent_grad_f32", rows, 512, ptrArg(loss), ptrArg(lse), ptrArg(logits), ptrArg(targets),
+		i64arg(int64(rows)), i64arg(int64(vocab)), f32arg(gradScale))
+}

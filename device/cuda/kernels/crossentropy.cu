@@ -37,3 +37,34 @@ extern "C" __global__ void h_xent_bwd_f32(float* dl, const float* dloss, const f
         dl[off + c] = g * (p - (c == t ? 1.0f : 0.0f));
     }
 }
+
+// Forward and backward in one kernel: loss and lse as h_xent_f32, then the
+// row of logits is overwritten with gradScale * (softmax - onehot).
+extern "C" __global__ void h_xent_grad_f32(float* loss, float* lse, float* logits, const int* targets, i64 rows, i64 vocab,
+                                           float gradScale) {
+    __shared__ float shf[32];
+    float* x = logits + (i64)blockIdx.x * vocab;
+    int t = targets[blockIdx.x];
+    float target = x[t];  // read before any thread overwrites the row
+    float m = H_NEG_INF, s = 0.0f;
+    for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
+        float v = x[c];
+        if (v > m) {
+            s = s * expf(m - v) + 1.0f;
+            m = v;
+        } else {
+            s += expf(v - m);
+        }
+    }
+    float M = block_max(m, shf);
+    float part = m == H_NEG_INF ? 0.0f : s * expf(m - M);
+    float S = block_sum(part, shf);
+    float l = M + logf(S);
+    if (threadIdx.x == 0) {
+        lse[blockIdx.x] = l;
+        loss[blockIdx.x] = l - target;
+    }
+    for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
+        x[c] = gradScale * (expf(x[c] - l) - (c == t ? 1.0f : 0.0f));
+    }
+}
