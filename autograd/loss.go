@@ -95,9 +95,6 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	}
 	logits := g.scratch(blockRows, vocab)
 	defer logits.Release()
-	ones := g.scratch(blockRows)
-	defer ones.Release()
-	g.dev.Fill(ones.Buffer(), 1)
 
 	hb, wb, tb := h.Buffer(), w.Buffer(), targets.Buffer()
 	for r0 := 0; r0 < rows; r0 += blockRows {
@@ -108,12 +105,12 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 		g.dev.Gemm(device.GemmArgs{TransB: true, M: nr, N: vocab, K: d, Alpha: 1,
 			A: hblk, LDA: d, B: wb, LDB: d, C: lb, LDC: vocab})
 		tblk := tb.Slice(r0, nr)
-		g.dev.CrossEntropy(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
 		if !grad {
+			g.dev.CrossEntropy(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
 			continue
 		}
-		// dlogits (unit upstream gradient per row), in place.
-		g.dev.CrossEntropyBackward(lb, ones.Buffer().Slice(0, nr), lb, lse.Buffer().Slice(r0, nr), tblk, nr, vocab)
+		// Loss, and dlogits for a unit upstream gradient per row, in place.
+		g.dev.CrossEntropyWithGrad(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab, 1)
 		// dh_blk = dlogits W ; dW (+)= dlogits^T h_blk
 		g.dev.Gemm(device.GemmArgs{M: nr, N: d, K: vocab, Alpha: 1,
 			A: lb, LDA: vocab, B: wb, LDB: d, C: dh.Buffer().Slice(r0*d, nr*d), LDC: d})

@@ -268,6 +268,12 @@ type Device interface {
 	// - onehot(targets[r])) using the saved lse. dlogits may alias logits.
 	CrossEntropyBackward(dlogits, dloss, logits, lse, targets Buffer, rows, vocab int)
 
+	// CrossEntropyWithGrad is CrossEntropy and CrossEntropyBackward in one
+	// pass over the logits, for training: it writes loss and lse, and
+	// overwrites logits in place with gradScale * (softmax - onehot), the
+	// gradient of gradScale times each row's loss.
+	CrossEntropyWithGrad(loss, lse, logits, targets Buffer, rows, vocab int, gradScale float32)
+
 	// AdamWStep applies one decoupled-weight-decay Adam update in place:
 	// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 	// step = -lr * (m/bc1) / (sqrt(v/bc2) + eps);

@@ -46,22 +46,13 @@ func causalProbs(p, q, k []float32, s device.AttentionShape, scale float32, lseI
 			var l float32
 			if lseIn != nil {
 				l = lseIn[t]
+				expShiftSum(row[:t+1], row[:t+1], l)
 			} else {
-				m := row[0]
-				for _, v := range row[:t+1] {
-					if v > m {
-						m = v
-					}
-				}
-				var sum float64
-				for _, v := range row[:t+1] {
-					sum += math.Exp(float64(v - m))
-				}
+				m := rowMax(row[:t+1])
+				sum := expShiftSum(row[:t+1], row[:t+1], m)
 				l = m + float32(math.Log(sum))
 				lseOut[t] = l
-			}
-			for u := 0; u <= t; u++ {
-				row[u] = exp32(row[u] - l)
+				scaleInPlace(row[:t+1], float32(1/sum))
 			}
 			clear(row[t+1:])
 		}

@@ -6,27 +6,38 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 )
 
+// The cross-entropy kernels work row by row, rows split across workers;
+// nothing of size rows x vocab is allocated. Exponentials use the float32
+// expShiftSum; sums accumulate in float64.
+
+// rowMax returns the largest element of z (NaN if any element is NaN).
+func rowMax(z []float32) float32 {
+	m := z[0]
+	for _, v := range z {
+		if v > m || v != v {
+			m = v
+		}
+	}
+	return m
+}
+
+// rowLSE returns log(sum(exp(z))) of one row, storing e^(z - max) into dst
+// when dst is not nil, and the sum of those exponentials.
+func rowLSE(dst, z []float32) (lse float32, sum float64) {
+	m := rowMax(z)
+	sum = expShiftSum(dst, z, m)
+	return m + float32(math.Log(sum)), sum
+}
+
 // CrossEntropy computes per-row loss and log-sum-exp straight from logits.
-// Rows are processed in parallel blocks; nothing of size rows x vocab is
-// allocated.
 func (d *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
 	lv, sv, zv, tv := Float32s(loss), Float32s(lse), Float32s(logits), Int32s(targets)
 	parallelFor(rows, 1, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			z := zv[r*vocab : (r+1)*vocab]
-			m := z[0]
-			for _, v := range z {
-				if v > m {
-					m = v
-				}
-			}
-			var s float64
-			for _, v := range z {
-				s += math.Exp(float64(v - m))
-			}
-			l := float64(m) + math.Log(s)
-			sv[r] = float32(l)
-			lv[r] = float32(l - float64(z[tv[r]]))
+			l, _ := rowLSE(nil, z)
+			sv[r] = l
+			lv[r] = l - z[tv[r]]
 		}
 	})
 }
@@ -37,11 +48,32 @@ func (d *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets devic
 	parallelFor(rows, 1, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			z, g := zv[r*vocab:(r+1)*vocab], gv[r*vocab:(r+1)*vocab]
-			l, scale := sv[r], dv[r]
-			for i, v := range z {
-				g[i] = scale * exp32(v-l)
-			}
-			g[tv[r]] -= scale
+			expShiftSum(g, z, sv[r])
+			scaleInPlace(g, dv[r])
+			g[tv[r]] -= dv[r]
 		}
 	})
+}
+
+// CrossEntropyWithGrad computes loss and lse and replaces the logits by
+// gradScale * (softmax - onehot), with one exponential per element.
+func (d *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
+	lv, sv, zv, tv := Float32s(loss), Float32s(lse), Float32s(logits), Int32s(targets)
+	parallelFor(rows, 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			z := zv[r*vocab : (r+1)*vocab]
+			target := z[tv[r]]
+			l, sum := rowLSE(z, z)
+			sv[r] = l
+			lv[r] = l - target
+			scaleInPlace(z, float32(float64(gradScale)/sum))
+			z[tv[r]] -= gradScale
+		}
+	})
+}
+
+func scaleInPlace(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
 }

@@ -3,25 +3,35 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
 
-// CBLAS constants (cblas.h).
-const (
-	cblasRowMajor = 101
-	cblasNoTrans  = 111
-	cblasTrans    = 112
-)
-
 // openBLAS holds the functions bound from libopenblas at run time.
+//
+// GEMM goes through the Fortran entry point sgemm_, whose arguments are
+// all pointers: it is called with purego.SyscallN, which costs no
+// reflection and no per-call allocation, unlike a bound function with
+// float arguments (cblas_sgemm).
 type openBLAS struct {
 	path       string
-	sgemm      func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32, b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
+	sgemm      uintptr // sgemm_
 	setThreads func(n int32)
 	config     func() *byte
 }
+
+// sgemmArgs holds the by-reference scalars of one sgemm_ call; instances
+// are pooled so that a call allocates nothing.
+type sgemmArgs struct {
+	transA, transB byte
+	m, n, k        int32
+	lda, ldb, ldc  int32
+	alpha, beta    float32
+}
+
+var sgemmArgsPool = sync.Pool{New: func() any { return new(sgemmArgs) }}
 
 // openBLASCandidates lists the library names tried, in order.
 func openBLASCandidates() []string {
@@ -48,12 +58,12 @@ func loadOpenBLAS() (*openBLAS, error) {
 			continue
 		}
 		lib := &openBLAS{path: name}
-		sym, err := purego.Dlsym(h, "cblas_sgemm")
+		sym, err := purego.Dlsym(h, "sgemm_")
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: no cblas_sgemm: %v", name, err))
+			errs = append(errs, fmt.Sprintf("%s: no sgemm_: %v", name, err))
 			continue
 		}
-		purego.RegisterFunc(&lib.sgemm, sym)
+		lib.sgemm = sym
 		if sym, err := purego.Dlsym(h, "openblas_set_num_threads"); err == nil {
 			purego.RegisterFunc(&lib.setThreads, sym)
 		}
@@ -81,16 +91,31 @@ func (lib *openBLAS) configString() string {
 	return string(s)
 }
 
-func cblasTranspose(t bool) int32 {
+func fortranTranspose(t bool) byte {
 	if t {
-		return cblasTrans
+		return 'T'
 	}
-	return cblasNoTrans
+	return 'N'
 }
 
-// gemm calls cblas_sgemm in row-major order. Slices must be non-empty.
+// gemm computes the row-major product C = alpha op(A) op(B) + beta C with
+// the column-major sgemm_: row-major C is column-major C^T = op(B)^T op(A)^T,
+// so the operands and their sizes are swapped. Slices must be non-empty.
 func (lib *openBLAS) gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	lib.sgemm(cblasRowMajor, cblasTranspose(tA), cblasTranspose(tB), int32(m), int32(n), int32(k),
-		alpha, unsafe.Pointer(&a[0]), int32(lda), unsafe.Pointer(&b[0]), int32(ldb),
-		beta, unsafe.Pointer(&c[0]), int32(ldc))
+	p := sgemmArgsPool.Get().(*sgemmArgs)
+	*p = sgemmArgs{
+		transA: fortranTranspose(tB), transB: fortranTranspose(tA),
+		m: int32(n), n: int32(m), k: int32(k),
+		lda: int32(ldb), ldb: int32(lda), ldc: int32(ldc),
+		alpha: alpha, beta: beta,
+	}
+	purego.SyscallN(lib.sgemm,
+		uintptr(unsafe.Pointer(&p.transA)), uintptr(unsafe.Pointer(&p.transB)),
+		uintptr(unsafe.Pointer(&p.m)), uintptr(unsafe.Pointer(&p.n)), uintptr(unsafe.Pointer(&p.k)),
+		uintptr(unsafe.Pointer(&p.alpha)),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&p.lda)),
+		uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&p.ldb)),
+		uintptr(unsafe.Pointer(&p.beta)),
+		uintptr(unsafe.Pointer(&c[0])), uintptr(unsafe.Pointer(&p.ldc)))
+	sgemmArgsPool.Put(p)
 }
