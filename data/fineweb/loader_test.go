@@ -133,7 +133,7 @@ func TestLoaderConfigErrors(t *testing.T) {
 		{Shards: paths, SeqLen: 0, MicroBatch: 1},
 		{Shards: paths, SeqLen: 4, MicroBatch: 0},
 		{Shards: paths, SeqLen: 4, MicroBatch: 2, BatchSeqs: 3},
-		{Shards: paths, SeqLen: 64, MicroBatch: 1},                    // no batch fits
+		{Shards: paths, SeqLen: 64, MicroBatch: 1},                       // no batch fits
 		{Shards: []string{"/nonexistent.bin"}, SeqLen: 4, MicroBatch: 1}, // missing
 	}
 	for i, cfg := range tests {

@@ -1,0 +1,270 @@
+package fineweb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// AddParquet ingests the column cfg.Column of a Parquet file, one document
+// per non-null row, streaming record batches of cfg.BatchRows rows.
+func (b *Builder) AddParquet(ctx context.Context, path string) error {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(b.cfg.BatchRows)}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return fmt.Errorf("fineweb: parquet %s: schema: %w", path, err)
+	}
+	col, err := b.findColumn(path, schema)
+	if err != nil {
+		return err
+	}
+	rr, err := fr.GetRecordReader(ctx, []int{col}, nil)
+	if err != nil {
+		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+	}
+	defer rr.Release()
+	return b.addRecords(ctx, path, rr, 0, sizeProgress(path, pf.NumRows()))
+}
+
+// AddArrow ingests the column cfg.Column of an Arrow IPC file (random-access
+// format) or stream, one document per non-null row, a record batch at a time.
+func (b *Builder) AddArrow(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("fineweb: arrow: %w", err)
+	}
+	defer f.Close()
+	var magic [6]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+	}
+	if n == 6 && string(magic[:]) == "ARROW1" {
+		fr, err := ipc.NewFileReader(f)
+		if err != nil {
+			return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+		}
+		defer fr.Close()
+		col, err := b.findColumn(path, fr.Schema())
+		if err != nil {
+			return err
+		}
+		rows := int64(0)
+		return b.addRecords(ctx, path, fr, col, perBatchProgress(path, fr.NumRecords(), &rows))
+	}
+	sr, err := ipc.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+	}
+	defer sr.Release()
+	col, err := b.findColumn(path, sr.Schema())
+	if err != nil {
+		return err
+	}
+	return b.addRecords(ctx, path, sr, col, sizeProgress(path, -1))
+}
+
+// findColumn returns the index of cfg.Column and checks its type.
+func (b *Builder) findColumn(path string, s *arrow.Schema) (int, error) {
+	idx := s.FieldIndices(b.cfg.Column)
+	if len(idx) == 0 {
+		return 0, fmt.Errorf("fineweb: %s: column %q: not found in schema %s", path, b.cfg.Column, s)
+	}
+	t := s.Field(idx[0]).Type
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return idx[0], nil
+	case arrow.LIST, arrow.LARGE_LIST:
+		if isInteger(t.(arrow.ListLikeType).Elem().ID()) {
+			return idx[0], nil
+		}
+	}
+	return 0, fmt.Errorf("fineweb: %s: column %q: type: expected string, large_string or a list of integers, got %s", path, b.cfg.Column, t)
+}
+
+func isInteger(id arrow.Type) bool {
+	switch id {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+// recordSource is what Parquet and both Arrow IPC readers share.
+type recordSource interface {
+	Read() (arrow.RecordBatch, error)
+}
+
+// progressFn turns rows done (of a batch) into a Progress call.
+type progressFn func(b *Builder, rowsInBatch int64, done bool)
+
+// sizeProgress spreads the file size over totalRows rows (all at the end if
+// unknown).
+func sizeProgress(path string, totalRows int64) progressFn {
+	var size int64
+	if st, err := os.Stat(path); err == nil {
+		size = st.Size()
+	}
+	var rows, reported int64
+	return func(b *Builder, n int64, done bool) {
+		if b.cfg.Progress == nil {
+			return
+		}
+		rows += n
+		at := size
+		if !done && totalRows > 0 {
+			at = size * min(rows, totalRows) / totalRows
+		} else if !done {
+			return
+		}
+		b.cfg.Progress(at - reported)
+		reported = at
+	}
+}
+
+// perBatchProgress spreads the file size over its record batches.
+func perBatchProgress(path string, batches int, _ *int64) progressFn {
+	p := sizeProgress(path, int64(batches))
+	return func(b *Builder, _ int64, done bool) {
+		if done {
+			p(b, 0, true)
+		} else {
+			p(b, 1, false)
+		}
+	}
+}
+
+// addRecords streams record batches from src and writes column col.
+func (b *Builder) addRecords(ctx context.Context, path string, src recordSource, col int, progress progressFn) error {
+	var texts []string
+	var ids []int32
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec, err := src.Read()
+		if errors.Is(err, io.EOF) || (err == nil && rec == nil) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("fineweb: %s: reading record batch: %w", path, err)
+		}
+		arr := rec.Column(col)
+		if rec.NumCols() == 1 {
+			arr = rec.Column(0)
+		}
+		switch a := arr.(type) {
+		case *array.String:
+			texts = appendStrings(texts[:0], a)
+		case *array.LargeString:
+			texts = appendStrings(texts[:0], a)
+		case array.ListLike:
+			if err := b.addTokenLists(path, a, &ids); err != nil {
+				return err
+			}
+			texts = texts[:0]
+		default:
+			return fmt.Errorf("fineweb: %s: column %q: unexpected array type %s", path, b.cfg.Column, arr.DataType())
+		}
+		b.sum.Nulls += arr.NullN()
+		if len(texts) > 0 {
+			if err := b.AddTexts(texts); err != nil {
+				return err
+			}
+		}
+		progress(b, rec.NumRows(), false)
+	}
+	progress(b, 0, true)
+	return nil
+}
+
+type stringArray interface {
+	Len() int
+	IsNull(int) bool
+	Value(int) string
+}
+
+// appendStrings appends the non-null values; they point into the record
+// batch and are used before the next Read.
+func appendStrings(dst []string, a stringArray) []string {
+	for i := 0; i < a.Len(); i++ {
+		if !a.IsNull(i) {
+			dst = append(dst, a.Value(i))
+		}
+	}
+	return dst
+}
+
+// addTokenLists writes each non-null list of token ids as a document,
+// checking every id against the vocabulary.
+func (b *Builder) addTokenLists(path string, a array.ListLike, scratch *[]int32) error {
+	values := a.ListValues()
+	get, err := integerGetter(values)
+	if err != nil {
+		return fmt.Errorf("fineweb: %s: column %q: %w", path, b.cfg.Column, err)
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		start, end := a.ValueOffsets(i)
+		ids := (*scratch)[:0]
+		for j := start; j < end; j++ {
+			v := get(int(j))
+			if v < 0 || v >= int64(b.tok.VocabSize()) || values.IsNull(int(j)) {
+				return fmt.Errorf("fineweb: %s: column %q: row %d token %d: expected id in [0,%d), got %d (null=%v)", path, b.cfg.Column, i, j-start, b.tok.VocabSize(), v, values.IsNull(int(j)))
+			}
+			ids = append(ids, int32(v))
+		}
+		*scratch = ids
+		if err := b.AddTokens(ids, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// integerGetter returns an accessor that widens any integer array to int64.
+func integerGetter(a arrow.Array) (func(int) int64, error) {
+	switch v := a.(type) {
+	case *array.Int8:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Int16:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Int32:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Int64:
+		return func(i int) int64 { return v.Value(i) }, nil
+	case *array.Uint8:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Uint16:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Uint32:
+		return func(i int) int64 { return int64(v.Value(i)) }, nil
+	case *array.Uint64:
+		return func(i int) int64 {
+			if x := v.Value(i); x <= 1<<62 {
+				return int64(x)
+			}
+			return -1
+		}, nil
+	}
+	return nil, fmt.Errorf("list values: expected integers, got %s", a.DataType())
+}
