@@ -167,9 +167,6 @@ func (b *Builder) addRecords(ctx context.Context, path string, src recordSource,
 			return fmt.Errorf("fineweb: %s: reading record batch: %w", path, err)
 		}
 		arr := rec.Column(col)
-		if rec.NumCols() == 1 {
-			arr = rec.Column(0)
-		}
 		switch a := arr.(type) {
 		case *array.String:
 			texts = appendStrings(texts[:0], a)

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/hilbert-ml/hilbert/data/fineweb"
+)
+
+func init() {
+	register(subcommand{
+		name:    "prepare",
+		summary: "tokenize text, Parquet or Arrow files into llm.c .bin shards",
+		run:     runPrepare,
+	})
+}
+
+const prepareUsage = `usage: hilbert prepare -out DIR [flags] INPUT...
+
+Tokenizes INPUT files with GPT-2's tokenizer into llm.c shards
+DIR/PREFIX_train_NNNNNN.bin and DIR/PREFIX_val_NNNNNN.bin, each document
+preceded by <|endoftext|> (50256). Inputs are chosen by extension: .parquet
+(Hugging Face FineWeb), .arrow/.arrows/.ipc/.feather (Arrow IPC), anything
+else a UTF-8 text file holding one document (.gz is decompressed). Glob
+patterns are expanded. Existing shards are kept unless -overwrite is given.
+
+flags:
+`
+
+// runPrepare is the prepare subcommand.
+func runPrepare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("prepare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, prepareUsage)
+		fs.PrintDefaults()
+	}
+	out := fs.String("out", "", "directory that receives the shards (required)")
+	prefix := fs.String("prefix", "fineweb", "shard name prefix")
+	shardTokens := fs.Int("shard-tokens", fineweb.DefaultShardTokens, "tokens per shard")
+	valTokens := fs.Int("val-tokens", 0, "send the first N tokens to validation (llm.c uses 100000000)")
+	valEvery := fs.Int("val-every", 0, "send every N-th document (0, N, 2N, ...) to validation")
+	column := fs.String("column", "text", "Parquet/Arrow column: text (string, large_string) or token ids (list of integers)")
+	batchRows := fs.Int("batch-rows", 1024, "rows per record batch read from Parquet")
+	overwrite := fs.Bool("overwrite", false, "replace existing shards with the same prefix in -out")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("-out and at least one input are required")
+	}
+	var inputs []string
+	var total int64
+	for _, pat := range fs.Args() {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			return fmt.Errorf("input %q: %w", pat, err)
+		}
+		if len(m) == 0 {
+			return fmt.Errorf("input %q: %w", pat, os.ErrNotExist)
+		}
+		for _, p := range m {
+			st, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			total += st.Size()
+			inputs = append(inputs, p)
+		}
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("tokenizing"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionSetVisibility(!*quiet),
+	)
+	cfg := fineweb.BuildConfig{
+		Dir:         *out,
+		Prefix:      *prefix,
+		ShardTokens: *shardTokens,
+		Split:       fineweb.Split{ValTokens: *valTokens, ValEvery: *valEvery},
+		Overwrite:   *overwrite,
+		Column:      *column,
+		BatchRows:   *batchRows,
+		Progress:    func(d int64) { bar.Add64(d) },
+	}
+	sum, err := fineweb.BuildFromFiles(context.Background(), cfg, inputs...)
+	bar.Finish()
+	if !*quiet {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	secs := sum.Elapsed.Seconds()
+	fmt.Fprintf(stdout, "documents %d (null rows skipped %d)\n", sum.Documents, sum.Nulls)
+	fmt.Fprintf(stdout, "tokens    %d (validation %d)\n", sum.Tokens, sum.ValTokens)
+	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s\n", len(sum.TrainShards), len(sum.ValShards), *out)
+	fmt.Fprintf(stdout, "text      %.1f MB in %.1fs: %.1f MB/s\n", float64(sum.TextBytes)/1e6, secs, float64(sum.TextBytes)/1e6/max(secs, 1e-9))
+	return nil
+}
