@@ -50,6 +50,7 @@ func openBLASCandidates() []string {
 // loadOpenBLAS binds cblas_sgemm and the thread control of the first
 // library in openBLASCandidates that loads.
 func loadOpenBLAS() (*openBLAS, error) {
+	passiveOpenMP()
 	var errs []string
 	for _, name := range openBLASCandidates() {
 		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
@@ -118,4 +119,26 @@ func (lib *openBLAS) gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, 
 		uintptr(unsafe.Pointer(&p.beta)),
 		uintptr(unsafe.Pointer(&c[0])), uintptr(unsafe.Pointer(&p.ldc)))
 	sgemmArgsPool.Put(p)
+}
+
+// passiveOpenMP asks an OpenMP build of OpenBLAS to put its threads to
+// sleep between calls instead of spinning (OMP_WAIT_POLICY=PASSIVE), unless
+// the user set a policy. Spinning threads would steal both cores from the
+// Go kernels that run between GEMMs. The variable must be in the C
+// environment before libgomp initialises, so it is set through libc's
+// setenv (os.Setenv does not reach the C environment without cgo).
+func passiveOpenMP() {
+	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set {
+		return
+	}
+	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return
+	}
+	sym, err := purego.Dlsym(libc, "setenv")
+	if err != nil {
+		return
+	}
+	name, value := []byte("OMP_WAIT_POLICY\x00"), []byte("PASSIVE\x00")
+	purego.SyscallN(sym, uintptr(unsafe.Pointer(&name[0])), uintptr(unsafe.Pointer(&value[0])), 0)
 }
