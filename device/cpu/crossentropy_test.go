@@ -93,3 +93,41 @@ func TestCrossEntropy(t *testing.T) {
 		checkEqual(t, name+" logits unchanged", host(Z), logits)
 	}
 }
+
+// TestCrossEntropyWithGrad checks the fused training path against the
+// float64 reference: loss and lse as CrossEntropy, and the logits replaced
+// by gradScale * (softmax - onehot).
+func TestCrossEntropyWithGrad(t *testing.T) {
+	for _, tc := range []struct{ rows, vocab int }{{1, 1}, {5, 7}, {3, 50257}, {64, 1000}} {
+		name := fmt.Sprintf("%dx%d", tc.rows, tc.vocab)
+		r := newRand(uint64(tc.rows*tc.vocab) + 9)
+		logits := randSlice(r, tc.rows*tc.vocab, 4)
+		targets := make([]int32, tc.rows)
+		for i := range targets {
+			targets[i] = int32(r.IntN(tc.vocab))
+		}
+		const gradScale = 1.0 / 3
+		Z := buf(logits)
+		loss, lse := buf(randSlice(r, tc.rows, 9)), buf(randSlice(r, tc.rows, 9))
+		dev.CrossEntropyWithGrad(loss, lse, Z, ibuf(t, targets), tc.rows, tc.vocab, gradScale)
+		wantLoss, wantLse := make([]float64, tc.rows), make([]float64, tc.rows)
+		wantGrad := make([]float64, len(logits))
+		for i := 0; i < tc.rows; i++ {
+			z := logits[i*tc.vocab : (i+1)*tc.vocab]
+			wantLse[i] = refLogSumExp(z)
+			wantLoss[i] = wantLse[i] - float64(z[targets[i]])
+			for j, v := range z {
+				wantGrad[i*tc.vocab+j] = gradScale * math.Exp(float64(v)-wantLse[i])
+			}
+			wantGrad[i*tc.vocab+int(targets[i])] -= gradScale
+		}
+		// Same bounds as TestCrossEntropy (|lse| <= ~20 here).
+		checkClose(t, name+" lse", host(lse), wantLse, 2*u32, 0)
+		checkCloseTol(t, name+" loss", host(loss), wantLoss, func(i int) float64 {
+			return 2*u32*math.Abs(wantLoss[i]) + 2*u32*math.Abs(wantLse[i])
+		})
+		checkCloseTol(t, name+" grad", host(Z), wantGrad, func(i int) float64 {
+			return math.Abs(wantGrad[i])*4*u32*(math.Abs(wantLse[i/tc.vocab])+math.Abs(float64(logits[i])-wantLse[i/tc.vocab])+1) + 2*u32*gradScale
+		})
+	}
+}

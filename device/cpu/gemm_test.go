@@ -285,3 +285,26 @@ func TestGemmSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose checks dst[b,c,r,i] = src[b,r,c,i] for 2-D transposes and
+// head splitting.
+func TestTranspose(t *testing.T) {
+	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 3, 5, 1}, {1, 130, 70, 1}, {2, 5, 3, 8}, {8, 64, 12, 64}} {
+		batch, rows, cols, inner := s[0], s[1], s[2], s[3]
+		n := batch * rows * cols * inner
+		src := randSlice(newRand(uint64(n)), n, 1)
+		dst := buf(randSlice(newRand(1), n, 9))
+		dev.Transpose(dst, buf(src), batch, rows, cols, inner)
+		want := make([]float32, n)
+		for b := 0; b < batch; b++ {
+			for r := 0; r < rows; r++ {
+				for c := 0; c < cols; c++ {
+					for i := 0; i < inner; i++ {
+						want[((b*cols+c)*rows+r)*inner+i] = src[((b*rows+r)*cols+c)*inner+i]
+					}
+				}
+			}
+		}
+		checkEqual(t, fmt.Sprintf("Transpose %v", s), host(dst), want)
+	}
+}
