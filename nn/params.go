@@ -24,10 +24,11 @@ var tensorType = reflect.TypeFor[*tensor.Tensor]()
 func Parameters(m any) []*tensor.Tensor {
 	w := walker{seen: map[*tensor.Tensor]string{}, active: map[uintptr]bool{}}
 	v := reflect.ValueOf(m)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
+	s := v
+	if s.Kind() == reflect.Pointer {
+		s = s.Elem()
 	}
-	if v.Kind() != reflect.Struct {
+	if s.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("nn: Parameters of %T: want a struct or a pointer to one", m))
 	}
 	w.walk(v, "")
