@@ -17,7 +17,7 @@ import (
 // elements of largest analytic gradient and 3 random ones.
 //
 // Tolerance: with step h = 1e-2 on weights of scale 0.5, the truncation
-// error h^2 f'''/6 is ~1e-5 relative; float32 rounding of a loss of ~4
+// error h^2 f”'/6 is ~1e-5 relative; float32 rounding of a loss of ~4
 // (~1e-6 absolute through the whole forward) contributes ~1e-6/(2h) = 5e-5
 // absolute. |fd - g| <= 3e-2 |g| + 2e-4 leaves margin while a wrong
 // formula (a factor, sign or missing term) is an O(1) error.

@@ -138,7 +138,11 @@ func TestCheckpoint(t *testing.T) {
 		{"shape", write("shape", []safetensors.Tensor{f32("a.weight", 2, 3), f32("b.weight", 3, 4)}), `tensor "b.weight" has shape [3 4] (the model's is [4 3])`},
 		{"dtype", write("dtype", []safetensors.Tensor{f32("a.weight", 2, 3), {Name: "b.weight", DType: safetensors.I32, Shape: []int{4, 3}, Data: make([]byte, 48)}}), `tensor "b.weight" has dtype I32`},
 		{"extra", write("extra", []safetensors.Tensor{f32("a.weight", 2, 3), f32("b.weight", 4, 3), f32("c.weight", 1)}), `tensors not in the model: "c.weight"`},
-		{"corrupt", func() string { p := filepath.Join(dir, "corrupt"); os.WriteFile(p, []byte("garbage!garbage!"), 0o644); return p }(), "header"},
+		{"corrupt", func() string {
+			p := filepath.Join(dir, "corrupt")
+			os.WriteFile(p, []byte("garbage!garbage!"), 0o644)
+			return p
+		}(), "header"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
