@@ -1,6 +1,8 @@
 package fineweb
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,4 +34,23 @@ func corpusDir(t testing.TB) string {
 		t.Skipf("shared corpus not found at %s; put the shared/ directory beside the repository to run this test", c)
 	}
 	return c
+}
+
+// readCorpusText returns the decompressed text of one corpus file.
+func readCorpusText(t testing.TB, name string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(corpusDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

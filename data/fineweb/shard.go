@@ -218,6 +218,9 @@ func (w *ShardWriter) Close() error {
 		_, err = w.f.WriteAt(hdr[:], 0)
 	}
 	if err == nil {
+		err = w.f.Chmod(0o644)
+	}
+	if err == nil {
 		err = w.f.Sync()
 	}
 	tmp := w.f.Name()
