@@ -1,0 +1,42 @@
+package models
+
+import (
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+// BenchmarkTrainStep times one forward+backward pass (no optimizer step)
+// of the small presets at batch 8 x 256 tokens and reports tokens/s.
+// scripts/parity/bench.sh prints it next to PyTorch's number for the same
+// model on the same machine.
+func BenchmarkTrainStep(b *testing.B) {
+	const batch, seq = 8, 256
+	for _, preset := range []string{"cpu-128", "cpu-256"} {
+		b.Run(preset, func(b *testing.B) {
+			dev := cpu.New()
+			cfg, _ := Preset(preset)
+			m, err := New(dev, cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			inputs, targets := randomBatch(dev, 1, batch, seq, cfg.Vocab)
+			g := autograd.New(dev)
+			step := func() {
+				g.Reset()
+				autograd.ZeroGrad(m.Parameters())
+				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
+				if err := g.Backward(loss); err != nil {
+					b.Fatal(err)
+				}
+			}
+			step() // warm the pool and the gradients
+			b.ResetTimer()
+			for b.Loop() {
+				step()
+			}
+			b.ReportMetric(float64(batch*seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
