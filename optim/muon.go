@@ -168,17 +168,7 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 		dev.Copy(x.Buffer(), st.buf.Buffer())
 	}
 
-	// X = X / (||X||_F + eps), the norm read to the host.
-	ss, err := sumSquares(dev, x.Buffer(), n, st.cols)
-	if err != nil {
-		return err
-	}
-	if math.IsNaN(ss) || math.IsInf(ss, 0) {
-		return fmt.Errorf("non-finite momentum (sum of squares %v)", ss)
-	}
-	dev.Scale(x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+o.cfg.Eps)))
-
-	if err := newtonSchulz(dev, x, st.rows, st.cols, o.cfg.Steps); err != nil {
+	if err := orthogonalize(dev, x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
 		return err
 	}
 	out := x
@@ -194,6 +184,41 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	}
 	st.done = true
 	return nil
+}
+
+// NewtonSchulz orthogonalises x (rows x cols, the leading dimension
+// against the rest) in place the way Muon does: X = X / (||X||_F + eps),
+// then steps iterations of X = a X + (b A + c A A) X with A = X X^T (on the
+// transpose when rows > cols), in fp32 on x's device.
+func NewtonSchulz(x *tensor.Tensor, steps int, eps float64) error {
+	rows, cols, err := matrixShape("NewtonSchulz", x)
+	if err != nil {
+		return err
+	}
+	if steps < 0 || !(eps >= 0) {
+		return fmt.Errorf("optim: NewtonSchulz: %d steps, eps %v", steps, eps)
+	}
+	if x.Len() == 0 {
+		return nil
+	}
+	return orthogonalize(x.Device(), x, rows, cols, steps, eps)
+}
+
+// orthogonalize normalises x by its Frobenius norm (plus eps) and runs
+// the Newton-Schulz iteration on it.
+func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, steps int, eps float64) error {
+	// X = X / (||X||_F + eps), the norm read to the host.
+	ss, err := sumSquares(dev, x.Buffer(), rows*cols, cols)
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return fmt.Errorf("non-finite update direction (sum of squares %v)", ss)
+	}
+	if ss > 0 || eps > 0 { // a zero direction with eps 0 stays zero
+		dev.Scale(x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+eps)))
+	}
+	return newtonSchulz(dev, x, rows, cols, steps)
 }
 
 // newtonSchulz runs steps iterations in place on x (rows x cols, already
