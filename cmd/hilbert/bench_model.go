@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// The "model" bench target times forward+backward passes of a models
+// preset; scripts/parity/bench.sh compares the same measure with PyTorch.
+func init() {
+	benchTargets["model"] = benchTarget{
+		summary: "transformer forward+backward tokens/s for a preset (-preset cpu-128 -batch 8 -seq 256), one JSON line",
+		run:     runBenchModel,
+	}
+}
+
+func runBenchModel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	preset := fs.String("preset", "cpu-128", "model preset ("+fmt.Sprint(models.PresetNames())+")")
+	batch := fs.Int("batch", 8, "sequences per step")
+	seq := fs.Int("seq", 256, "tokens per sequence")
+	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := models.Preset(*preset)
+	if err != nil {
+		return err
+	}
+	if *seq > cfg.Context || *batch < 1 || *steps < 1 {
+		return fmt.Errorf("bench model: batch %d, seq %d (context %d), steps %d", *batch, *seq, cfg.Context, *steps)
+	}
+	dev := cpu.New()
+	m, err := models.New(dev, cfg, 1)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int32, *batch**seq)
+	for i := range ids {
+		ids[i] = int32(rng.IntN(cfg.Vocab))
+	}
+	inputs, err := tensor.FromInt32(dev, ids, *batch, *seq)
+	if err != nil {
+		return err
+	}
+	targets, err := tensor.FromInt32(dev, ids, *batch, *seq)
+	if err != nil {
+		return err
+	}
+	g := autograd.New(dev)
+	step := func() error {
+		g.Reset()
+		autograd.ZeroGrad(m.Parameters())
+		loss, _ := m.Forward(g, inputs, targets, models.ForwardOptions{})
+		return g.Backward(loss)
+	}
+	if err := step(); err != nil {
+		return err
+	}
+	start := time.Now()
+	for range *steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	per := time.Since(start).Seconds() / float64(*steps)
+	return json.NewEncoder(stdout).Encode(map[string]any{
+		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
+		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
+	})
+}
