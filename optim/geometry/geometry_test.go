@@ -76,7 +76,7 @@ func TestReferenceValues(t *testing.T) {
 	// V = d = 2, eta = 1, M = 10, h = e1.
 	U := []float64{0, 10, 0, -10}
 	Sv := f32(0.5, 0, -0.5, 0)
-	z := []float64{U[0], U[2]}                                   // U h
+	z := []float64{U[0], U[2]}                                    // U h
 	zq := []float64{U[0] + float64(Sv[0]), U[2] + float64(Sv[2])} // (U + S) h
 	p, q := softmax(z), softmax(zq)
 	approx(t, "p", p[0], 0.5, 0)
