@@ -1,0 +1,210 @@
+// Package train is Hilbert's training loop for the paper's transformer:
+// micro-batches with gradient accumulation, the paper's update order
+// (backward, global clip, schedule, step each optimizer group), validation
+// on a fixed prefix, the LM-head geometry diagnostics (exact D(S_t) and
+// Hilbert RMS), JSON-lines metrics, atomic resumable checkpoints and plots.
+//
+// It is a library: cmd/hilbert's train and compare subcommands are thin
+// front ends over Trainer, and user code can drive it the same way, with a
+// Hook to watch or extend each update.
+//
+// This package sits on top: it depends on models, optim, data/fineweb and
+// the layers below them, and nothing depends on it but commands and
+// examples.
+package train
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/optim"
+)
+
+// Config is everything a run needs. Zero fields take the defaults named in
+// their comments (see WithDefaults).
+type Config struct {
+	// Name names the run; its files go to RunsDir/Name. Default "run".
+	Name string `yaml:"name"`
+	// RunsDir holds one folder per run. Default "runs".
+	RunsDir string `yaml:"runs_dir"`
+
+	// Preset names a model configuration from models.Preset; Model, when
+	// its Layers is set, is used instead.
+	Preset string        `yaml:"preset"`
+	Model  models.Config `yaml:"-"`
+
+	// Head is the LM head's optimizer: "rownorm" (the paper's method) or
+	// "adamw" (the baseline). Default "rownorm".
+	Head string `yaml:"head"`
+	// Projected selects RowNorm's exact projected form P RN(P .).
+	Projected bool `yaml:"projected"`
+	// MuonLR, EmbedLR and HeadLR override the paper's peak learning rates
+	// when positive.
+	MuonLR  float64 `yaml:"muon_lr"`
+	EmbedLR float64 `yaml:"embed_lr"`
+	HeadLR  float64 `yaml:"head_lr"`
+
+	// Seed initialises the model; DataSeed orders the training data.
+	Seed     uint64 `yaml:"seed"`
+	DataSeed uint64 `yaml:"data_seed"`
+
+	// TrainShards are llm.c shard files; ValShard is the validation shard.
+	TrainShards []string `yaml:"train_shards"`
+	ValShard    string   `yaml:"val_shard"`
+
+	// SeqLen is T. Default: the model's context.
+	SeqLen int `yaml:"seq_len"`
+	// MicroBatch is the number of sequences per forward pass. Default 8.
+	MicroBatch int `yaml:"micro_batch"`
+	// BatchSeqs is the number of sequences per update (the global batch),
+	// a multiple of MicroBatch. Default MicroBatch.
+	BatchSeqs int `yaml:"batch_seqs"`
+
+	// Steps is the number of updates T. Required.
+	Steps int `yaml:"steps"`
+	// Warmup is W, the number of linear-warmup updates; 0 or negative
+	// means the paper's floor(0.1 T).
+	Warmup int `yaml:"warmup"`
+	// ClipNorm is the global gradient-norm threshold. Default 1.0.
+	ClipNorm float64 `yaml:"clip_norm"`
+
+	// ValEvery runs validation every so many updates (and always at the
+	// end); 0 means only at the end. ValTokens is the validation prefix
+	// length in tokens. Default: 500 updates, 5,242,880 tokens (the
+	// paper's), both cut to what the data holds.
+	ValEvery  int `yaml:"val_every"`
+	ValTokens int `yaml:"val_tokens"`
+	// DiagEvery computes the exact D(S_t) of the head step every so many
+	// updates (and at the last). Default 10.
+	DiagEvery int `yaml:"diag_every"`
+	// PanelSeqs x PanelPositions is the Hilbert-RMS panel: the first
+	// PanelPositions positions of the first PanelSeqs validation
+	// sequences. Default 8 x 1024 (cut to SeqLen).
+	PanelSeqs      int `yaml:"panel_seqs"`
+	PanelPositions int `yaml:"panel_positions"`
+
+	// CheckpointEvery writes a checkpoint every so many updates (and at the
+	// end and on interrupt); 0 means only then.
+	CheckpointEvery int `yaml:"checkpoint_every"`
+	// LogEvery writes a metrics line every so many updates (and at every
+	// validation and diagnostic). Default 1.
+	LogEvery int `yaml:"log_every"`
+	// BlockRows bounds the logits rows the fused head holds at once
+	// (0: the default of about 16M logits).
+	BlockRows int `yaml:"block_rows"`
+}
+
+// WithDefaults returns c with zero fields set to their defaults and the
+// model resolved from Preset.
+func (c Config) WithDefaults() (Config, error) {
+	if c.Name == "" {
+		c.Name = "run"
+	}
+	if c.RunsDir == "" {
+		c.RunsDir = "runs"
+	}
+	if c.Model.Layers == 0 {
+		if c.Preset == "" {
+			return c, errors.New("train: config: no model: set preset or model")
+		}
+		m, err := models.Preset(c.Preset)
+		if err != nil {
+			return c, fmt.Errorf("train: config: %w", err)
+		}
+		c.Model = m
+	}
+	if c.Head == "" {
+		c.Head = "rownorm"
+	}
+	if c.SeqLen == 0 {
+		c.SeqLen = c.Model.Context
+	}
+	if c.MicroBatch == 0 {
+		c.MicroBatch = 8
+	}
+	if c.BatchSeqs == 0 {
+		c.BatchSeqs = c.MicroBatch
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = c.Steps / 10
+	}
+	if c.ClipNorm == 0 {
+		c.ClipNorm = 1
+	}
+	if c.ValEvery == 0 {
+		c.ValEvery = 500
+	}
+	if c.ValTokens == 0 {
+		c.ValTokens = 5_242_880
+	}
+	if c.DiagEvery == 0 {
+		c.DiagEvery = 10
+	}
+	if c.PanelSeqs == 0 {
+		c.PanelSeqs = 8
+	}
+	if c.PanelPositions == 0 {
+		c.PanelPositions = 1024
+	}
+	c.PanelPositions = min(c.PanelPositions, c.SeqLen)
+	if c.LogEvery == 0 {
+		c.LogEvery = 1
+	}
+	return c, c.Validate()
+}
+
+// Validate reports the first inconsistent field, by its name.
+func (c Config) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if err := c.Model.Validate(); err != nil {
+		bad("model: %v", err)
+	}
+	if _, err := c.HeadOptimizer(); err != nil {
+		bad("%v", err)
+	}
+	if c.Steps < 1 {
+		bad("steps = %d: want at least 1", c.Steps)
+	}
+	if c.Warmup >= c.Steps && c.Steps > 0 {
+		bad("warmup = %d: want fewer than steps (%d)", c.Warmup, c.Steps)
+	}
+	if c.SeqLen < 1 || c.SeqLen > c.Model.Context {
+		bad("seq_len = %d: want 1..%d (the model's context)", c.SeqLen, c.Model.Context)
+	}
+	if c.MicroBatch < 1 || c.BatchSeqs < c.MicroBatch || c.BatchSeqs%c.MicroBatch != 0 {
+		bad("batch_seqs = %d, micro_batch = %d: want batch_seqs a positive multiple of micro_batch", c.BatchSeqs, c.MicroBatch)
+	}
+	if len(c.TrainShards) == 0 {
+		bad("train_shards: none given")
+	}
+	if c.ValShard == "" {
+		bad("val_shard: not given")
+	}
+	if c.ClipNorm <= 0 {
+		bad("clip_norm = %g: want > 0", c.ClipNorm)
+	}
+	if c.ValTokens < c.SeqLen+1 {
+		bad("val_tokens = %d: want at least seq_len+1 = %d", c.ValTokens, c.SeqLen+1)
+	}
+	if strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." {
+		bad("name %q: want a plain folder name", c.Name)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("train: config: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// HeadOptimizer parses Head.
+func (c Config) HeadOptimizer() (optim.HeadOptimizer, error) {
+	switch strings.ToLower(c.Head) {
+	case "rownorm", "":
+		return optim.HeadRowNorm, nil
+	case "adamw":
+		return optim.HeadAdamW, nil
+	}
+	return 0, fmt.Errorf("head = %q: want rownorm or adamw", c.Head)
+}

@@ -1,0 +1,264 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/models"
+)
+
+// tinyVocab keeps the diagnostics cheap; the data is a noisy repeating
+// pattern, so a small model can learn it and the loss falls.
+const tinyVocab = 97
+
+func writeTinyShards(t *testing.T, dir string) (train []string, val string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	gen := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			if rng.IntN(10) == 0 {
+				out[i] = int32(rng.IntN(tinyVocab))
+			} else {
+				out[i] = int32((i * 7) % tinyVocab)
+			}
+		}
+		return out
+	}
+	for i := range 2 {
+		p := filepath.Join(dir, "tiny_train_"+string(rune('0'+i))+".bin")
+		if err := fineweb.WriteShard(p, gen(3000), false); err != nil {
+			t.Fatal(err)
+		}
+		train = append(train, p)
+	}
+	val = filepath.Join(dir, "tiny_val.bin")
+	if err := fineweb.WriteShard(val, gen(1000), false); err != nil {
+		t.Fatal(err)
+	}
+	return train, val
+}
+
+func tinyConfig(t *testing.T, runs string, shards []string, val string) Config {
+	return Config{
+		Name: "tiny", RunsDir: runs,
+		Model: models.Config{Layers: 2, Dim: 64, HeadDim: 32, MLPHidden: 128, Vocab: tinyVocab, Context: 16, RoPEBase: 10000, InitStd: 0.02},
+		Head:  "rownorm", Seed: 1, DataSeed: 2,
+		TrainShards: shards, ValShard: val,
+		SeqLen: 16, MicroBatch: 2, BatchSeqs: 4,
+		Steps: 14, ValEvery: 5, ValTokens: 300, DiagEvery: 3, PanelSeqs: 3, PanelPositions: 8,
+		CheckpointEvery: 4,
+	}
+}
+
+func runToEnd(t *testing.T, cfg Config, resume bool, stopAfter int) (*Trainer, error) {
+	t.Helper()
+	tr, err := New(cpu.New(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if resume {
+		if err := tr.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook := func(tr *Trainer, r Record) error {
+		if stopAfter > 0 && r.Step == stopAfter {
+			cancel() // as SIGINT would
+		}
+		return nil
+	}
+	return tr, tr.Run(ctx, hook)
+}
+
+func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
+	data := t.TempDir()
+	shards, val := writeTinyShards(t, data)
+
+	straightCfg := tinyConfig(t, t.TempDir(), shards, val)
+	straight, err := runToEnd(t, straightCfg, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	resumedCfg := tinyConfig(t, t.TempDir(), shards, val)
+	_, err = runToEnd(t, resumedCfg, false, 6) // checkpoint at 4, interrupt after 6
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run: got %v, want ErrInterrupted", err)
+	}
+	if !HasCheckpoint(resumedCfg) {
+		t.Fatal("no checkpoint after the interrupt")
+	}
+	resumed, err := runToEnd(t, resumedCfg, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	a, b := straight.History(), resumed.History()
+	if len(a) != len(b) || len(a) != straightCfg.Steps {
+		t.Fatalf("records: uninterrupted %d, resumed %d, want %d", len(a), len(b), straightCfg.Steps)
+	}
+	for i := range a {
+		// Bit for bit: every loss, norm and diagnostic.
+		same := a[i].Loss == b[i].Loss && a[i].GradNorm == b[i].GradNorm && a[i].LRScale == b[i].LRScale &&
+			reflect.DeepEqual(a[i].ValLoss, b[i].ValLoss) && reflect.DeepEqual(a[i].Diameter, b[i].Diameter) &&
+			reflect.DeepEqual(a[i].HilbertRMS, b[i].HilbertRMS)
+		if !same {
+			t.Errorf("update %d differs:\nuninterrupted %+v\nresumed       %+v", a[i].Step, a[i], b[i])
+		}
+	}
+	// The model learned something and the diagnostics ran.
+	s := straight.Summary()
+	first := a[0].Loss
+	if !(s.ValLoss < first-0.5) {
+		t.Errorf("validation loss %.3f did not fall from the first training loss %.3f", s.ValLoss, first)
+	}
+	if math.IsNaN(s.Diameter) || math.IsNaN(s.HilbertRMS) {
+		t.Errorf("diagnostics missing: %+v", s)
+	}
+	// RowNorm's guarantee holds on every logged step.
+	for _, r := range a {
+		if r.Diameter != nil && *r.Diameter > 2**r.LR*(1+1e-6) {
+			t.Errorf("update %d: D(S_t) = %g > 2 lr_t = %g", r.Step, *r.Diameter, 2**r.LR)
+		}
+	}
+	for _, f := range []string{"metrics.jsonl", "summary.md", "loss.png", "diameter.png", "hilbert_rms.png", "checkpoints/latest.json"} {
+		if _, err := os.Stat(filepath.Join(resumed.Dir(), f)); err != nil {
+			t.Errorf("missing output: %v", err)
+		}
+	}
+}
+
+func TestResumeRefusesBadCheckpoints(t *testing.T) {
+	data := t.TempDir()
+	shards, val := writeTinyShards(t, data)
+	cfg := tinyConfig(t, t.TempDir(), shards, val)
+	cfg.Steps = 4
+	if _, err := runToEnd(t, cfg, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "step-0000004")
+	resumeErr := func(cfg Config) error {
+		tr, err := New(cpu.New(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		return tr.Resume()
+	}
+	cases := []struct {
+		name   string
+		mutate func(c *Config)
+		break_ func()
+		want   []string
+	}{
+		{"other head", func(c *Config) { c.Head = "adamw" }, nil, []string{"head", "rownorm", "adamw"}},
+		{"other width", func(c *Config) { c.Model.Dim = 96; c.Model.HeadDim = 32 }, nil, []string{"model"}},
+		{"other batch", func(c *Config) { c.MicroBatch = 4 }, nil, []string{"micro_batch"}},
+		{"corrupt state", nil, func() { os.WriteFile(filepath.Join(ckpt, "state.json"), []byte("{"), 0o644) }, []string{"state.json", "corrupt"}},
+		{"truncated model", nil, func() { truncate(t, filepath.Join(ckpt, "model.safetensors")) }, []string{"model.safetensors"}},
+		{"truncated optimizer", nil, func() { truncate(t, filepath.Join(ckpt, "optim.safetensors")) }, []string{"optim.safetensors"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Fresh checkpoint for each case.
+			os.RemoveAll(filepath.Join(cfg.RunsDir, cfg.Name))
+			if _, err := runToEnd(t, cfg, false, 0); err != nil {
+				t.Fatal(err)
+			}
+			c2 := cfg
+			if c.mutate != nil {
+				c.mutate(&c2)
+			}
+			if c.break_ != nil {
+				c.break_()
+			}
+			err := resumeErr(c2)
+			if err == nil {
+				t.Fatal("resume accepted a bad checkpoint")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func truncate(t *testing.T, path string) {
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, info.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNonFiniteLossStopsWithoutOverwritingTheCheckpoint(t *testing.T) {
+	data := t.TempDir()
+	shards, val := writeTinyShards(t, data)
+	cfg := tinyConfig(t, t.TempDir(), shards, val)
+	tr, err := New(cpu.New(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	latest := filepath.Join(tr.Dir(), "checkpoints", "latest.json")
+	var before []byte
+	hook := func(tr *Trainer, r Record) error {
+		if r.Step == 5 {
+			before, _ = os.ReadFile(latest) // the checkpoint of step 4
+			p := tr.Model().Parameters()[1] // a block weight
+			v := p.Float32s()
+			v[3] = float32(math.Inf(1))
+			p.SetFloat32(v)
+		}
+		return nil
+	}
+	err = tr.Run(context.Background(), hook)
+	if err == nil || !strings.Contains(err.Error(), "update 6") {
+		t.Fatalf("got %v, want an error at update 6", err)
+	}
+	after, _ := os.ReadFile(latest)
+	if string(before) != string(after) || !strings.Contains(string(after), "step-0000004") {
+		t.Errorf("the last good checkpoint changed: %s -> %s", before, after)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	base := Config{Preset: "cpu-128", TrainShards: []string{"x"}, ValShard: "y", Steps: 10}
+	cases := []struct {
+		name   string
+		mutate func(c *Config)
+		want   string
+	}{
+		{"head", func(c *Config) { c.Head = "sgd" }, `head = "sgd"`},
+		{"steps", func(c *Config) { c.Steps = 0 }, "steps = 0"},
+		{"batch", func(c *Config) { c.MicroBatch, c.BatchSeqs = 3, 8 }, "batch_seqs = 8, micro_batch = 3"},
+		{"seq", func(c *Config) { c.SeqLen = 5000 }, "seq_len = 5000"},
+		{"preset", func(c *Config) { c.Preset = "1b" }, `"1b"`},
+		{"shards", func(c *Config) { c.TrainShards = nil }, "train_shards"},
+	}
+	for _, c := range cases {
+		cfg := base
+		c.mutate(&cfg)
+		_, err := cfg.WithDefaults()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want mention of %q", c.name, err, c.want)
+		}
+	}
+}

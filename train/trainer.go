@@ -1,0 +1,402 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/optim"
+	"github.com/hilbert-ml/hilbert/optim/geometry"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// ErrInterrupted is returned by Run when its context was cancelled: the
+// run stopped after a whole update and wrote a checkpoint to resume from.
+var ErrInterrupted = errors.New("train: interrupted (checkpoint written; run again with resume to continue)")
+
+// Hook is called after every update with its record; returning an error
+// stops the run with that error (no checkpoint is written for it).
+type Hook func(t *Trainer, r Record) error
+
+// Trainer trains one model with one optimizer recipe.
+type Trainer struct {
+	cfg    Config
+	dev    device.Device
+	model  *models.Transformer
+	opt    *optim.Set
+	sched  optim.Cosine
+	head   *tensor.Tensor
+	loader *fineweb.Loader
+	val    *fineweb.ValLoader
+	g      *autograd.Graph
+
+	inputs, targets *tensor.Tensor
+	hostIn, hostTgt []int32
+
+	step    int // updates done
+	metrics *metricsWriter
+	history []Record
+	elapsed time.Duration // training time before this process (resume)
+	tokens  int64         // training tokens seen
+
+	headPeakLR float64 // the head group's peak learning rate
+}
+
+// New builds the model, the optimizer set and the data loaders of a fresh
+// run. Call Resume before Run to continue from a checkpoint instead.
+func New(dev device.Device, cfg Config) (*Trainer, error) {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	headOpt, _ := cfg.HeadOptimizer()
+	t := &Trainer{cfg: cfg, dev: dev, g: autograd.New(dev)}
+	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
+		return nil, fmt.Errorf("train: model: %w", err)
+	}
+	recipe := optim.PaperRecipe(optim.PaperOptions{Head: headOpt, Width: cfg.Model.Dim, HeadLR: cfg.HeadLR, Projected: cfg.Projected})
+	for i := range recipe.Groups {
+		switch recipe.Groups[i].Name {
+		case "blocks":
+			if cfg.MuonLR > 0 {
+				setLR(&recipe.Groups[i], cfg.MuonLR)
+			}
+		case "embed":
+			if cfg.EmbedLR > 0 {
+				setLR(&recipe.Groups[i], cfg.EmbedLR)
+			}
+		case "head":
+			t.headPeakLR = peakLR(recipe.Groups[i].Config)
+		}
+	}
+	params := t.model.Parameters()
+	if t.opt, err = optim.NewSet(recipe, params); err != nil {
+		return nil, fmt.Errorf("train: optimizer: %w", err)
+	}
+	for _, p := range params {
+		if p.Name == "head.weight" {
+			t.head = p
+		}
+	}
+	if t.head == nil {
+		return nil, errors.New("train: the model has no head.weight parameter")
+	}
+	if t.sched, err = optim.NewCosine(cfg.Steps, cfg.Warmup); err != nil {
+		return nil, fmt.Errorf("train: schedule: %w", err)
+	}
+	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
+		Shards: cfg.TrainShards, Vocab: cfg.Model.Vocab, SeqLen: cfg.SeqLen,
+		MicroBatch: cfg.MicroBatch, BatchSeqs: cfg.BatchSeqs, Seed: cfg.DataSeed,
+	}); err != nil {
+		return nil, fmt.Errorf("train: data: %w", err)
+	}
+	if t.val, err = t.openValidation(); err != nil {
+		t.loader.Close()
+		return nil, err
+	}
+	n := cfg.MicroBatch * cfg.SeqLen
+	t.hostIn, t.hostTgt = make([]int32, n), make([]int32, n)
+	if t.inputs, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
+		return nil, err
+	}
+	if t.targets, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// setLR replaces a group's peak learning rate, whatever its optimizer.
+func setLR(g *optim.GroupSpec, lr float64) {
+	switch c := g.Config.(type) {
+	case optim.AdamWConfig:
+		c.LR = lr
+		g.Config = c
+	case optim.MuonConfig:
+		c.LR = lr
+		g.Config = c
+	case optim.RowNormConfig:
+		c.LR = lr
+		g.Config = c
+	}
+}
+
+// peakLR reads a group's peak learning rate.
+func peakLR(c optim.Config) float64 {
+	switch c := c.(type) {
+	case optim.AdamWConfig:
+		return c.LR
+	case optim.MuonConfig:
+		return c.LR
+	case optim.RowNormConfig:
+		return c.LR
+	}
+	return math.NaN()
+}
+
+// openValidation opens the validation prefix, cut to what the shard holds.
+func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
+	sh, err := fineweb.OpenShard(t.cfg.ValShard, t.cfg.Model.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("train: validation: %w", err)
+	}
+	have := sh.Len()
+	sh.Close()
+	n := min(t.cfg.ValTokens, have)
+	if n < t.cfg.SeqLen+1 {
+		return nil, fmt.Errorf("train: validation shard %s holds %d tokens, fewer than seq_len+1 = %d", t.cfg.ValShard, have, t.cfg.SeqLen+1)
+	}
+	t.cfg.ValTokens = n
+	v, err := fineweb.Validation(t.cfg.ValShard, n, t.cfg.SeqLen, t.cfg.MicroBatch)
+	if err != nil {
+		return nil, fmt.Errorf("train: validation: %w", err)
+	}
+	return v, nil
+}
+
+// Config returns the run's configuration with defaults applied.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// Model returns the model being trained.
+func (t *Trainer) Model() *models.Transformer { return t.model }
+
+// Optimizer returns the optimizer set.
+func (t *Trainer) Optimizer() *optim.Set { return t.opt }
+
+// Step returns the number of updates done.
+func (t *Trainer) Step() int { return t.step }
+
+// History returns the records logged so far (including those read back
+// on resume).
+func (t *Trainer) History() []Record { return t.history }
+
+// Dir returns the run's folder.
+func (t *Trainer) Dir() string { return filepath.Join(t.cfg.RunsDir, t.cfg.Name) }
+
+// Close releases the data loaders.
+func (t *Trainer) Close() error {
+	err := t.loader.Close()
+	if e := t.val.Close(); err == nil {
+		err = e
+	}
+	if t.metrics != nil {
+		if e := t.metrics.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Run trains until Steps updates are done, the context is cancelled
+// (ErrInterrupted, after a checkpoint) or an error stops it. At the end it
+// validates, computes the diagnostics, writes a checkpoint, the plots and
+// the summary.
+func (t *Trainer) Run(ctx context.Context, hook Hook) error {
+	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if t.metrics == nil {
+		m, err := openMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), t.step)
+		if err != nil {
+			return err
+		}
+		t.metrics = m
+	}
+	start := time.Now()
+	for t.step < t.cfg.Steps {
+		if ctx.Err() != nil {
+			t.elapsed += time.Since(start)
+			if err := t.SaveCheckpoint(); err != nil {
+				return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
+			}
+			return ErrInterrupted
+		}
+		r, err := t.update()
+		if err != nil {
+			return err
+		}
+		last := t.step == t.cfg.Steps
+		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
+		if last || t.step%t.cfg.DiagEvery == 0 {
+			if err := t.diagnoseStep(&r); err != nil {
+				return err
+			}
+		}
+		if last || t.step%t.cfg.ValEvery == 0 {
+			if err := t.validate(&r); err != nil {
+				return err
+			}
+		}
+		if last || t.step%t.cfg.LogEvery == 0 || r.ValLoss != nil || r.Diameter != nil {
+			if err := t.metrics.Write(r); err != nil {
+				return err
+			}
+			t.history = append(t.history, r)
+		}
+		if hook != nil {
+			if err := hook(t, r); err != nil {
+				return err
+			}
+		}
+		if last || (t.cfg.CheckpointEvery > 0 && t.step%t.cfg.CheckpointEvery == 0) {
+			t.elapsed += time.Since(start)
+			start = time.Now()
+			if err := t.SaveCheckpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.metrics.Sync(); err != nil {
+		return err
+	}
+	return t.WriteReport()
+}
+
+// update runs one optimizer update in the paper's order and returns its
+// record (without validation and diagnostics).
+func (t *Trainer) update() (Record, error) {
+	stepStart := time.Now()
+	r := Record{Step: t.step + 1}
+	t.opt.ZeroGrad()
+	accum := t.cfg.BatchSeqs / t.cfg.MicroBatch
+	var lossSum float64
+	for range accum {
+		if err := t.loader.Next(t.hostIn, t.hostTgt); err != nil {
+			return r, fmt.Errorf("train: update %d: data: %w", r.Step, err)
+		}
+		t.inputs.SetInt32(t.hostIn)
+		t.targets.SetInt32(t.hostTgt)
+		t.g.Reset()
+		loss, _ := t.model.Forward(t.g, t.inputs, t.targets, models.ForwardOptions{BlockRows: t.cfg.BlockRows})
+		scaled := t.g.Scale(loss, 1/float32(accum))
+		if err := t.g.Err(); err != nil {
+			return r, fmt.Errorf("train: update %d: %w", r.Step, err)
+		}
+		l := float64(loss.Item())
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return r, fmt.Errorf("train: update %d: loss is %v; stopped (the last checkpoint is kept as it was)", r.Step, l)
+		}
+		if err := t.g.Backward(scaled); err != nil {
+			return r, fmt.Errorf("train: update %d: %w", r.Step, err)
+		}
+		lossSum += l
+	}
+	t.g.Reset()
+	norm, err := optim.ClipGradNorm(t.opt.Params(), t.cfg.ClipNorm)
+	if err != nil {
+		return r, fmt.Errorf("train: update %d: gradient norm: %w; stopped (the last checkpoint is kept as it was)", r.Step, err)
+	}
+	scale := t.sched.Scale(t.step)
+	if err := t.opt.Step(scale); err != nil {
+		return r, fmt.Errorf("train: update %d: %w", r.Step, err)
+	}
+	if err := t.dev.Synchronize(); err != nil {
+		return r, fmt.Errorf("train: update %d: device: %w", r.Step, err)
+	}
+	t.step++
+	tokens := int64(t.cfg.BatchSeqs * t.cfg.SeqLen)
+	t.tokens += tokens
+	dt := time.Since(stepStart).Seconds()
+	r.Loss = lossSum / float64(accum)
+	r.LRScale = scale
+	r.GradNorm = norm
+	r.Tokens = t.tokens
+	r.TokensPerS = float64(tokens) / dt
+	return r, nil
+}
+
+// headStep copies the head's last step S_t to the host.
+func (t *Trainer) headStep() []float32 {
+	s := t.opt.LastStep(t.head)
+	if s == nil {
+		return nil
+	}
+	return s.Float32s()
+}
+
+// diagnoseStep computes the exact row diameter of the head step.
+func (t *Trainer) diagnoseStep(r *Record) error {
+	s := t.headStep()
+	if s == nil {
+		return nil
+	}
+	d, err := geometry.RowDiameter(s, t.cfg.Model.Vocab, t.cfg.Model.Dim)
+	if err != nil {
+		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
+	}
+	r.Diameter = &d.D
+	lr := t.headPeakLR * r.LRScale
+	r.LR = &lr
+	return nil
+}
+
+// validate computes the mean token cross-entropy over the validation
+// prefix, and the Hilbert RMS of the head step over the panel.
+func (t *Trainer) validate(r *Record) error {
+	t.g.Reset()
+	t.g.SetNoGrad(true)
+	defer t.g.SetNoGrad(false)
+	t.val.Reset()
+	var sum float64
+	var count int
+	var panel []float32
+	d := t.cfg.Model.Dim
+	seqIndex := 0
+	for {
+		n, err := t.val.Next(t.hostIn, t.hostTgt)
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("train: validation: %w", err)
+		}
+		in, tg := t.inputs, t.targets
+		if n < t.cfg.MicroBatch { // a short last batch
+			var err error
+			if in, err = tensor.FromInt32(t.dev, t.hostIn[:n*t.cfg.SeqLen], n, t.cfg.SeqLen); err != nil {
+				return err
+			}
+			if tg, err = tensor.FromInt32(t.dev, t.hostTgt[:n*t.cfg.SeqLen], n, t.cfg.SeqLen); err != nil {
+				return err
+			}
+		} else {
+			in.SetInt32(t.hostIn)
+			tg.SetInt32(t.hostTgt)
+		}
+		t.g.Reset()
+		wantHidden := seqIndex < t.cfg.PanelSeqs
+		loss, hidden := t.model.Forward(t.g, in, tg, models.ForwardOptions{Hidden: wantHidden, BlockRows: t.cfg.BlockRows})
+		if err := t.g.Err(); err != nil {
+			return fmt.Errorf("train: validation: %w", err)
+		}
+		sum += float64(loss.Item()) * float64(n*t.cfg.SeqLen)
+		count += n * t.cfg.SeqLen
+		if wantHidden {
+			h := hidden.Float32s()
+			for s := 0; s < n && seqIndex < t.cfg.PanelSeqs; s++ {
+				row := s * t.cfg.SeqLen * d
+				panel = append(panel, h[row:row+t.cfg.PanelPositions*d]...)
+				seqIndex++
+			}
+		}
+	}
+	t.g.Reset()
+	v := sum / float64(count)
+	r.ValLoss = &v
+	if s := t.headStep(); s != nil && len(panel) > 0 {
+		rms, err := geometry.HilbertRMS(s, t.cfg.Model.Vocab, d, panel, len(panel)/d)
+		if err != nil {
+			return fmt.Errorf("train: Hilbert RMS: %w", err)
+		}
+		r.HilbertRMS = &rms
+	}
+	return nil
+}
