@@ -15,7 +15,7 @@ import (
 // product: each tile pair is one Sgemm of DiameterTile x DiameterTile x d.
 var DiameterTile = 1024
 
-// maxCandidates bounds the near-maximal pairs one worker keeps for the
+// maxCandidates bounds the near-maximal pairs one scanning goroutine keeps for the
 // float64 recheck (see RowDiameter).
 const maxCandidates = 1 << 15
 
@@ -66,7 +66,7 @@ type candidate struct {
 // largest fp32 value. Every pair above that threshold is kept and
 // rechecked by direct subtraction in float64, and the largest recheck is
 // returned: the exact diameter up to float64 rounding, whatever near-ties
-// fp32 mis-orders. Only if a worker sees more than 32768 such near-ties
+// fp32 mis-orders. Only if a scanning goroutine sees more than 32768 near-ties
 // (rows that are near copies of one another) does it keep the largest
 // 32768; Exact is then false and Upper = sqrt(M + e) bounds the answer.
 //
@@ -165,7 +165,7 @@ func rowDistance(s []float32, d, i, j int) float64 {
 	return math.Sqrt(sum)
 }
 
-// diamRun is one RowDiameter computation shared by its workers.
+// diamRun is one RowDiameter computation shared by its scanning goroutines.
 type diamRun struct {
 	c      []float32
 	norms  []float32
