@@ -367,9 +367,9 @@ func applyFlags(job, flags *trainFile, set map[string]bool) {
 		"val-tokens": func() { c.ValTokens = f.ValTokens }, "diag-every": func() { c.DiagEvery = f.DiagEvery },
 		"panel-seqs": func() { c.PanelSeqs = f.PanelSeqs }, "panel-positions": func() { c.PanelPositions = f.PanelPositions },
 		"checkpoint-every": func() { c.CheckpointEvery = f.CheckpointEvery }, "log-every": func() { c.LogEvery = f.LogEvery },
-		"block-rows": func() { c.BlockRows = f.BlockRows },
+		"block-rows":      func() { c.BlockRows = f.BlockRows },
 		"text-val-tokens": func() { job.TextValTokens = flags.TextValTokens },
-		"device": func() { job.Device = flags.Device }, "threads": func() { job.Threads = flags.Threads },
+		"device":          func() { job.Device = flags.Device }, "threads": func() { job.Threads = flags.Threads },
 	}
 	for name := range set {
 		if fn, ok := copyIf[name]; ok {
