@@ -262,3 +262,33 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestStatAndComparison(t *testing.T) {
+	s := NewStat([]float64{1, 2, 3, 4})
+	// mean 2.5, sample variance ((1.5^2+0.5^2)*2)/3 = 5/3
+	if s.Mean != 2.5 || math.Abs(s.SD-math.Sqrt(5.0/3)) > 1e-15 || s.N != 4 {
+		t.Errorf("NewStat = %+v", s)
+	}
+	if one := NewStat([]float64{7, math.NaN()}); one.Mean != 7 || one.SD != 0 || one.N != 1 {
+		t.Errorf("single value: %+v", one)
+	}
+	runs := []RunResult{
+		{Summary: Summary{Head: "adamw", Seed: 0, ValLoss: 3.0, Diameter: 0.03, HilbertRMS: 0.09}},
+		{Summary: Summary{Head: "adamw", Seed: 1, ValLoss: 3.2, Diameter: 0.05, HilbertRMS: 0.11}},
+		{Summary: Summary{Head: "rownorm", Seed: 0, ValLoss: 3.1, Diameter: 0.001, HilbertRMS: 0.01}},
+		{Summary: Summary{Head: "rownorm", Seed: 1, ValLoss: 3.3, Diameter: 0.001, HilbertRMS: 0.01}},
+	}
+	c := Compare(runs)
+	if len(c.Rows) != 2 || c.Rows[0].Head != "adamw" {
+		t.Fatalf("rows %+v", c.Rows)
+	}
+	if math.Abs(c.DiameterRatio-40) > 1e-9 || math.Abs(c.RMSRatio-10) > 1e-9 || math.Abs(c.LossCost-0.1) > 1e-9 {
+		t.Errorf("ratios: diameter %v, rms %v, loss cost %v", c.DiameterRatio, c.RMSRatio, c.LossCost)
+	}
+	md := c.Markdown()
+	for _, want := range []string{"| adamw | 0,1 | 3.1 ± 0.14", "diameter 40x", "Hilbert RMS 10x", "+0.1000"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -93,11 +93,20 @@ func defaultJob() trainFile {
 	}
 }
 
-func runTrain(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+// trainSetup is a parsed train (or compare) command line.
+type trainSetup struct {
+	job                      trainFile
+	resume, overwrite, quiet bool
+	dev                      device.Device
+}
+
+// parseTrainFlags parses the flags shared by train and compare; extra adds
+// a command's own flags. It returns nil, nil when help was asked for.
+func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra func(fs *flag.FlagSet)) (*trainSetup, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, trainUsage)
+		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
 	job := defaultJob()
@@ -139,14 +148,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&job.Device, "device", "cpu", "cpu or cuda[:N]")
 	fs.IntVar(&job.Threads, "threads", 0, "CPU threads for kernels and OpenBLAS (0: GOMAXPROCS)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	if extra != nil {
+		extra(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see hilbert train -h)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (see hilbert %s -h)", fs.Args(), name)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -154,7 +166,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *configPath != "" {
 		fileJob, err := readTrainConfig(*configPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// Flags given on the command line win over the file.
 		flagJob := job
@@ -168,7 +180,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if c.Preset != "" && c.Model.Layers == 0 {
 		m, err := models.Preset(c.Preset)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.Model = m
 		if !set["seq-len"] && !hasYAMLKey(*configPath, "seq_len") {
@@ -188,7 +200,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *trainGlob != "" {
 		m, err := filepath.Glob(*trainGlob)
 		if err != nil || len(m) == 0 {
-			return fmt.Errorf("-train %q matches no file", *trainGlob)
+			return nil, fmt.Errorf("-train %q matches no file", *trainGlob)
 		}
 		c.TrainShards = m
 	}
@@ -200,42 +212,70 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	dev, err := openDevice(job.Device)
 	if err != nil {
+		return nil, err
+	}
+	return &trainSetup{job: job, resume: *resume, overwrite: *overwrite, quiet: *quiet, dev: dev}, nil
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	st, err := parseTrainFlags("train", trainUsage, args, stderr, nil)
+	if st == nil || err != nil {
 		return err
 	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := prepareData(ctx, &st.job, stderr); err != nil {
+		return err
+	}
+	s, err := trainOne(ctx, st, st.job.Config, stdout, stderr)
+	if err != nil || s == nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
+		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(s.Dir, "summary.md"))
+	return nil
+}
 
-	if len(c.TrainShards) == 0 {
-		if len(job.Text) == 0 {
-			opticks, err := opticksPath()
-			if err != nil {
-				return err
-			}
-			job.Text = []string{opticks}
-		}
-		if err := shardsFromText(ctx, &job, stderr); err != nil {
+// prepareData tokenizes the job's text (or the default Opticks) into
+// shards when no shards are given.
+func prepareData(ctx context.Context, job *trainFile, stderr io.Writer) error {
+	if len(job.Config.TrainShards) > 0 {
+		return nil
+	}
+	if len(job.Text) == 0 {
+		opticks, err := opticksPath()
+		if err != nil {
 			return err
 		}
+		job.Text = []string{opticks}
 	}
-	if !*resume && !*overwrite && train.HasCheckpoint(*c) {
-		return fmt.Errorf("run %q already has a checkpoint in %s: pass -resume to continue it or -overwrite to start over",
+	return shardsFromText(ctx, job, stderr)
+}
+
+// trainOne trains one run with a progress bar. It returns a nil summary
+// (and no error) when the run was interrupted and checkpointed.
+func trainOne(ctx context.Context, st *trainSetup, c train.Config, stdout, stderr io.Writer) (*runSummary, error) {
+	dev := st.dev
+
+	if !st.resume && !st.overwrite && train.HasCheckpoint(c) {
+		return nil, fmt.Errorf("run %q already has a checkpoint in %s: pass -resume to continue it or -overwrite to start over",
 			c.Name, filepath.Join(c.RunsDir, c.Name))
 	}
-	if *overwrite && !*resume {
+	if st.overwrite && !st.resume {
 		if err := os.RemoveAll(filepath.Join(c.RunsDir, c.Name, "checkpoints")); err != nil {
-			return err
+			return nil, err
 		}
 		os.Remove(filepath.Join(c.RunsDir, c.Name, "metrics.jsonl"))
 	}
-	tr, err := train.New(dev, *c)
+	tr, err := train.New(dev, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tr.Close()
-	if *resume {
+	if st.resume {
 		if err := tr.Resume(); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(stderr, "hilbert: resuming %s at update %d\n", c.Name, tr.Step())
 	}
@@ -245,7 +285,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		cfg.Steps, cfg.BatchSeqs, cfg.SeqLen)
 
 	var bar *progressbar.ProgressBar
-	if !*quiet {
+	if !st.quiet {
 		bar = progressbar.NewOptions(cfg.Steps,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("train"),
@@ -273,17 +313,20 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		bar.Finish()
 	}
 	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(stderr, "hilbert: interrupted at update %d; checkpoint written. Continue with: hilbert train %s -resume\n", tr.Step(), strings.Join(args, " "))
-		return nil
+		fmt.Fprintf(stderr, "hilbert: %s interrupted at update %d; checkpoint written. Continue with the same command and -resume\n", c.Name, tr.Step())
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s := tr.Summary()
-	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
-		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
-	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(tr.Dir(), "summary.md"))
-	return nil
+	return &runSummary{Summary: tr.Summary(), Dir: tr.Dir(), History: tr.History()}, nil
+}
+
+// runSummary is a finished run: its summary, folder and records.
+type runSummary struct {
+	train.Summary
+	Dir     string
+	History []train.Record
 }
 
 // readTrainConfig reads a YAML config file strictly (unknown keys are
