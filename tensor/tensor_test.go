@@ -1,0 +1,89 @@
+package tensor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+func TestCreationAndViews(t *testing.T) {
+	dev := cpu.New()
+	x, err := FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Shape().String(); got != "[2 3]" || x.Len() != 6 || x.Dim(-1) != 3 {
+		t.Fatalf("shape %s len %d", got, x.Len())
+	}
+	v, err := x.Reshape(3, -1)
+	if err != nil || v.Shape().String() != "[3 2]" {
+		t.Fatalf("Reshape(3, -1) = %v, %v", v, err)
+	}
+	// A view shares memory.
+	v.SetFloat32([]float32{9, 8, 7, 6, 5, 4})
+	if got := x.Float32s(); got[0] != 9 || got[5] != 4 {
+		t.Fatalf("view write not seen: %v", got)
+	}
+	bad := []struct {
+		shape []int
+		want  string
+	}{
+		{[]int{4, 2}, "6 elements"},
+		{[]int{-1, -1}, "more than one -1"},
+		{[]int{4, -1}, "do not divide"},
+		{[]int{1, 1, 1, 1, 1, 1, 6}, "rank 7"},
+	}
+	for _, b := range bad {
+		if _, err := x.Reshape(b.shape...); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("Reshape%v: got %v, want %q", b.shape, err, b.want)
+		}
+	}
+	if _, err := FromFloat32(dev, []float32{1, 2}, 3); err == nil || !strings.Contains(err.Error(), "2 values for shape [3]") {
+		t.Errorf("FromFloat32 count mismatch: %v", err)
+	}
+	ids, err := FromInt32(dev, []int32{3, -1, 7}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, ok := ids.IndexRange(); !ok || lo != -1 || hi != 7 || ids.DType() != device.Int32 {
+		t.Errorf("IndexRange = %d %d %v", lo, hi, ok)
+	}
+}
+
+func TestPoolReusesReleasedBuffers(t *testing.T) {
+	dev := cpu.New()
+	DrainPool()
+	a, err := NewPooled(dev, device.Float32, 4, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := a.Buffer()
+	a.Release()
+	if a.Buffer() != nil || PoolBytes() != 80 {
+		t.Fatalf("after Release: buffer %v, pool %d bytes", a.Buffer(), PoolBytes())
+	}
+	b, _ := NewPooled(dev, device.Float32, 20) // same element count, other shape
+	if b.Buffer() != buf || PoolBytes() != 0 {
+		t.Fatal("the released buffer was not reused")
+	}
+	// MoveTo hands pool ownership to the view: releasing the original no
+	// longer frees the buffer, releasing the view does.
+	m, err := b.MoveTo(2, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if PoolBytes() != 0 || !m.Pooled() {
+		t.Fatal("release of the moved-from tensor returned the buffer")
+	}
+	m.Release()
+	if PoolBytes() != 80 {
+		t.Fatalf("pool holds %d bytes, want 80", PoolBytes())
+	}
+	DrainPool()
+	if PoolBytes() != 0 {
+		t.Fatal("DrainPool left bytes")
+	}
+}
