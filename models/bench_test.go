@@ -13,10 +13,18 @@ import (
 // model on the same machine.
 func BenchmarkTrainStep(b *testing.B) {
 	const batch, seq = 8, 256
-	for _, preset := range []string{"cpu-128", "cpu-256"} {
+	// d128-l2 and d256-l4 are the configurations whose PyTorch speed
+	// DEVELOPERS.md quotes; scripts/parity/bench.py builds the same ones.
+	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}
+	for _, preset := range []string{"d128-l2", "d256-l4", "cpu-128", "cpu-256"} {
 		b.Run(preset, func(b *testing.B) {
 			dev := cpu.New()
-			cfg, _ := Preset(preset)
+			cfg, _ := Preset("cpu-128")
+			if s, ok := shapes[preset]; ok {
+				cfg.Layers, cfg.Dim, cfg.MLPHidden = s[0], s[1], 4*s[1]
+			} else {
+				cfg, _ = Preset(preset)
+			}
 			m, err := New(dev, cfg, 1)
 			if err != nil {
 				b.Fatal(err)

@@ -93,3 +93,22 @@ func BenchmarkExpShiftSum(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(x))/b.Elapsed().Seconds()/1e6, "Mexp/s")
 }
+
+func TestExpShiftSumAccuracySweep(t *testing.T) {
+	var src []float32
+	for x := float32(-87.3); x < 88; x += 0.00731 {
+		src = append(src, x)
+	}
+	dst := make([]float32, len(src))
+	expShiftSum(dst, src, 0)
+	worst := 0.0
+	for i, x := range src {
+		want := math.Exp(float64(x))
+		if rel := math.Abs(float64(dst[i])-want) / want; rel > worst {
+			worst = rel
+		}
+	}
+	if worst > 2.4e-7 { // 2^-22: a few float32 ulps
+		t.Fatalf("max relative error %.3g", worst)
+	}
+}

@@ -13,6 +13,8 @@ import torch
 from model import Transformer
 
 PRESETS = {
+    "d128-l2": dict(Layers=2, Dim=128),
+    "d256-l4": dict(Layers=4, Dim=256),
     "cpu-128": dict(Layers=4, Dim=128),
     "cpu-256": dict(Layers=8, Dim=256),
 }

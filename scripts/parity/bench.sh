@@ -9,7 +9,7 @@ set -eu
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export HILBERT_OPENBLAS=${HILBERT_OPENBLAS:-/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0}
 steps=${STEPS:-3}
-presets=${*:-cpu-128 cpu-256}
+presets=${*:-d128-l2 d256-l4}
 dir=$(dirname "$0")
 for p in $presets; do
 	go_tps=$(go test ./models -run '^$' -bench "^BenchmarkTrainStep/$p\$" -benchtime "${steps}x" -count 1 2>/dev/null |
