@@ -54,7 +54,9 @@ func TestBadUseErrors(t *testing.T) {
 			[]string{"CrossEntropy", "2 targets", "[3 7]"}},
 		{"float targets", func(g *Graph) { g.CrossEntropy(mustTensor(t, 2, 7), mustTensor(t, 2)) },
 			[]string{"CrossEntropy", "float32", "int32"}},
-		{"attention shapes", func(g *Graph) { g.Attention(mustTensor(t, 1, 2, 3, 4), mustTensor(t, 1, 2, 3, 4), mustTensor(t, 1, 2, 3, 2), 1) },
+		{"attention shapes", func(g *Graph) {
+			g.Attention(mustTensor(t, 1, 2, 3, 4), mustTensor(t, 1, 2, 3, 4), mustTensor(t, 1, 2, 3, 2), 1)
+		},
 			[]string{"Attention", "[1 2 3 2]"}},
 		{"rope tables too short", func(g *Graph) {
 			c, s, _ := RoPETables(dev, 2, 4, 10000)
