@@ -22,6 +22,7 @@ package device
 
 import (
 	"fmt"
+	"math"
 )
 
 // DType is the element type of a buffer.
@@ -62,6 +63,20 @@ func (t DType) String() string {
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(t))
 }
+
+// BFloat16FromFloat32 rounds f to bfloat16 (to nearest, ties to even),
+// keeping NaN a NaN.
+func BFloat16FromFloat32(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 { // NaN: keep it quiet and a NaN
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// Float32FromBFloat16 widens a bfloat16 to float32 (exactly).
+func Float32FromBFloat16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // Buffer is a run of elements of one DType in one device's memory.
 // Slice gives cheap views; a view shares memory with its parent.
@@ -191,6 +206,10 @@ type Device interface {
 	CopyInt32ToHost(dst []int32, src Buffer)
 	// Copy copies src to dst on the device (same length, same dtype).
 	Copy(dst, src Buffer)
+	// Cast copies src to dst (same length), converting between Float32 and
+	// BFloat16 (round to nearest even; NaN stays NaN). With equal dtypes it
+	// is Copy.
+	Cast(dst, src Buffer)
 
 	// Gemm runs a strided batched matrix product (see GemmArgs).
 	Gemm(g GemmArgs)

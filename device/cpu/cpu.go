@@ -56,43 +56,58 @@ func Threads() int { return int(threads.Load()) }
 // Name returns "cpu".
 func (d *Device) Name() string { return "cpu" }
 
-// buffer is host memory; exactly one of f and i is set.
+// buffer is host memory; exactly one of f, i and h is set (non-nil, even
+// when empty).
 type buffer struct {
 	f []float32
 	i []int32
+	h []uint16 // bfloat16 bits
 }
 
 func (b *buffer) Device() device.Device { return defaultDevice }
 func (b *buffer) DType() device.DType {
-	if b.i != nil {
+	switch {
+	case b.i != nil:
 		return device.Int32
+	case b.h != nil:
+		return device.BFloat16
 	}
 	return device.Float32
 }
 func (b *buffer) Len() int {
-	if b.i != nil {
+	switch {
+	case b.i != nil:
 		return len(b.i)
+	case b.h != nil:
+		return len(b.h)
 	}
 	return len(b.f)
 }
 func (b *buffer) Slice(off, n int) device.Buffer {
-	if b.i != nil {
+	switch {
+	case b.i != nil:
 		return &buffer{i: b.i[off : off+n : off+n]}
+	case b.h != nil:
+		return &buffer{h: b.h[off : off+n : off+n]}
 	}
 	return &buffer{f: b.f[off : off+n : off+n]}
 }
 
-// Alloc returns a zeroed buffer. BFloat16 is not supported on the CPU.
+// Alloc returns a zeroed buffer. BFloat16 buffers are storage only: Cast,
+// Copy, host copies and Gemm operands (widened to float32 for the
+// product); other kernels refuse them.
 func (d *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
 	}
+	// Non-nil slices even for n == 0 keep the dtype recognisable.
 	switch dtype {
 	case device.Float32:
-		return &buffer{f: make([]float32, n)}, nil
+		return &buffer{f: make([]float32, n, max(n, 1))}, nil
 	case device.Int32:
-		// A non-nil slice even for n == 0 keeps the dtype recognisable.
 		return &buffer{i: make([]int32, n, max(n, 1))}, nil
+	case device.BFloat16:
+		return &buffer{h: make([]uint16, n, max(n, 1))}, nil
 	}
 	return nil, fmt.Errorf("cpu: dtype %v is not supported by the CPU backend", dtype)
 }
@@ -111,10 +126,22 @@ func Float32s(b device.Buffer) []float32 {
 	if !ok {
 		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
 	}
-	if cb.f == nil && cb.i != nil {
-		panic("cpu: int32 buffer used where float32 is required")
+	if cb.f == nil && (cb.i != nil || cb.h != nil) {
+		panic(fmt.Sprintf("cpu: %v buffer used where float32 is required", cb.DType()))
 	}
 	return cb.f
+}
+
+// BFloat16s returns the bfloat16 bits behind a CPU bfloat16 buffer.
+func BFloat16s(b device.Buffer) []uint16 {
+	cb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
+	}
+	if cb.h == nil {
+		panic(fmt.Sprintf("cpu: %v buffer used where bfloat16 is required", cb.DType()))
+	}
+	return cb.h
 }
 
 // Int32s returns the host slice behind a CPU int32 buffer.
@@ -124,7 +151,7 @@ func Int32s(b device.Buffer) []int32 {
 		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
 	}
 	if cb.i == nil {
-		panic("cpu: float32 buffer used where int32 is required")
+		panic(fmt.Sprintf("cpu: %v buffer used where int32 is required", cb.DType()))
 	}
 	return cb.i
 }
@@ -132,11 +159,24 @@ func Int32s(b device.Buffer) []int32 {
 // NewFloat32 wraps a host slice as a CPU buffer without copying.
 func NewFloat32(data []float32) device.Buffer { return &buffer{f: data} }
 
-// CopyFromHost copies src into dst.
-func (d *Device) CopyFromHost(dst device.Buffer, src []float32) { copy(Float32s(dst), src) }
+// CopyFromHost copies src into dst, rounding to bfloat16 for a bfloat16
+// buffer.
+func (d *Device) CopyFromHost(dst device.Buffer, src []float32) {
+	if dst.DType() == device.BFloat16 {
+		toBFloat16(BFloat16s(dst), src)
+		return
+	}
+	copy(Float32s(dst), src)
+}
 
-// CopyToHost copies src into dst.
-func (d *Device) CopyToHost(dst []float32, src device.Buffer) { copy(dst, Float32s(src)) }
+// CopyToHost copies src into dst, widening bfloat16.
+func (d *Device) CopyToHost(dst []float32, src device.Buffer) {
+	if src.DType() == device.BFloat16 {
+		fromBFloat16(dst, BFloat16s(src))
+		return
+	}
+	copy(dst, Float32s(src))
+}
 
 // CopyInt32FromHost copies src into dst.
 func (d *Device) CopyInt32FromHost(dst device.Buffer, src []int32) { copy(Int32s(dst), src) }
@@ -146,11 +186,44 @@ func (d *Device) CopyInt32ToHost(dst []int32, src device.Buffer) { copy(dst, Int
 
 // Copy copies src to dst.
 func (d *Device) Copy(dst, src device.Buffer) {
-	if dst.DType() == device.Int32 {
+	switch dst.DType() {
+	case device.Int32:
 		copy(Int32s(dst), Int32s(src))
-		return
+	case device.BFloat16:
+		copy(BFloat16s(dst), BFloat16s(src))
+	default:
+		copy(Float32s(dst), Float32s(src))
 	}
-	copy(Float32s(dst), Float32s(src))
+}
+
+// Cast converts between float32 and bfloat16 (or copies equal dtypes).
+func (d *Device) Cast(dst, src device.Buffer) {
+	switch {
+	case dst.DType() == src.DType():
+		d.Copy(dst, src)
+	case dst.DType() == device.BFloat16:
+		toBFloat16(BFloat16s(dst), Float32s(src))
+	default:
+		fromBFloat16(Float32s(dst), BFloat16s(src))
+	}
+}
+
+func toBFloat16(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), elementGrain, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst[i] = device.BFloat16FromFloat32(src[i])
+		}
+	})
+}
+
+func fromBFloat16(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), elementGrain, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst[i] = device.Float32FromBFloat16(src[i])
+		}
+	})
 }
 
 // parallelFor runs body over [0, n) split into contiguous chunks, using at

@@ -124,9 +124,11 @@ func scaleMatrix(c []float32, m, n, ldc int, beta float32) {
 	}
 }
 
-// Gemm runs a strided batched GEMM, one Sgemm per batch entry.
+// Gemm runs a strided batched GEMM, one Sgemm per batch entry. BFloat16
+// A or B are widened to float32 (exactly) before the product, so the
+// result is the float32 product of the bfloat16 values; C is float32.
 func (d *Device) Gemm(g device.GemmArgs) {
-	a, b, c := Float32s(g.A), Float32s(g.B), Float32s(g.C)
+	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
 	batch := max(g.Batch, 1)
 	rowsA, colsA := g.M, g.K
 	if g.TransA {
@@ -151,4 +153,16 @@ func window(s []float32, off, rows, cols, ld int) []float32 {
 		return s[off:off]
 	}
 	return s[off : off+(rows-1)*ld+cols]
+}
+
+// gemmOperand returns a float32 view of a GEMM input, widening bfloat16
+// into a new slice.
+func gemmOperand(b device.Buffer) []float32 {
+	if b.DType() != device.BFloat16 {
+		return Float32s(b)
+	}
+	h := BFloat16s(b)
+	f := make([]float32, len(h))
+	fromBFloat16(f, h)
+	return f
 }

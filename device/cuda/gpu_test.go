@@ -387,3 +387,29 @@ func gemmParity(t *testing.T, g *Device) {
 		}
 	}
 }
+
+// TestGPUCast rounds float32 to bfloat16 and back on the device and checks
+// every value bit for bit against device.BFloat16FromFloat32.
+func TestGPUCast(t *testing.T) {
+	g := gpu(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := randn(rng, 70001, 3)
+	x[0], x[1], x[2] = float32(math.Inf(1)), float32(math.NaN()), 1+1.0/256
+	src, _ := g.Alloc(device.Float32, len(x))
+	mid, _ := g.Alloc(device.BFloat16, len(x))
+	back, _ := g.Alloc(device.Float32, len(x))
+	g.CopyFromHost(src, x)
+	g.Cast(mid, src)
+	g.Cast(back, mid)
+	got := make([]float32, len(x))
+	g.CopyToHost(got, back)
+	if err := g.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		want := device.Float32FromBFloat16(device.BFloat16FromFloat32(v))
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(want != want && got[i] != got[i]) {
+			t.Fatalf("Cast(%v) = %v, want %v", v, got[i], want)
+		}
+	}
+}

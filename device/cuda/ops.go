@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/hilbert-ml/hilbert/device"
 )
 
@@ -151,4 +153,28 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 	}
 	n := int64(batch) * int64(rows) * int64(cols) * int64(inner)
 	d.launch1D(name, n, ptrArg(dst), ptrArg(src), i64arg(int64(batch)), i64arg(int64(rows)), i64arg(int64(cols)), i64arg(int64(inner)))
+}
+
+// Cast converts between float32 and bfloat16 (round to nearest even); equal
+// dtypes are a Copy.
+func (d *Device) Cast(dst, src device.Buffer) {
+	if dst.DType() == src.DType() {
+		d.Copy(dst, src)
+		return
+	}
+	d.enter()
+	defer d.leave()
+	if !d.want("Cast", storageTypes, dst, src) {
+		return
+	}
+	if dst.Len() != src.Len() {
+		d.unsupported("Cast", fmt.Sprintf("lengths differ: %d <- %d", dst.Len(), src.Len()))
+		return
+	}
+	n := int64(dst.Len())
+	name := "h_cast_bf16_from_f32"
+	if dst.DType() == device.Float32 {
+		name = "h_cast_f32_from_bf16"
+	}
+	d.launch1D(name, n, ptrArg(dst), ptrArg(src), i64arg(n))
 }

@@ -67,3 +67,9 @@ extern "C" __global__ void h_transpose_u32(unsigned* dst, const unsigned* src, i
 extern "C" __global__ void h_transpose_u16(unsigned short* dst, const unsigned short* src, i64 batch, i64 rows, i64 cols, i64 inner) {
     transpose_impl(dst, src, batch, rows, cols, inner);
 }
+
+// Cast between float32 and bfloat16 (round to nearest even, NaN kept).
+template <typename D, typename S>
+__device__ void cast_impl(D* dst, const S* src, i64 n) { H_FOR(i, n) st(dst, i, ld(src, i)); }
+extern "C" __global__ void h_cast_bf16_from_f32(bf16* dst, const float* src, i64 n) { cast_impl(dst, src, n); }
+extern "C" __global__ void h_cast_f32_from_bf16(float* dst, const bf16* src, i64 n) { cast_impl(dst, src, n); }
