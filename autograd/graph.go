@@ -38,11 +38,12 @@ var ErrFreed = errors.New("autograd: Backward called twice: the graph was freed 
 // Graph records operations on one device for one forward/backward pass.
 // A Graph is not safe for concurrent use.
 type Graph struct {
-	dev    device.Device
-	noGrad bool
-	err    error
-	freed  bool
-	nodes  []node
+	dev      device.Device
+	noGrad   bool
+	autocast device.DType // 0: off
+	err      error
+	freed    bool
+	nodes    []node
 	// owned holds the tensors this graph allocated in the forward pass;
 	// Reset (and Backward, for all but the loss and kept tensors) returns
 	// them to the pool.
@@ -63,6 +64,27 @@ func (g *Graph) SetNoGrad(on bool) { g.noGrad = on }
 
 // NoGrad reports whether recording is off.
 func (g *Graph) NoGrad() bool { return g.noGrad }
+
+// SetAutocast makes MatMul cast its float32 operands to dtype (only
+// device.BFloat16 is meaningful) and multiply them with float32
+// accumulation and a float32 result, in the forward and the backward pass:
+// mixed precision as PyTorch's autocast runs it, with parameters, gradients
+// and every other op (norms, attention, the fused head and loss) in
+// float32. 0 turns it off. The backend must support the dtype as a GEMM
+// operand.
+func (g *Graph) SetAutocast(dtype device.DType) { g.autocast = dtype }
+
+// Autocast returns the MatMul operand dtype, or 0 when autocast is off.
+func (g *Graph) Autocast() device.DType { return g.autocast }
+
+// castCopy returns a graph-owned copy of t in dtype.
+func (g *Graph) castCopy(op string, t *tensor.Tensor, dtype device.DType) *tensor.Tensor {
+	c := g.allocOf(op, dtype, t.Shape()...)
+	if c != nil {
+		g.dev.Cast(c.Buffer(), t.Buffer())
+	}
+	return c
+}
 
 // Err returns the first error an operation recorded, or nil.
 func (g *Graph) Err() error { return g.err }
@@ -138,7 +160,12 @@ func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Ten
 // scratch returns a pooled tensor that the caller releases itself (used in
 // backward for gradients).
 func (g *Graph) scratch(shape ...int) *tensor.Tensor {
-	t, err := tensor.NewPooled(g.dev, device.Float32, shape...)
+	return g.scratchOf(device.Float32, shape...)
+}
+
+// scratchOf is scratch for another dtype.
+func (g *Graph) scratchOf(dtype device.DType, shape ...int) *tensor.Tensor {
+	t, err := tensor.NewPooled(g.dev, dtype, shape...)
 	if err != nil {
 		panic(fmt.Sprintf("autograd: backward allocation %v failed: %v", tensor.Shape(shape), err))
 	}

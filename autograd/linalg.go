@@ -38,9 +38,19 @@ func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor 
 	if out == nil {
 		return nil
 	}
-	g.gemm(d, transA, transB, 1, a.Buffer(), b.Buffer(), 0, out.Buffer())
+	n := node{op: opMatMul, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}}
+	abuf, bbuf := a.Buffer(), b.Buffer()
+	if g.autocast != 0 {
+		a16, b16 := g.castCopy(op, a, g.autocast), g.castCopy(op, b, g.autocast)
+		if a16 == nil || b16 == nil {
+			return nil
+		}
+		abuf, bbuf = a16.Buffer(), b16.Buffer()
+		n.lowp, n.saved = true, [3]*tensor.Tensor{a16, b16}
+	}
+	g.gemm(d, transA, transB, 1, abuf, bbuf, 0, out.Buffer())
 	if g.wantsGrad(a, b) {
-		g.record(node{op: opMatMul, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}})
+		g.record(n)
 	}
 	return out
 }
@@ -121,6 +131,15 @@ func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
 	a, b := n.in[0], n.in[1]
 	transA, transB := n.flags[0], n.flags[1]
 	d, _, _ := matMulDims(a, b, transA, transB)
+	abuf, bbuf, gbuf := a.Buffer(), b.Buffer(), gout.Buffer()
+	if n.lowp {
+		// Under autocast the backward products also take low-precision
+		// operands: the saved casts and a cast of the incoming gradient.
+		g16 := g.scratchOf(n.saved[0].DType(), gout.Shape()...)
+		defer g16.Release()
+		g.dev.Cast(g16.Buffer(), gbuf)
+		abuf, bbuf, gbuf = n.saved[0].Buffer(), n.saved[1].Buffer(), g16.Buffer()
+	}
 	// dC has dims m x n; A is stored aRows x aCols; B bRows x bCols.
 	if a.RequiresGrad() {
 		da := g.scratch(a.Shape()...)
@@ -128,10 +147,10 @@ func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
 		var dd matDims
 		if !transA {
 			dd = matDims{m: d.m, n: d.k, k: d.n, batch: d.batch, aRows: d.m, aCols: d.n, bRows: d.bRows, bCols: d.bCols}
-			g.gemmStrided(dd, false, !transB, gout.Buffer(), b.Buffer(), da.Buffer(), d.batch > 1)
+			g.gemmStrided(dd, false, !transB, gbuf, bbuf, da.Buffer(), d.batch > 1)
 		} else {
 			dd = matDims{m: d.k, n: d.m, k: d.n, batch: d.batch, aRows: d.bRows, aCols: d.bCols, bRows: d.m, bCols: d.n}
-			g.gemmStrided(dd, transB, true, b.Buffer(), gout.Buffer(), da.Buffer(), d.batch > 1)
+			g.gemmStrided(dd, transB, true, bbuf, gbuf, da.Buffer(), d.batch > 1)
 		}
 		g.accumulate(a, da)
 	}
@@ -140,11 +159,11 @@ func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
 		if !transB {
 			// dB = op(A)^T dC : k x n
 			dd := matDims{m: d.k, n: d.n, k: d.m, batch: d.batch, aRows: d.aRows, aCols: d.aCols, bRows: d.m, bCols: d.n}
-			g.gemmStrided(dd, !transA, false, a.Buffer(), gout.Buffer(), db.Buffer(), d.batch > 1)
+			g.gemmStrided(dd, !transA, false, abuf, gbuf, db.Buffer(), d.batch > 1)
 		} else {
 			// dB = dC^T op(A) : n x k
 			dd := matDims{m: d.n, n: d.k, k: d.m, batch: d.batch, aRows: d.m, aCols: d.n, bRows: d.aRows, bCols: d.aCols}
-			g.gemmStrided(dd, true, transA, gout.Buffer(), a.Buffer(), db.Buffer(), d.batch > 1)
+			g.gemmStrided(dd, true, transA, gbuf, abuf, db.Buffer(), d.batch > 1)
 		}
 		g.accumulate(b, db)
 	}

@@ -40,6 +40,9 @@ type node struct {
 	ints  [4]int
 	f     float32
 	flags [2]bool
+	// lowp: a MatMul run under autocast; saved[0], saved[1] hold the
+	// low-precision operands.
+	lowp  bool
 	shape device.AttentionShape
 }
 

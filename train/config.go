@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/optim"
 )
@@ -91,6 +92,10 @@ type Config struct {
 	// LogEvery writes a metrics line every so many updates (and at every
 	// validation and diagnostic). Default 1.
 	LogEvery int `yaml:"log_every"`
+	// Autocast is "bf16" to run the blocks' matrix products in bfloat16
+	// with float32 accumulation (the paper's GPU precision: parameters,
+	// optimizer state, norms and logits stay float32), or "" / "off".
+	Autocast string `yaml:"autocast"`
 	// BlockRows bounds the logits rows the fused head holds at once
 	// (0: the default of about 16M logits).
 	BlockRows int `yaml:"block_rows"`
@@ -189,6 +194,9 @@ func (c Config) Validate() error {
 	if c.ValTokens < c.SeqLen+1 {
 		bad("val_tokens = %d: want at least seq_len+1 = %d", c.ValTokens, c.SeqLen+1)
 	}
+	if _, err := c.AutocastDType(); err != nil {
+		bad("%v", err)
+	}
 	if strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." {
 		bad("name %q: want a plain folder name", c.Name)
 	}
@@ -207,4 +215,15 @@ func (c Config) HeadOptimizer() (optim.HeadOptimizer, error) {
 		return optim.HeadAdamW, nil
 	}
 	return 0, fmt.Errorf("head = %q: want rownorm or adamw", c.Head)
+}
+
+// AutocastDType parses Autocast: 0 for off.
+func (c Config) AutocastDType() (device.DType, error) {
+	switch strings.ToLower(c.Autocast) {
+	case "", "off", "none", "fp32", "float32":
+		return 0, nil
+	case "bf16", "bfloat16":
+		return device.BFloat16, nil
+	}
+	return 0, fmt.Errorf("autocast = %q: want bf16 or off", c.Autocast)
 }

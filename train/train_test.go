@@ -292,3 +292,24 @@ func TestStatAndComparison(t *testing.T) {
 		}
 	}
 }
+
+func TestAutocastRunTrainsAndStaysCloseToFloat32(t *testing.T) {
+	data := t.TempDir()
+	shards, val := writeTinyShards(t, data)
+	summary := func(autocast string) Summary {
+		cfg := tinyConfig(t, t.TempDir(), shards, val)
+		cfg.Autocast = autocast
+		tr, err := runToEnd(t, cfg, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Summary()
+	}
+	f32, bf16 := summary("off"), summary("bf16")
+	if math.Abs(bf16.ValLoss-f32.ValLoss) > 0.05*f32.ValLoss {
+		t.Errorf("validation loss %.4f under bf16 autocast, %.4f in float32", bf16.ValLoss, f32.ValLoss)
+	}
+	if bf16.ValLoss == f32.ValLoss {
+		t.Error("autocast changed nothing: was it applied?")
+	}
+}

@@ -60,6 +60,8 @@ func New(dev device.Device, cfg Config) (*Trainer, error) {
 	}
 	headOpt, _ := cfg.HeadOptimizer()
 	t := &Trainer{cfg: cfg, dev: dev, g: autograd.New(dev)}
+	autocast, _ := cfg.AutocastDType()
+	t.g.SetAutocast(autocast)
 	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}

@@ -147,6 +147,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	overwrite := fs.Bool("overwrite", false, "start over even if the run has a checkpoint")
 	fs.StringVar(&job.Device, "device", "cpu", "cpu or cuda[:N]")
 	fs.IntVar(&job.Threads, "threads", 0, "CPU threads for kernels and OpenBLAS (0: GOMAXPROCS)")
+	fs.StringVar(&c.Autocast, "autocast", "auto", "bf16 (block matrix products in bfloat16, the paper's GPU precision), off, or auto (bf16 on cuda, off on cpu)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if extra != nil {
 		extra(fs)
@@ -213,6 +214,12 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	dev, err := openDevice(job.Device)
 	if err != nil {
 		return nil, err
+	}
+	if c.Autocast == "auto" || c.Autocast == "" {
+		c.Autocast = "off"
+		if dev.Name() != "cpu" {
+			c.Autocast = "bf16"
+		}
 	}
 	return &trainSetup{job: job, resume: *resume, overwrite: *overwrite, quiet: *quiet, dev: dev}, nil
 }
