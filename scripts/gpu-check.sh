@@ -6,7 +6,10 @@
 #   scripts/gpu-check.sh run [DIR]     # on the GPU machine: every op on CUDA
 #                                      # against the CPU backend, the flash
 #                                      # attention check at T=2048, GEMM and
-#                                      # fused-kernel benchmarks
+#                                      # fused-kernel benchmarks, a few
+#                                      # training steps with both heads, and
+#                                      # the 190M step throughput next to
+#                                      # PyTorch eager with bf16 autocast
 #   scripts/gpu-check.sh all [DIR]     # build, then run (a machine with Go and a GPU)
 #
 # DIR defaults to build/gpu-check. GPU_GOARCH picks the target (amd64).
@@ -24,9 +27,15 @@ build() {
 	mkdir -p "$dir"
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go test -c -o "$(cd "$dir" && pwd)/cuda.test" ./device/cuda)
-	cp "$root/scripts/gpu/run.sh" "$dir/run.sh"
-	chmod +x "$dir/run.sh" "$dir/cuda.test"
-	echo "gpu-check: built $dir/cuda.test and $dir/run.sh"
+	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
+		go build -o "$(cd "$dir" && pwd)/hilbert" ./cmd/hilbert)
+	cp "$root/scripts/gpu/run.sh" "$root/scripts/gpu/bench_torch.py" "$root/scripts/parity/model.py" "$dir/"
+	# Training data for the GPU training stage: Opticks (shipped with Go,
+	# absent on the GPU machine) tokenized here into llm.c shards.
+	opticks="$(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt"
+	"$dir/hilbert" prepare -quiet -overwrite -out "$dir/data" -prefix opticks -val-tokens 20000 "$opticks" >/dev/null
+	chmod +x "$dir/run.sh" "$dir/cuda.test" "$dir/hilbert"
+	echo "gpu-check: built $dir/cuda.test, $dir/hilbert, $dir/data and $dir/run.sh"
 }
 
 case "$mode" in

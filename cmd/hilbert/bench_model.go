@@ -12,6 +12,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/tensor"
+	"github.com/hilbert-ml/hilbert/train"
 )
 
 // The "model" bench target times forward+backward passes of a models
@@ -30,6 +31,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 8, "sequences per step")
 	seq := fs.Int("seq", 256, "tokens per sequence")
 	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
+	devName := fs.String("device", "cpu", "cpu, cuda or cuda:N")
+	autocast := fs.String("autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,7 +43,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if *seq > cfg.Context || *batch < 1 || *steps < 1 {
 		return fmt.Errorf("bench model: batch %d, seq %d (context %d), steps %d", *batch, *seq, cfg.Context, *steps)
 	}
-	dev := cpu.New()
+	dev, err := openDevice(*devName)
+	if err != nil {
+		return err
+	}
+	precision, err := (train.Config{Autocast: *autocast}).AutocastDType()
+	if err != nil {
+		return err
+	}
 	m, err := models.New(dev, cfg, 1)
 	if err != nil {
 		return err
@@ -59,11 +69,15 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	g := autograd.New(dev)
+	g.SetAutocast(precision)
 	step := func() error {
 		g.Reset()
 		autograd.ZeroGrad(m.Parameters())
 		loss, _ := m.Forward(g, inputs, targets, models.ForwardOptions{})
-		return g.Backward(loss)
+		if err := g.Backward(loss); err != nil {
+			return err
+		}
+		return dev.Synchronize()
 	}
 	if err := step(); err != nil {
 		return err
@@ -78,5 +92,6 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	return json.NewEncoder(stdout).Encode(map[string]any{
 		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
+		"device": dev.Name(), "autocast": *autocast,
 	})
 }

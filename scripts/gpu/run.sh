@@ -25,17 +25,45 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu-check: nvidia-smi
 
 # 1. Every op on CUDA against the CPU backend, flash attention at T=2048
 #    (includes the first NVRTC compile of the kernels, then cached).
-stage parity 240 -test.run '^TestGPU' -test.v -test.timeout 230s
+stage parity 180 -test.run '^TestGPU' -test.v -test.timeout 170s
 
 # 2. GEMM throughput (float32 and bfloat16).
-stage bench-gemm 90 -test.run '^$' -test.bench 'Gemm' -test.benchtime 10x -test.timeout 80s
+stage bench-gemm 45 -test.run '^$' -test.bench 'Gemm' -test.benchtime 10x -test.timeout 40s
 
 # 3. Fused kernels.
-stage bench-kernels 90 -test.run '^$' -test.bench 'Attention|CrossEntropy|RMSNorm|AdamW' -test.benchtime 5x -test.timeout 80s
+stage bench-kernels 45 -test.run '^$' -test.bench 'Attention|CrossEntropy|RMSNorm|AdamW' -test.benchtime 5x -test.timeout 40s
 
-# 4. HOOK (later): training steps of the paper's model on CUDA and the 190M
-#    comparison against PyTorch go here, once the model exists. Keep the
-#    total under 8 minutes: stages 1-3 use at most 7 minutes.
+# cmd NAME SECONDS COMMAND...: a stage that runs a command, not the test binary.
+cmd() {
+	local name=$1 secs=$2
+	shift 2
+	echo "=== gpu-check: $name (limit ${secs}s)"
+	if ! timeout --kill-after=10 "$secs" "$@" 2>&1 | tee "$log/$name.log"; then
+		echo "=== gpu-check: $name FAILED"
+		status=1
+	fi
+}
+
+if grep -q 'no CUDA device' "$log/parity.log" 2>/dev/null; then
+	echo "=== gpu-check: no usable GPU (see parity.log): skipping the training and 190M stages"
+else
+
+# 4. A few training steps of a small preset on CUDA with both heads
+#    (bf16 autocast, validation, D(S_t) and Hilbert RMS at the end).
+for head in rownorm adamw; do
+	cmd "train-$head" 40 "$dir/hilbert" train -device cuda -quiet -preset cpu-128 -head "$head" \
+		-train "$dir/data/opticks_train_*.bin" -val "$dir/data/opticks_val_000000.bin" \
+		-steps 10 -micro-batch 8 -batch-seqs 16 -val-every 10 -val-tokens 8192 -diag-every 5 \
+		-runs "$log/runs" -name "gpu-$head" -overwrite
+done
+
+# 5. The 190M preset at T 2048: Hilbert's forward+backward next to PyTorch
+#    eager with bf16 autocast on the same GPU.
+cmd bench-190m-hilbert 60 "$dir/hilbert" bench model -device cuda -autocast bf16 -preset 190m -batch 8 -seq 2048 -steps 5
+py=$(command -v python3 || command -v python)
+cmd bench-190m-pytorch 60 "$py" "$dir/bench_torch.py" 190m 8 2048 5
+
+fi
 
 if grep -q -- '--- SKIP' "$log/parity.log" 2>/dev/null; then
 	echo "=== gpu-check: some GPU tests were skipped (see parity.log): no usable GPU?"

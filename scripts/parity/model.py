@@ -100,7 +100,7 @@ class Attention(nn.Module):
         k = rope(rms_norm(self.k(x).view(b, t, h, hd)), cos, sin).transpose(1, 2)
         v = self.v(x).view(b, t, h, hd).transpose(1, 2)
         att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hd))
-        mask = torch.ones(t, t, dtype=torch.bool).triu(1)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         att = att.masked_fill(mask, float("-inf")).softmax(-1)
         o = (att @ v).transpose(1, 2).reshape(b, t, d)
         return self.out(o)
