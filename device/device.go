@@ -242,6 +242,22 @@ type Device interface {
 	// matrix, v having cols elements.
 	AddRow(dst, v Buffer, rows, cols int, alpha float32)
 
+	// PairDistanceMax finds the farthest column of each row of a tile of a
+	// Gram matrix. g is a rows x cols tile of inner products a_i . b_j; na
+	// and nb hold the squared norms of the a rows (rows elements) and of
+	// the b rows (cols elements), so that x_ij = na[i] + nb[j] - 2 g[i,j],
+	// computed in float32, is the squared distance of a_i and b_j. The tile
+	// sits at row r0 and column c0 of a symmetric Gram matrix and only pairs
+	// above its diagonal count: column j of row i when c0+j > r0+i (a tile
+	// with c0 >= r0+rows counts every pair). best (Float32) and arg (Int32),
+	// rows elements each, hold a running maximum across calls (the column
+	// tiles of one row block): when row i's largest x_ij exceeds best[i],
+	// best[i] becomes it and arg[i] becomes c0+j, for the smallest such j.
+	// Rows without a counted pair, and NaN values, change nothing; start
+	// best at -Inf. This is the scan of the blocked exact row diameter in
+	// optim/geometry.
+	PairDistanceMax(best, arg, g, na, nb Buffer, rows, cols, r0, c0 int)
+
 	// Gather copies rows of table (tableRows x cols) into dst: dst[i,:] =
 	// table[idx[i],:]. idx is Int32 and every entry is in [0, tableRows).
 	Gather(dst, table, idx Buffer, cols int)
