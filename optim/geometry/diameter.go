@@ -156,8 +156,14 @@ func centre(s []float32, v, d int) (c, norms []float32, r2 float64) {
 
 // rowDistance is ||s_i - s_j||_2 by direct subtraction in float64.
 func rowDistance(s []float32, d, i, j int) float64 {
+	return pairDistance(s[i*d:(i+1)*d], s[j*d:(j+1)*d])
+}
+
+// pairDistance is ||a - b||_2 by direct subtraction in float64 (the same
+// operations in the same order for RowDiameter and RowDiameterDevice).
+func pairDistance(a, b []float32) float64 {
 	var sum float64
-	a, b := s[i*d:(i+1)*d], s[j*d:(j+1)*d]
+	b = b[:len(a)]
 	for k := range a {
 		x := float64(a[k]) - float64(b[k])
 		sum += x * x

@@ -8,8 +8,11 @@
 // ||S h||_var = max_i (S h)_i - min_i (S h)_i <= D(S) ||h||, where
 // D(S) = max_{i<j} ||s_i - s_j||_2 is the diameter of S's rows.
 //
-// Everything here works on host []float32 slices (row-major) and uses the
-// framework's GEMM (device/cpu.Sgemm: OpenBLAS when present). It depends
-// only on device/cpu, never on tensors, autograd, nn or optim: a trainer
-// copies a step to the host (tensor.Float32s) and calls in.
+// The host functions work on []float32 slices (row-major) and use the
+// framework's GEMM (device/cpu.Sgemm: OpenBLAS when present).
+// RowDiameterDevice computes the same exact diameter on a device.Buffer
+// where the step lives (CUDA, say), through the device interface, copying
+// only a few values per row to the host. The package depends only on
+// device and device/cpu, never on tensors, autograd, nn or optim: a trainer
+// passes a step's buffer (tensor.Buffer) or a host copy (tensor.Float32s).
 package geometry
