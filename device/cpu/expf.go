@@ -77,8 +77,16 @@ func expShiftSum(dst, src []float32, shift float32) float64 {
 	if store {
 		dst = dst[:len(src)]
 	}
+	done, vsum := expShiftSumFast(dst, src, shift)
+	if done == len(src) {
+		return vsum
+	}
+	src = src[done:]
+	if store {
+		dst = dst[done:]
+	}
 	tab := &exp2Table
-	var s0, s1 float64
+	s0, s1 := vsum, 0.0
 	for i, v := range src {
 		x := v - shift
 		if x < minX {

@@ -1,0 +1,27 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// hasAVX2FMA reports whether expShiftSum may use the AVX2+FMA kernel.
+var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// expShiftSum8 is the AVX2+FMA kernel of expShiftSum for n, a multiple of
+// 8, elements: dst[i] = e^(src[i]-shift) when dst is not nil, and the sum
+// of the results (float64 lanes). Implemented in expsimd_amd64.s.
+//
+//go:noescape
+func expShiftSum8(dst, src *float32, n int, shift float32) float64
+
+// expShiftSumFast runs the vector kernel over the longest multiple of 8
+// and returns how many elements it did (0 without AVX2+FMA).
+func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) {
+	n := len(src) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0, 0
+	}
+	var d *float32
+	if dst != nil {
+		d = &dst[0]
+	}
+	return n, expShiftSum8(d, &src[0], n, shift)
+}

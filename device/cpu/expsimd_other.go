@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package cpu
+
+// hasAVX2FMA is false: there is no vector kernel on this architecture.
+var hasAVX2FMA = false
+
+// expShiftSumFast has no vector kernel on this architecture.
+func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) { return 0, 0 }

@@ -1,0 +1,86 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+)
+
+// TestExpShiftSumVectorKernel checks the vector kernel on its own (where
+// the machine has one): every element against math.Exp, NaN propagation,
+// underflow to zero, the sum, and storing or not storing.
+func TestExpShiftSumVectorKernel(t *testing.T) {
+	src := make([]float32, 0, 40000)
+	for x := float32(-95); x < 4; x += 0.0031 {
+		src = append(src, x)
+	}
+	src = append(src, float32(math.Inf(-1)), float32(math.NaN()), 0, -1)
+	for len(src)%8 != 0 {
+		src = append(src, -2)
+	}
+	dst := make([]float32, len(src))
+	done, sum := expShiftSumFast(dst, src, 1.5)
+	if done == 0 {
+		t.Skip("no AVX2+FMA on this machine: the scalar path is the one in use (tested elsewhere)")
+	}
+	if done != len(src) {
+		t.Fatalf("did %d of %d", done, len(src))
+	}
+	var want float64
+	for i, v := range src {
+		x := float64(v - 1.5) // the kernel subtracts in float32
+		if math.IsNaN(x) {
+			if !math.IsNaN(float64(dst[i])) {
+				t.Fatalf("exp(NaN) = %v", dst[i])
+			}
+			continue
+		}
+		w := math.Exp(x)
+		if x <= -87.3365 {
+			w = 0
+		}
+		if w == 0 {
+			if dst[i] != 0 && float64(dst[i]) > 1e-37 {
+				t.Fatalf("exp(%v) = %v, want underflow to 0", x, dst[i])
+			}
+			continue
+		}
+		want += w
+		if rel := math.Abs(float64(dst[i])-w) / w; rel > 2.4e-7 {
+			t.Fatalf("exp(%v) = %v, want %v (rel %.3g)", x, dst[i], w, rel)
+		}
+	}
+	if !math.IsNaN(sum) {
+		t.Errorf("sum %v: a NaN input must make the sum NaN", sum)
+	}
+	// Without the NaN: the sum, and the no-store form.
+	for i := range src {
+		if src[i] != src[i] {
+			src[i] = -3
+			want += math.Exp(float64(float32(-3) - 1.5))
+		}
+	}
+	_, sum = expShiftSumFast(nil, src, 1.5)
+	_, stored := expShiftSumFast(dst, src, 1.5)
+	var direct float64
+	for _, v := range dst {
+		direct += float64(v)
+	}
+	if sum != stored || math.Abs(sum-direct) > 1e-12*direct {
+		t.Errorf("sums: no-store %v, store %v, of stored values %v", sum, stored, direct)
+	}
+}
+
+func BenchmarkExpShiftSumScalar(b *testing.B) {
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(i%200) * -0.05
+	}
+	dst := make([]float32, len(x))
+	saved := hasAVX2FMA
+	hasAVX2FMA = false
+	defer func() { hasAVX2FMA = saved }()
+	for b.Loop() {
+		expShiftSum(dst, x, 0.5)
+	}
+	b.ReportMetric(float64(b.N*len(x))/b.Elapsed().Seconds()/1e6, "Mexp/s")
+}
