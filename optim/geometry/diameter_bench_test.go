@@ -42,6 +42,19 @@ func BenchmarkRowDiameter(b *testing.B) {
 	b.ReportMetric(float64(gramMACs(benchV, benchD, DiameterTile))*2/1e9, "GFLOP/op")
 }
 
+// BenchmarkRowDiameterDevice times RowDiameterDevice at the same shape on
+// the CPU backend (the step in a CPU buffer), beside BenchmarkRowDiameter:
+// the same Gram work through the device interface.
+func BenchmarkRowDiameterDevice(b *testing.B) {
+	s := cpu.NewFloat32(benchStep(benchV, benchD))
+	for b.Loop() {
+		if _, err := RowDiameterDevice(s, benchV, benchD); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(gramMACs(benchV, benchD, DiameterTile))*2/1e9, "GFLOP/op")
+}
+
 // BenchmarkRowDiameterGEMMEquivalent times plain GEMMs with the FLOP count
 // of RowDiameter's Gram work (gramMACs multiply-adds, about V^2 d / 2, i.e.
 // V^2 d FLOPs, half of the full V x V Gram's 2 V^2 d): Sgemm of V x N x d
