@@ -324,13 +324,14 @@ func (t *Trainer) headStep() []float32 {
 	return s.Float32s()
 }
 
-// diagnoseStep computes the exact row diameter of the head step.
+// diagnoseStep computes the exact row diameter of the head step on the
+// device that holds it (no host copy of the V x d step).
 func (t *Trainer) diagnoseStep(r *Record) error {
-	s := t.headStep()
+	s := t.opt.LastStep(t.head)
 	if s == nil {
 		return nil
 	}
-	d, err := geometry.RowDiameter(s, t.cfg.Model.Vocab, t.cfg.Model.Dim)
+	d, err := geometry.RowDiameterDevice(s.Buffer(), t.cfg.Model.Vocab, t.cfg.Model.Dim)
 	if err != nil {
 		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
 	}
