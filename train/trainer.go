@@ -394,8 +394,17 @@ func (t *Trainer) validate(r *Record) error {
 	t.g.Reset()
 	v := sum / float64(count)
 	r.ValLoss = &v
-	if s := t.headStep(); s != nil && len(panel) > 0 {
-		rms, err := geometry.HilbertRMS(s, t.cfg.Model.Vocab, d, panel, len(panel)/d)
+	if s := t.opt.LastStep(t.head); s != nil && len(panel) > 0 {
+		// The panel goes to the step's device; two values per position
+		// come back.
+		n := len(panel) / d
+		h, err := tensor.NewPooled(t.dev, device.Float32, n, d)
+		if err != nil {
+			return fmt.Errorf("train: Hilbert RMS: %w", err)
+		}
+		h.SetFloat32(panel)
+		rms, err := geometry.HilbertRMSDevice(s.Buffer(), t.cfg.Model.Vocab, d, h.Buffer(), n)
+		h.Release()
 		if err != nil {
 			return fmt.Errorf("train: Hilbert RMS: %w", err)
 		}

@@ -96,3 +96,38 @@ func TestGPURowDiameterDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUHilbertRMSDevice compares HilbertRMSDevice on CUDA with
+// HilbertRMS on the host (float32 products in another order: a few ulps of
+// float32).
+func TestGPUHilbertRMSDevice(t *testing.T) {
+	t.Setenv(cuda.TF32Env, "0")
+	g, err := cuda.New(0)
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	defer g.Close()
+	rng := rand.New(rand.NewPCG(9, 9))
+	v, d, n := 50257, 128, 600
+	s, h := randMatrix(rng, v, d, 1e-3), randMatrix(rng, n, d, 1)
+	up := func(x []float32) device.Buffer {
+		b, err := g.Alloc(device.Float32, len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.CopyFromHost(b, x)
+		return b
+	}
+	sb, hb := up(s), up(h)
+	defer g.Free(sb)
+	defer g.Free(hb)
+	got, err := HilbertRMSDevice(sb, v, d, hb, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HilbertRMS(s, v, d, h, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx(t, "CUDA HilbertRMS", got, want, 1e-5*want)
+}
