@@ -50,9 +50,12 @@ type candidate struct {
 //
 // Method: rows are centred (the mean row subtracted in float64, then
 // stored in fp32: without it, fp32 cancellation in ||a||^2 + ||b||^2 - 2 a.b
-// ruins rows far from the origin). Squared distances n_i + n_j - 2 G_ij
-// come from a blocked Gram product, one Sgemm per pair of row tiles (j
-// tile >= i tile). Each tile's GEMM runs on every core (OpenBLAS threads);
+// ruins rows far from the origin). When the largest centred squared norm
+// lies outside [2^-60, 2^60] the centred rows are also scaled by a power
+// of two (exactly, before the one rounding to fp32) to bring it near 1, so
+// that fp32 squares and products neither overflow nor underflow. Squared
+// distances n_i + n_j - 2 G_ij come from a blocked Gram product, one Sgemm
+// per pair of row tiles (j tile >= i tile). Each tile's GEMM runs on every core (OpenBLAS threads);
 // its scan (max of n_i + n_j - 2 G_ij, and the near-maximal pairs) is
 // split over GOMAXPROCS goroutines by row blocks. (Running several
 // OpenBLAS GEMMs concurrently, one per goroutine, oversubscribes the
@@ -87,7 +90,7 @@ func RowDiameter(s []float32, v, d int) (Diameter, error) {
 		return Diameter{I: 0, J: 1, Exact: true}, nil
 	}
 
-	c, norms, r2 := centre(s, v, d)
+	c, norms, r2, k := centre(s, v, d)
 	if r2 == 0 { // every row the same
 		return Diameter{I: 0, J: 1, Exact: true}, nil
 	}
@@ -115,43 +118,60 @@ func RowDiameter(s []float32, v, d int) (Diameter, error) {
 	}
 	res.Upper = res.D
 	if !res.Exact {
-		res.Upper = max(res.D, math.Sqrt(max(0, float64(M)+e)))
+		res.Upper = max(res.D, math.Ldexp(math.Sqrt(max(0, float64(M)+e)), -k))
 	}
 	return res, nil
 }
 
-// centre returns the rows minus their mean (mean in float64) in fp32, the
-// squared norms of the centred fp32 rows, and the largest of them.
-func centre(s []float32, v, d int) (c, norms []float32, r2 float64) {
+// centre returns the rows minus their mean (mean in float64), times 2^k,
+// in fp32, the squared norms of those fp32 rows, the largest of them, and
+// k: 0 unless the largest centred squared norm (in float64) lies outside
+// [2^-60, 2^60], and then chosen to bring it into [1, 4).
+func centre(s []float32, v, d int) (c, norms []float32, r2 float64, k int) {
 	mean := make([]float64, d)
 	for i := range v {
-		for k, x := range s[i*d : (i+1)*d] {
-			mean[k] += float64(x)
+		for col, x := range s[i*d : (i+1)*d] {
+			mean[col] += float64(x)
 		}
 	}
-	for k := range mean {
-		mean[k] /= float64(v)
+	for col := range mean {
+		mean[col] /= float64(v)
 	}
 	c = make([]float32, v*d)
 	norms = make([]float32, v)
-	maxN := make([]float64, v)
-	parallelRows(v, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			var n float64
-			row := c[i*d : (i+1)*d]
-			for k, x := range s[i*d : (i+1)*d] {
-				y := float32(float64(x) - mean[k])
-				row[k] = y
-				n += float64(y) * float64(y)
+	maxN := make([]float64, v)   // squared norms of the fp32 rows
+	exactN := make([]float64, v) // and of the float64 centred rows
+	fill := func(scale float64) {
+		parallelRows(v, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				var n, n64 float64
+				row := c[i*d : (i+1)*d]
+				for col, x := range s[i*d : (i+1)*d] {
+					z := (float64(x) - mean[col]) * scale
+					y := float32(z)
+					row[col] = y
+					n += float64(y) * float64(y)
+					n64 += z * z
+				}
+				norms[i] = float32(n)
+				maxN[i], exactN[i] = n, n64
 			}
-			norms[i] = float32(n)
-			maxN[i] = n
-		}
-	})
+		})
+	}
+	fill(1)
+	var n64 float64
+	for _, n := range exactN {
+		n64 = max(n64, n)
+	}
+	if n64 > 0 && (n64 < 0x1p-60 || n64 > 0x1p60) {
+		_, ex := math.Frexp(n64) // n64 in [2^(ex-1), 2^ex)
+		k = -((ex - 1) >> 1)
+		fill(math.Ldexp(1, k))
+	}
 	for _, n := range maxN {
 		r2 = max(r2, n)
 	}
-	return c, norms, r2
+	return c, norms, r2, k
 }
 
 // rowDistance is ||s_i - s_j||_2 by direct subtraction in float64.
