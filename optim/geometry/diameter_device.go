@@ -16,10 +16,10 @@ var maxDeviceCandidates = 1 << 16
 // a Float32 buffer of v x d values (row-major) on any backend, and the
 // V^2 d / 2 multiply-adds run there, through the device interface only.
 // What comes to the host is small: the squared norms and the per-row
-// maxima (v values each), the products of the few near-maximal rows, and
-// the rows of the near-maximal pairs, rechecked in float64. s itself is
-// never copied. It returns the same Diameter, with the same guarantee, as
-// RowDiameter.
+// maxima (v values each), the Gram rows of the few near-maximal rows, and
+// the rows of the near-maximal pairs, rechecked in float64; s itself never
+// comes to the host. It returns the same Diameter, with the same
+// guarantee, as RowDiameter.
 //
 // Method, with T = DiameterTile:
 //
