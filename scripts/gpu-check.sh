@@ -28,14 +28,16 @@ build() {
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go test -c -o "$(cd "$dir" && pwd)/cuda.test" ./device/cuda)
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
+		go test -c -o "$(cd "$dir" && pwd)/geometry.test" ./optim/geometry)
+	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go build -o "$(cd "$dir" && pwd)/hilbert" ./cmd/hilbert)
 	cp "$root/scripts/gpu/run.sh" "$root/scripts/gpu/bench_torch.py" "$root/scripts/parity/model.py" "$dir/"
 	# Training data for the GPU training stage: Opticks (shipped with Go,
 	# absent on the GPU machine) tokenized here into llm.c shards.
 	opticks="$(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt"
 	"$dir/hilbert" prepare -quiet -overwrite -out "$dir/data" -prefix opticks -val-tokens 20000 "$opticks" >/dev/null
-	chmod +x "$dir/run.sh" "$dir/cuda.test" "$dir/hilbert"
-	echo "gpu-check: built $dir/cuda.test, $dir/hilbert, $dir/data and $dir/run.sh"
+	chmod +x "$dir/run.sh" "$dir/cuda.test" "$dir/geometry.test" "$dir/hilbert"
+	echo "gpu-check: built $dir/cuda.test, $dir/geometry.test, $dir/hilbert, $dir/data and $dir/run.sh"
 }
 
 case "$mode" in

@@ -3,7 +3,7 @@
 # files in DIR (cuda.test, this script), the NVIDIA driver and the CUDA 13
 # (or 12) cuBLAS and NVRTC libraries (system, HILBERT_CUDA_LIB_DIR, or pip
 # wheels nvidia-cublas / nvidia-cuda-nvrtc in a Python site-packages).
-# Stage budgets (seconds) keep the whole run under 8 minutes.
+# Stage budgets (seconds) keep the whole run under 8 minutes (460 s in all).
 set -uo pipefail
 
 dir=${1:-$(dirname "${BASH_SOURCE[0]}")}
@@ -25,7 +25,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu-check: nvidia-smi
 
 # 1. Every op on CUDA against the CPU backend, flash attention at T=2048
 #    (includes the first NVRTC compile of the kernels, then cached).
-stage parity 180 -test.run '^TestGPU' -test.v -test.timeout 170s
+stage parity 160 -test.run '^TestGPU' -test.v -test.timeout 150s
 
 # 2. GEMM throughput (float32 and bfloat16).
 stage bench-gemm 45 -test.run '^$' -test.bench 'Gemm' -test.benchtime 10x -test.timeout 40s
@@ -48,6 +48,9 @@ if grep -q 'no CUDA device' "$log/parity.log" 2>/dev/null; then
 	echo "=== gpu-check: no usable GPU (see parity.log): skipping the training and 190M stages"
 else
 
+# 3b. The exact row diameter and Hilbert RMS on the device (V = 50257).
+cmd geometry 40 "$dir/geometry.test" -test.run '^TestGPU' -test.v -test.timeout 35s
+
 # 4. A few training steps of a small preset on CUDA with both heads
 #    (bf16 autocast, validation, D(S_t) and Hilbert RMS at the end).
 for head in rownorm adamw; do
@@ -59,9 +62,9 @@ done
 
 # 5. The 190M preset at T 2048: Hilbert's forward+backward next to PyTorch
 #    eager with bf16 autocast on the same GPU.
-cmd bench-190m-hilbert 60 "$dir/hilbert" bench model -device cuda -autocast bf16 -preset 190m -batch 8 -seq 2048 -steps 5
+cmd bench-190m-hilbert 50 "$dir/hilbert" bench model -device cuda -autocast bf16 -preset 190m -batch 8 -seq 2048 -steps 5
 py=$(command -v python3 || command -v python)
-cmd bench-190m-pytorch 60 "$py" "$dir/bench_torch.py" 190m 8 2048 5
+cmd bench-190m-pytorch 50 "$py" "$dir/bench_torch.py" 190m 8 2048 5
 
 fi
 
