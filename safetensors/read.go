@@ -247,35 +247,36 @@ func equalShape(a, b []int) bool {
 // (len(dst) == numel(shape)); a different dtype or shape is an error
 // naming the tensor. A nil shape accepts any shape of len(dst) elements.
 func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
-	in, err := sf.check(name, F32, shape)
-	if err != nil {
-		return err
+	buf, err := sf.read4(name, F32, shape, len(dst))
+	if err == nil {
+		DecodeFloat32(dst, buf)
 	}
-	if in.Numel() != len(dst) {
-		return fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), len(dst))
-	}
-	buf := make([]byte, 4*len(dst))
-	if err := sf.ReadBytes(name, buf); err != nil {
-		return err
-	}
-	DecodeFloat32(dst, buf)
-	return nil
+	return err
 }
 
 // ReadInt32 reads an I32 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
-	in, err := sf.check(name, I32, shape)
+	buf, err := sf.read4(name, I32, shape, len(dst))
+	if err == nil {
+		DecodeInt32(dst, buf)
+	}
+	return err
+}
+
+// read4 checks a tensor of 4-byte elements against dtype, shape and the
+// destination's length n, and returns its raw bytes.
+func (sf *File) read4(name string, dtype DType, shape []int, n int) ([]byte, error) {
+	in, err := sf.check(name, dtype, shape)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if in.Numel() != len(dst) {
-		return fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), len(dst))
+	if in.Numel() != n {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), n)
 	}
-	buf := make([]byte, 4*len(dst))
+	buf := make([]byte, 4*n)
 	if err := sf.ReadBytes(name, buf); err != nil {
-		return err
+		return nil, err
 	}
-	DecodeInt32(dst, buf)
-	return nil
+	return buf, nil
 }
