@@ -38,6 +38,10 @@ var benchTargets = map[string]benchTarget{
 		summary: "framework GEMM (Device.Gemm) vs a direct OpenBLAS call, one JSON line per shape",
 		run:     runBenchGemm,
 	},
+	"model": {
+		summary: "transformer forward+backward tokens/s for a preset (-preset cpu-128 -batch 8 -seq 256), one JSON line",
+		run:     runBenchModel,
+	},
 }
 
 func benchTargetNames() []string {

@@ -15,15 +15,9 @@ import (
 	"github.com/hilbert-ml/hilbert/train"
 )
 
-// The "model" bench target times forward+backward passes of a models
-// preset; scripts/parity/bench.sh compares the same measure with PyTorch.
-func init() {
-	benchTargets["model"] = benchTarget{
-		summary: "transformer forward+backward tokens/s for a preset (-preset cpu-128 -batch 8 -seq 256), one JSON line",
-		run:     runBenchModel,
-	}
-}
-
+// runBenchModel is the "model" bench target: it times forward+backward
+// passes of a models preset; scripts/parity/bench.sh compares the same
+// measure with PyTorch.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
