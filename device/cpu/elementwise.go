@@ -211,14 +211,36 @@ func (d *Device) ScatterAdd(dst, src device.Buffer, idx device.Buffer, cols int)
 	})
 }
 
+// sigmoidChunk is the number of elements whose sigmoid is computed at once
+// (a stack buffer for the vector exponential).
+const sigmoidChunk = 256
+
+// sigmoidInto writes sigmoid(a[i]) = 1/(1+e^-a[i]) into s (len(a) <=
+// sigmoidChunk) with the vector exponential.
+func sigmoidInto(s *[sigmoidChunk]float32, a []float32) []float32 {
+	t := s[:len(a)]
+	for i, v := range a {
+		t[i] = -v
+	}
+	expShiftSum(t, t, 0)
+	for i, e := range t {
+		t[i] = 1 / (1 + e)
+	}
+	return t
+}
+
 // SwiGLU computes out = silu(a)*b.
 func (d *Device) SwiGLU(out, a, b device.Buffer) {
 	x, y, z := Float32s(a), Float32s(b), Float32s(out)
 	parallelFor(len(z), elementGrain/4, func(lo, hi int) {
-		xs, ys, zs := x[lo:hi], y[lo:hi], z[lo:hi]
-		for i := range zs {
-			av := xs[i]
-			zs[i] = av / (1 + exp32(-av)) * ys[i]
+		var buf [sigmoidChunk]float32
+		for c := lo; c < hi; c += sigmoidChunk {
+			e := min(c+sigmoidChunk, hi)
+			sig := sigmoidInto(&buf, x[c:e])
+			xs, ys, zs := x[c:e], y[c:e], z[c:e]
+			for i, s := range sig {
+				zs[i] = xs[i] * s * ys[i]
+			}
 		}
 	})
 }
@@ -228,13 +250,18 @@ func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	x, y, g := Float32s(a), Float32s(b), Float32s(dout)
 	dx, dy := Float32s(da), Float32s(db)
 	parallelFor(len(g), elementGrain/4, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			av := x[i]
-			sig := 1 / (1 + exp32(-av))
-			silu := av * sig
-			gv := g[i]
-			dx[i] = gv * y[i] * (sig + silu*(1-sig))
-			dy[i] = gv * silu
+		var buf [sigmoidChunk]float32
+		for c := lo; c < hi; c += sigmoidChunk {
+			e := min(c+sigmoidChunk, hi)
+			sig := sigmoidInto(&buf, x[c:e])
+			for i, s := range sig {
+				j := c + i
+				av := x[j]
+				silu := av * s
+				gv := g[j]
+				dx[j] = gv * y[j] * (s + silu*(1-s))
+				dy[j] = gv * silu
+			}
 		}
 	})
 }
@@ -262,7 +289,6 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 	})
 }
 
-func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }
 
 // Transpose swaps the middle axes of [batch, rows, cols, inner].
 func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
