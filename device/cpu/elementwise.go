@@ -289,7 +289,6 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 	})
 }
 
-
 // Transpose swaps the middle axes of [batch, rows, cols, inner].
 func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
 	x, z := Float32s(src), Float32s(dst)
