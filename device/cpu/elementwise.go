@@ -292,6 +292,10 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 // Transpose swaps the middle axes of [batch, rows, cols, inner].
 func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
 	x, z := Float32s(src), Float32s(dst)
+	if inner == 1 {
+		transposeScalar(z, x, batch, rows, cols)
+		return
+	}
 	parallelFor(batch*rows, max(1, elementGrain/max(cols*inner, 1)), func(lo, hi int) {
 		for br := lo; br < hi; br++ {
 			b, r := br/rows, br%rows
@@ -299,6 +303,30 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 				from := ((b*rows+r)*cols + c) * inner
 				to := ((b*cols+c)*rows + r) * inner
 				copy(z[to:to+inner], x[from:from+inner])
+			}
+		}
+	})
+}
+
+// transposeScalar transposes batch matrices of rows x cols element by
+// element in 32 x 32 tiles (cache-friendly on both sides); workers own
+// blocks of destination rows.
+func transposeScalar(z, x []float32, batch, rows, cols int) {
+	const tile = 32
+	colTiles := (cols + tile - 1) / tile
+	parallelFor(batch*colTiles, 1, func(lo, hi int) {
+		for bt := lo; bt < hi; bt++ {
+			b, c0 := bt/colTiles, (bt%colTiles)*tile
+			c1 := min(c0+tile, cols)
+			xs, zs := x[b*rows*cols:(b+1)*rows*cols], z[b*rows*cols:(b+1)*rows*cols]
+			for r0 := 0; r0 < rows; r0 += tile {
+				r1 := min(r0+tile, rows)
+				for c := c0; c < c1; c++ {
+					out := zs[c*rows+r0 : c*rows+r1]
+					for i := range out {
+						out[i] = xs[(r0+i)*cols+c]
+					}
+				}
 			}
 		}
 	})
