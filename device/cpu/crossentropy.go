@@ -13,6 +13,12 @@ import (
 // rowMax returns the largest element of z (NaN if any element is NaN).
 func rowMax(z []float32) float32 {
 	m := z[0]
+	if vm, done, ok := rowMaxFast(z); ok {
+		m, z = vm, z[done:]
+		if m != m {
+			return m
+		}
+	}
 	for _, v := range z {
 		if v > m || v != v {
 			m = v

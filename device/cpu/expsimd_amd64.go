@@ -25,3 +25,19 @@ func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) 
 	}
 	return n, expShiftSum8(d, &src[0], n, shift)
 }
+
+// max8 returns the largest of n (a multiple of 8, n >= 8) floats, or a NaN
+// if any is NaN. Implemented in expsimd_amd64.s.
+//
+//go:noescape
+func max8(x *float32, n int) float32
+
+// rowMaxFast is the vector maximum over the longest multiple of 8; ok is
+// false without AVX2 (or fewer than 8 elements).
+func rowMaxFast(z []float32) (m float32, done int, ok bool) {
+	n := len(z) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0, 0, false
+	}
+	return max8(&z[0], n), n, true
+}

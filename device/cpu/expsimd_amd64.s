@@ -84,3 +84,45 @@ done:
 	MOVSD X7, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func max8(x *float32, n int) float32
+// NaN-propagating maximum: VMAXPS returns its second source when either
+// is NaN, so the running maximum is the first source and the data the
+// second; a separate unordered-compare mask remembers any NaN.
+TEXT ·max8(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVUPS (SI), Y0              // running max
+	VCMPPS $3, Y0, Y0, Y2         // NaN mask, from the first load
+	MOVQ $8, AX
+
+mloop:
+	CMPQ AX, CX
+	JGE mdone
+	VMOVUPS (SI)(AX*4), Y1
+	VCMPPS $3, Y1, Y1, Y3         // unordered: Y1 is NaN
+	VORPS Y3, Y2, Y2
+	VMAXPS Y1, Y0, Y0             // max(running, data)
+	ADDQ $8, AX
+	JMP mloop
+
+mdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VORPS X3, X2, X2
+	VPTEST X2, X2
+	JZ mret
+	MOVL $0x7fc00000, AX          // quiet NaN
+	MOVL AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+mret:
+	MOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET

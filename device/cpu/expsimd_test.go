@@ -84,3 +84,34 @@ func BenchmarkExpShiftSumScalar(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(x))/b.Elapsed().Seconds()/1e6, "Mexp/s")
 }
+
+func TestRowMaxVectorAndScalarAgree(t *testing.T) {
+	saved := hasAVX2FMA
+	defer func() { hasAVX2FMA = saved }()
+	nan := float32(math.NaN())
+	for _, n := range []int{1, 7, 8, 9, 16, 17, 1000, 50257} {
+		for _, at := range []int{0, n / 2, n - 1} {
+			z := make([]float32, n)
+			for i := range z {
+				z[i] = float32(math.Sin(float64(i)*0.37)) - float32(i%5)
+			}
+			want := float32(math.Inf(-1))
+			for _, v := range z {
+				want = max(want, v)
+			}
+			z[at] = 7 // a unique maximum at a chosen place
+			want = 7
+			for _, vector := range []bool{false, saved} {
+				hasAVX2FMA = vector
+				if got := rowMax(z); got != want {
+					t.Fatalf("n %d max at %d vector %v: rowMax = %v, want %v", n, at, vector, got, want)
+				}
+				z[at] = nan
+				if got := rowMax(z); got == got {
+					t.Fatalf("n %d NaN at %d vector %v: rowMax = %v, want NaN", n, at, vector, got)
+				}
+				z[at] = 7
+			}
+		}
+	}
+}
