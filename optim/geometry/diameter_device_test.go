@@ -74,34 +74,7 @@ func TestRowDiameterDeviceBruteForce(t *testing.T) {
 		}
 		DiameterTile = []int{1, 3, 7, 16, 64, 1024}[trial%6]
 		s := randMatrix(rng, v, d, 1)
-		switch trial % 4 {
-		case 1: // shift by a vector of norm 1e4
-			w := randMatrix(rng, 1, d, 1)
-			var n float64
-			for _, x := range w {
-				n += float64(x) * float64(x)
-			}
-			for i := range s {
-				s[i] = float32(float64(s[i]) + 1e4*float64(w[i%d])/math.Sqrt(n))
-			}
-		case 2: // rows on a sphere: many near-ties
-			for i := range v {
-				row := s[i*d : (i+1)*d]
-				var n float64
-				for _, x := range row {
-					n += float64(x) * float64(x)
-				}
-				for k := range row {
-					row[k] = float32(float64(row[k]) / math.Sqrt(n))
-				}
-			}
-		case 3: // near copies of two rows
-			for i := 2; i < v; i++ {
-				for k := range d {
-					s[i*d+k] = s[(i%2)*d+k] + float32(rng.NormFloat64()*1e-6)
-				}
-			}
-		}
+		makeTrialKind(rng, s, trial%4, v, d)
 		checkDevice(t, "trial", s, v, d)
 	}
 }

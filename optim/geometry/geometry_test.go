@@ -135,35 +135,7 @@ func TestRowDiameterBruteForce(t *testing.T) {
 		v, d := 2+rng.IntN(150), 1+rng.IntN(40)
 		DiameterTile = []int{1, 3, 7, 16, 64, 1024}[trial%6]
 		s := randMatrix(rng, v, d, 1)
-		switch trial % 4 {
-		case 1: // shift by a vector of norm 1e4
-			w := make([]float64, d)
-			var n float64
-			for k := range w {
-				w[k] = rng.NormFloat64()
-				n += w[k] * w[k]
-			}
-			for i := range s {
-				s[i] = float32(float64(s[i]) + 1e4*w[i%d]/math.Sqrt(n))
-			}
-		case 2: // rows on a sphere: many near-ties
-			for i := range v {
-				row := s[i*d : (i+1)*d]
-				var n float64
-				for _, x := range row {
-					n += float64(x) * float64(x)
-				}
-				for k := range row {
-					row[k] = float32(float64(row[k]) / math.Sqrt(n))
-				}
-			}
-		case 3: // near copies of two rows
-			for i := 2; i < v; i++ {
-				for k := range d {
-					s[i*d+k] = s[(i%2)*d+k] + float32(rng.NormFloat64()*1e-6)
-				}
-			}
-		}
+		makeTrialKind(rng, s, trial%4, v, d)
 		r, err := RowDiameter(s, v, d)
 		if err != nil {
 			t.Fatal(err)
@@ -296,5 +268,41 @@ func TestRowDiameterMedium(t *testing.T) {
 	}
 	if want := bruteDiameter(s, v, d); r.D != want || !r.Exact {
 		t.Fatalf("D = %v (exact %v), brute force %v", r.D, r.Exact, want)
+	}
+}
+
+// makeTrialKind turns a random v x d matrix into one of the brute-force
+// trial kinds: 0 plain; 1 shifted by a vector of norm 1e4 (which ruins an
+// uncentred fp32 Gram); 2 rows on a sphere (many near-ties); 3 near copies
+// of two rows.
+func makeTrialKind(rng *rand.Rand, s []float32, kind, v, d int) {
+	switch kind {
+	case 1:
+		w := make([]float64, d)
+		var n float64
+		for k := range w {
+			w[k] = rng.NormFloat64()
+			n += w[k] * w[k]
+		}
+		for i := range s {
+			s[i] = float32(float64(s[i]) + 1e4*w[i%d]/math.Sqrt(n))
+		}
+	case 2:
+		for i := range v {
+			row := s[i*d : (i+1)*d]
+			var n float64
+			for _, x := range row {
+				n += float64(x) * float64(x)
+			}
+			for k := range row {
+				row[k] = float32(float64(row[k]) / math.Sqrt(n))
+			}
+		}
+	case 3:
+		for i := 2; i < v; i++ {
+			for k := range d {
+				s[i*d+k] = s[(i%2)*d+k] + float32(rng.NormFloat64()*1e-6)
+			}
+		}
 	}
 }
