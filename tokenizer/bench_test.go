@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
+
 	"testing"
 )
 
@@ -9,7 +11,7 @@ import (
 //	go test ./tokenizer -run '^$' -bench . -benchtime 3x
 func BenchmarkEncode(b *testing.B) {
 	tok := gpt2(b)
-	text := readCorpus(b, "austen.txt.gz")
+	text := testcorpus.Text(b, "austen.txt.gz")
 	b.SetBytes(int64(len(text)))
 	dst := make([]int32, 0, len(text)/3)
 	b.ResetTimer()
@@ -21,7 +23,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkEncodeParallel encodes the same text cut into chunks on all cores.
 func BenchmarkEncodeParallel(b *testing.B) {
 	tok := gpt2(b)
-	text := readCorpus(b, "austen.txt.gz")
+	text := testcorpus.Text(b, "austen.txt.gz")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		tok.EncodeParallel(text, 256<<10)
@@ -32,7 +34,7 @@ func BenchmarkEncodeParallel(b *testing.B) {
 // same text, for comparison.
 func BenchmarkTiktokenGo(b *testing.B) {
 	ref := reference(b)
-	text := readCorpus(b, "austen.txt.gz")
+	text := testcorpus.Text(b, "austen.txt.gz")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		ref.EncodeOrdinary(text)

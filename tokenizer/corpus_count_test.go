@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
+
 	"slices"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ func TestCorpusTokenCounts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			text := readCorpus(t, tc.file)
+			text := testcorpus.Text(t, tc.file)
 			if len(text) != tc.bytes {
 				t.Fatalf("%s: size: expected %d, got %d", tc.file, tc.bytes, len(text))
 			}

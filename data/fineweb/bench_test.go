@@ -1,6 +1,8 @@
 package fineweb
 
 import (
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
+
 	"context"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,7 @@ import (
 //
 //	go test ./data/fineweb -run '^$' -bench . -benchtime 3x
 func BenchmarkBuildParquet(b *testing.B) {
-	text := readCorpusText(b, "austen.txt.gz")
+	text := testcorpus.Text(b, "austen.txt.gz")
 	var docs []*string
 	for _, p := range strings.SplitAfter(text, "\n\n\n") {
 		docs = append(docs, &p)
@@ -30,7 +32,7 @@ func BenchmarkBuildParquet(b *testing.B) {
 
 // BenchmarkBuildText measures ingestion MB/s of the streaming text path.
 func BenchmarkBuildText(b *testing.B) {
-	path := filepath.Join(corpusDir(b), "austen.txt.gz")
+	path := filepath.Join(testcorpus.Dir(b), "austen.txt.gz")
 	out := b.TempDir()
 	b.SetBytes(4025029)
 	for b.Loop() {

@@ -1,6 +1,8 @@
 package fineweb
 
 import (
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
+
 	"compress/gzip"
 	"context"
 	"errors"
@@ -284,7 +286,7 @@ func TestBuildValTokensSplit(t *testing.T) {
 // TestAustenShardDecodesToText writes austen.txt.gz through the streaming
 // text path and decodes the shard back.
 func TestAustenShardDecodesToText(t *testing.T) {
-	path := filepath.Join(corpusDir(t), "austen.txt.gz")
+	path := filepath.Join(testcorpus.Dir(t), "austen.txt.gz")
 	sum, err := BuildFromFiles(context.Background(), BuildConfig{Dir: t.TempDir()}, path)
 	if err != nil {
 		t.Fatal(err)
