@@ -1,9 +1,9 @@
 package tokenizer
 
 import (
-	"github.com/hilbert-ml/hilbert/internal/testcorpus"
-
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
 )
 
 // Benchmarks on Austen (4 MB of English). Compare the three in one run:

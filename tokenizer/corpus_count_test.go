@@ -1,11 +1,11 @@
 package tokenizer
 
 import (
-	"github.com/hilbert-ml/hilbert/internal/testcorpus"
-
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
 )
 
 // TestCorpusTokenCounts checks the exact r50k_base token counts published in

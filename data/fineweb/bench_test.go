@@ -1,12 +1,12 @@
 package fineweb
 
 import (
-	"github.com/hilbert-ml/hilbert/internal/testcorpus"
-
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
 )
 
 // BenchmarkBuildParquet measures ingestion MB/s (text bytes) from a Parquet
