@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/internal/testcorpus"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/hilbert-ml/hilbert/internal/testcorpus"
 	"github.com/hilbert-ml/hilbert/tokenizer"
 )
 
