@@ -21,6 +21,33 @@ var (
 	gpuErr  error
 )
 
+// deviceSuites compare every kernel with the CPU backend. TestGPU runs them
+// on a real GPU; TestEmulator runs them on the CPU emulation of CUDA
+// (internal/cudaemu), which executes the same CUDA C source.
+var deviceSuites = []struct {
+	name string
+	run  func(t *testing.T, g *Device)
+}{
+	{"Elementwise", suiteElementwise},
+	{"Rows", suiteRows},
+	{"RoPE", suiteRoPE},
+	{"CrossEntropy", suiteCrossEntropy},
+	{"Attention", suiteAttention},
+	{"FlashAttention2048", suiteFlashAttention2048},
+	{"Gemm", gemmParity},
+	{"Cast", suiteCast},
+	{"PairDistanceMax", suitePairDistanceMax},
+}
+
+func runSuites(t *testing.T, g *Device) {
+	for _, s := range deviceSuites {
+		t.Run(s.name, func(t *testing.T) { s.run(t, g) })
+	}
+}
+
+// TestGPU runs the parity suites on CUDA device 0, or skips saying why.
+func TestGPU(t *testing.T) { runSuites(t, gpu(t)) }
+
 // gpu returns the shared CUDA device or skips the test.
 func gpu(tb testing.TB) *Device {
 	tb.Helper()
@@ -161,8 +188,7 @@ func absf(x []float32) []float32 {
 	return x
 }
 
-func TestGPUElementwise(t *testing.T) {
-	g := gpu(t)
+func suiteElementwise(t *testing.T, g *Device) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n = 100003
 	var cases []opCase
@@ -217,8 +243,7 @@ func TestGPUElementwise(t *testing.T) {
 	}
 }
 
-func TestGPURows(t *testing.T) {
-	g := gpu(t)
+func suiteRows(t *testing.T, g *Device) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var cases []opCase
 	for _, sh := range [][2]int{{37, 513}, {1, 1 << 20}, {4096, 3}} {
@@ -248,8 +273,7 @@ func TestGPURows(t *testing.T) {
 	}
 }
 
-func TestGPURoPE(t *testing.T) {
-	g := gpu(t)
+func suiteRoPE(t *testing.T, g *Device) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	s := device.AttentionShape{Batch: 2, Seq: 50, Heads: 3, HeadDim: 64}
 	half := s.HeadDim / 2
@@ -269,8 +293,7 @@ func TestGPURoPE(t *testing.T) {
 	}
 }
 
-func TestGPUCrossEntropy(t *testing.T) {
-	g := gpu(t)
+func suiteCrossEntropy(t *testing.T, g *Device) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const rows, vocab = 16, 50257
 	logits, targets := randn(rng, rows*vocab, 3), randIDs(rng, rows, vocab)
@@ -324,8 +347,7 @@ func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float6
 		}})
 }
 
-func TestGPUAttention(t *testing.T) {
-	g := gpu(t)
+func suiteAttention(t *testing.T, g *Device) {
 	for _, s := range []device.AttentionShape{
 		{Batch: 2, Seq: 100, Heads: 3, HeadDim: 64},
 		{Batch: 1, Seq: 77, Heads: 2, HeadDim: 32},
@@ -336,17 +358,15 @@ func TestGPUAttention(t *testing.T) {
 	}
 }
 
-// TestGPUFlashAttention2048 checks the paper's context length, where a
+// suiteFlashAttention2048 checks the paper's context length, where a
 // T x T score matrix per head would be 16 MiB.
-func TestGPUFlashAttention2048(t *testing.T) {
-	g := gpu(t)
+func suiteFlashAttention2048(t *testing.T, g *Device) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, 1e-3)
 }
 
-func TestGPUGemm(t *testing.T) { gemmParity(t, gpu(t)) }
 
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS
 // (which computes on the host), checking the harness and the bf16 path
@@ -388,10 +408,9 @@ func gemmParity(t *testing.T, g *Device) {
 	}
 }
 
-// TestGPUCast rounds float32 to bfloat16 and back on the device and checks
+// suiteCast rounds float32 to bfloat16 and back on the device and checks
 // every value bit for bit against device.BFloat16FromFloat32.
-func TestGPUCast(t *testing.T) {
-	g := gpu(t)
+func suiteCast(t *testing.T, g *Device) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	x := randn(rng, 70001, 3)
 	x[0], x[1], x[2] = float32(math.Inf(1)), float32(math.NaN()), 1+1.0/256

@@ -11,13 +11,12 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
-// TestGPUPairDistanceMax scans row blocks of a Gram matrix as several
+// suitePairDistanceMax scans row blocks of a Gram matrix as several
 // column tiles (diagonal, above, below) on CUDA and on the CPU backend with
 // the same inputs: the running maxima agree to float32 rounding (the GPU
 // may fuse the multiply-add) and their columns exactly (no near-ties in
 // random data).
-func TestGPUPairDistanceMax(t *testing.T) {
-	g := gpu(t)
+func suitePairDistanceMax(t *testing.T, g *Device) {
 	c0dev := cpu.New()
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, sh := range []struct{ rows, cols, r0 int }{{1, 1, 0}, {37, 64, 10}, {300, 1000, 250}, {1024, 1024, 0}, {5, 3000, 0}} {

@@ -1,0 +1,54 @@
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/internal/cudaemu"
+)
+
+// newEmuDevice opens a Device on the CPU emulation of CUDA, or skips when
+// it cannot be built (no g++).
+func newEmuDevice(t *testing.T) *Device {
+	t.Helper()
+	cudaemu.Setenv(t)
+	d, err := New(0)
+	if err != nil {
+		t.Fatalf("New on the CUDA emulator: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestEmulator runs every parity suite through the real host code and the
+// kernels' CUDA C source on the emulator.
+func TestEmulator(t *testing.T) {
+	g := newEmuDevice(t)
+	if !strings.Contains(g.Describe(), "CPU emulator") {
+		t.Fatalf("Describe() = %q, want the emulator", g.Describe())
+	}
+	runSuites(t, g)
+}
+
+func TestEmulatorEnvNames(t *testing.T) {
+	if cudaemu.LibDirEnv != LibDirEnv || cudaemu.CacheDirEnv != CacheDirEnv {
+		t.Fatalf("cudaemu uses %s/%s, cuda %s/%s", cudaemu.LibDirEnv, cudaemu.CacheDirEnv, LibDirEnv, CacheDirEnv)
+	}
+}
+
+// TestEmulatorKernelFault checks that a kernel failure reaches the caller
+// named: an attention head dim without a kernel is refused by the host code,
+// and a launch with a block too large for the device is refused by the
+// (emulated) driver.
+func TestEmulatorLaunchErrors(t *testing.T) {
+	g := newEmuDevice(t)
+	b, _ := g.Alloc(device.Float32, 64)
+	g.enter()
+	g.launch("h_fill_f32", [3]uint32{1, 1, 1}, [3]uint32{2048, 1, 1}, 0, ptrArg(b), i64arg(64), f32arg(1))
+	g.leave()
+	err := g.Synchronize()
+	if err == nil || !strings.Contains(err.Error(), "h_fill_f32") || !strings.Contains(err.Error(), "block (2048,1,1)") {
+		t.Fatalf("oversized block: %v", err)
+	}
+}
