@@ -367,7 +367,6 @@ func suiteFlashAttention2048(t *testing.T, g *Device) {
 	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, 1e-3)
 }
 
-
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS
 // (which computes on the host), checking the harness and the bf16 path
 // without a GPU.
