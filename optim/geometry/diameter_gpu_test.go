@@ -8,6 +8,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cuda"
+	"github.com/hilbert-ml/hilbert/internal/cudaemu"
 )
 
 // TestGPURowDiameterDevice runs RowDiameterDevice on CUDA (cuBLAS Gram
@@ -15,13 +16,38 @@ import (
 // equal to RowDiameter on the host and, where it is affordable, to the
 // brute force. It skips, saying why, without a GPU; -short skips the
 // paper's shape (V = 50257, d = 512).
-func TestGPURowDiameterDevice(t *testing.T) {
-	t.Setenv(cuda.TF32Env, "0") // the guarantee needs float32 products
+func TestGPURowDiameterDevice(t *testing.T) { rowDiameterOnCUDA(t, openGPU(t), 1<<30) }
+
+// TestEmulatorRowDiameterDevice runs the same cases, up to V = 3000, on the
+// CPU emulation of CUDA (internal/cudaemu): the real host code, cuBLAS
+// calls and the PairDistanceMax kernel's source.
+func TestEmulatorRowDiameterDevice(t *testing.T) { rowDiameterOnCUDA(t, openEmulator(t), 3000) }
+
+// openGPU opens CUDA device 0 with float32 products or skips, saying why.
+func openGPU(t *testing.T) *cuda.Device {
+	t.Setenv(cuda.TF32Env, "0") // the guarantees need float32 products
 	g, err := cuda.New(0)
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)
 	}
-	defer g.Close()
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// openEmulator opens the emulated CUDA device (skipping without g++).
+func openEmulator(t *testing.T) *cuda.Device {
+	cudaemu.Setenv(t)
+	g, err := cuda.New(0)
+	if err != nil {
+		t.Fatalf("CUDA emulator: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// rowDiameterOnCUDA checks RowDiameterDevice on g for the cases with at
+// most maxV rows.
+func rowDiameterOnCUDA(t *testing.T, g *cuda.Device, maxV int) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	cases := []struct {
 		v, d  int
@@ -33,13 +59,17 @@ func TestGPURowDiameterDevice(t *testing.T) {
 		{1025, 17, "plain", true},
 		{3000, 64, "shifted", true},
 		{2049, 128, "sphere", true},
-		{1500, 32, "copies", true},
+		{400, 32, "copies", true},  // 40,000 near-maximal pairs: all rechecked
+		{1500, 32, "copies", true}, // 562,500: more than 65536, so not Exact
 		{50257, 512, "step", false},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%dx%d", c.kind, c.v, c.d), func(t *testing.T) {
 			if c.v > 10000 && testing.Short() {
 				t.Skip("-short")
+			}
+			if c.v > maxV {
+				t.Skipf("V = %d: more than this device's limit of %d for the test", c.v, maxV)
 			}
 			v, d := c.v, c.d
 			s := randMatrix(rng, v, d, 1)
@@ -86,7 +116,12 @@ func TestGPURowDiameterDevice(t *testing.T) {
 			if c.brute {
 				want = bruteDiameter(s, v, d)
 			}
-			if !r.Exact || r.D != want || host.D != want {
+			if overflow := c.kind == "copies" && c.v*c.v/4 > 1<<16; overflow {
+				// Too many near-maximal pairs: the documented fallback.
+				if r.Exact || r.D > want || r.Upper < want || host.D != want {
+					t.Fatalf("CUDA D = %.17g (exact %v, upper %.17g), host %.17g, want not exact, D <= %.17g <= upper", r.D, r.Exact, r.Upper, host.D, want)
+				}
+			} else if !r.Exact || r.D != want || host.D != want {
 				t.Fatalf("CUDA D = %.17g (exact %v, %d candidates), host %.17g, want %.17g", r.D, r.Exact, r.Candidates, host.D, want)
 			}
 			if v >= 2 && rowDistance(s, d, r.I, r.J) != r.D {
@@ -100,15 +135,15 @@ func TestGPURowDiameterDevice(t *testing.T) {
 // TestGPUHilbertRMSDevice compares HilbertRMSDevice on CUDA with
 // HilbertRMS on the host (float32 products in another order: a few ulps of
 // float32).
-func TestGPUHilbertRMSDevice(t *testing.T) {
-	t.Setenv(cuda.TF32Env, "0")
-	g, err := cuda.New(0)
-	if err != nil {
-		t.Skipf("no CUDA device: %v", err)
-	}
-	defer g.Close()
+func TestGPUHilbertRMSDevice(t *testing.T) { hilbertRMSOnCUDA(t, openGPU(t), 50257) }
+
+// TestEmulatorHilbertRMSDevice runs the comparison at V = 3001 on the CUDA
+// emulator.
+func TestEmulatorHilbertRMSDevice(t *testing.T) { hilbertRMSOnCUDA(t, openEmulator(t), 3001) }
+
+func hilbertRMSOnCUDA(t *testing.T, g *cuda.Device, v int) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	v, d, n := 50257, 128, 600
+	d, n := 128, 600
 	s, h := randMatrix(rng, v, d, 1e-3), randMatrix(rng, n, d, 1)
 	up := func(x []float32) device.Buffer {
 		b, err := g.Alloc(device.Float32, len(x))
