@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ enum {
     LAUNCH_FAILED = 719,
 };
 
+// mu serialises allocation and launches: a kernel's threads share the
+// module's static scheduler state, and Go may call from several threads.
+static std::mutex mu;
 static bool initialized;
 static int sticky;  // a failed kernel poisons the context, as on a GPU
 static char launch_error[1024];
@@ -105,6 +109,7 @@ EXPORT int cuCtxSetCurrent(uintptr_t ctx) { return ctx == kContext ? SUCCESS : I
 // and places the allocation so that it ends where the guard page starts.
 EXPORT int cuMemAlloc_v2(uint64_t* p, size_t n) {
     if (n == 0) return INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(mu);
     if (getenv("EMU_MAX_ALLOC") && n > strtoull(getenv("EMU_MAX_ALLOC"), nullptr, 10)) return OUT_OF_MEMORY;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t body = (n + page - 1) / page * page;
@@ -118,6 +123,7 @@ EXPORT int cuMemAlloc_v2(uint64_t* p, size_t n) {
     return SUCCESS;
 }
 EXPORT int cuMemFree_v2(uint64_t p) {
+    std::lock_guard<std::mutex> lock(mu);
     for (size_t i = 0; i < allocations.size(); i++) {
         if (allocations[i].first == p) {
             munmap(allocations[i].second.base, allocations[i].second.mapped);
@@ -190,6 +196,7 @@ EXPORT int cuModuleGetFunction(uintptr_t* fn, uintptr_t mod, const char* name) {
 // synchronizes, and every call after it, with the kernel named.
 EXPORT int cuLaunchKernel(uintptr_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shmem, void* stream, void** params, void** extra) {
+    std::lock_guard<std::mutex> lock(mu);
     if (sticky) return sticky;
     if (!fn) return INVALID_HANDLE;
     Function* f = (Function*)fn;
@@ -233,6 +240,12 @@ EXPORT int cuGetErrorString(int r, const char** s) {
     return SUCCESS;
 }
 EXPORT const char* emu_last_error(void) { return launch_error; }
+// emu_reset clears a kernel failure, which a real context never forgets;
+// for the emulator's own tests.
+EXPORT void emu_reset(void) {
+    sticky = 0;
+    launch_error[0] = 0;
+}
 #endif
 
 #ifdef EMU_CUBLAS
