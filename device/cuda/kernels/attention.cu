@@ -8,6 +8,19 @@
 #define ATT_BQ 64  // queries (threads) per forward / dq block
 #define ATT_BK 32  // keys per shared tile
 
+// load_rows copies rows r0 .. r0+n-1 of two head slices (row stride rs from
+// base) into shared tiles, the first scaled by sa, zeros past row T. The
+// block's threads share the work.
+template <int D, int LD>
+__device__ void load_rows(float (*A)[LD], float (*B)[LD], const float* a, const float* b, float sa,
+                          i64 base, i64 rs, int r0, int n, int T) {
+    for (int e = threadIdx.x; e < n * D; e += blockDim.x) {
+        int r = e / D, c = e % D, rr = r0 + r;
+        A[r][c] = rr < T ? a[base + rr * rs + c] * sa : 0.0f;
+        B[r][c] = rr < T ? b[base + rr * rs + c] : 0.0f;
+    }
+}
+
 template <int D>
 __device__ void attn_fwd(float* out, float* lse, const float* q, const float* k, const float* v,
                          int T, int H, float scale) {
@@ -27,11 +40,7 @@ __device__ void attn_fwd(float* out, float* lse, const float* q, const float* k,
     int kend = min(T, q0 + ATT_BQ);
     for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
         __syncthreads();
-        for (int e = threadIdx.x; e < ATT_BK * D; e += ATT_BQ) {
-            int r = e / D, c = e % D, kk = k0 + r;
-            Ks[r][c] = kk < T ? k[base + kk * rs + c] : 0.0f;
-            Vs[r][c] = kk < T ? v[base + kk * rs + c] : 0.0f;
-        }
+        load_rows<D, D>(Ks, Vs, k, v, 1.0f, base, rs, k0, ATT_BK, T);
         __syncthreads();
         if (i >= T || k0 > i) continue;
         float s[ATT_BK];
@@ -88,11 +97,7 @@ __device__ void attn_bwd_dq(float* dq, const float* dout, const float* q, const 
     int kend = min(T, q0 + ATT_BQ);
     for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
         __syncthreads();
-        for (int e = threadIdx.x; e < ATT_BK * D; e += ATT_BQ) {
-            int r = e / D, c = e % D, kk = k0 + r;
-            Ks[r][c] = kk < T ? k[base + kk * rs + c] : 0.0f;
-            Vs[r][c] = kk < T ? v[base + kk * rs + c] : 0.0f;
-        }
+        load_rows<D, D>(Ks, Vs, k, v, 1.0f, base, rs, k0, ATT_BK, T);
         __syncthreads();
         if (i >= T || k0 > i) continue;
         for (int j = 0; j < ATT_BK; j++) {
@@ -128,21 +133,13 @@ __device__ void attn_bwd_dkdv(float* dk, float* dv, const float* dout, const flo
     int k0 = blockIdx.x * ATT_BK, j = k0 + threadIdx.x;
     i64 rs = (i64)H * D;
     i64 base = (i64)b * T * rs + (i64)h * D;
-    for (int e = threadIdx.x; e < ATT_BK * D; e += ATT_BK) {
-        int r = e / D, c = e % D, kk = k0 + r;
-        Ks[r][c] = kk < T ? k[base + kk * rs + c] : 0.0f;
-        Vs[r][c] = kk < T ? v[base + kk * rs + c] : 0.0f;
-    }
+    load_rows<D, D + 1>(Ks, Vs, k, v, 1.0f, base, rs, k0, ATT_BK, T);
     float dka[D], dva[D];
 #pragma unroll
     for (int d = 0; d < D; d++) dka[d] = dva[d] = 0.0f;
     for (int i0 = (k0 / BQT) * BQT; i0 < T; i0 += BQT) {
         __syncthreads();
-        for (int e = threadIdx.x; e < BQT * D; e += ATT_BK) {
-            int r = e / D, c = e % D, ii = i0 + r;
-            Qs[r][c] = ii < T ? q[base + ii * rs + c] * scale : 0.0f;
-            Gs[r][c] = ii < T ? dout[base + ii * rs + c] : 0.0f;
-        }
+        load_rows<D, D>(Qs, Gs, q, dout, scale, base, rs, i0, BQT, T);
         if (threadIdx.x < BQT) {
             int ii = i0 + threadIdx.x;
             float dl = 0.0f;

@@ -1,10 +1,10 @@
 // crossentropy.cu: fused cross-entropy over the vocabulary, one block per
-// row. Each thread keeps an online (max, sum of exp) pair over its columns;
-// the block combines them, so logits are read once.
+// row; the log-sum-exp reads the logits once.
 
-extern "C" __global__ void h_xent_f32(float* loss, float* lse, const float* logits, const int* targets, i64 rows, i64 vocab) {
-    __shared__ float shf[32];
-    const float* x = logits + (i64)blockIdx.x * vocab;
+// row_lse returns log(sum_c exp(x[c])) over a row to every thread of the
+// block: each thread keeps an online (max, sum of exp) pair over its
+// columns, and the block combines them. sh holds 32 floats.
+__device__ float row_lse(const float* x, i64 vocab, float* sh) {
     float m = H_NEG_INF, s = 0.0f;
     for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
         float v = x[c];
@@ -15,11 +15,16 @@ extern "C" __global__ void h_xent_f32(float* loss, float* lse, const float* logi
             s += expf(v - m);
         }
     }
-    float M = block_max(m, shf);
+    float M = block_max(m, sh);
     float part = m == H_NEG_INF ? 0.0f : s * expf(m - M);
-    float S = block_sum(part, shf);
+    return M + logf(block_sum(part, sh));
+}
+
+extern "C" __global__ void h_xent_f32(float* loss, float* lse, const float* logits, const int* targets, i64 rows, i64 vocab) {
+    __shared__ float shf[32];
+    const float* x = logits + (i64)blockIdx.x * vocab;
+    float l = row_lse(x, vocab, shf);
     if (threadIdx.x == 0) {
-        float l = M + logf(S);
         lse[blockIdx.x] = l;
         loss[blockIdx.x] = l - x[targets[blockIdx.x]];
     }
@@ -46,20 +51,7 @@ extern "C" __global__ void h_xent_grad_f32(float* loss, float* lse, float* logit
     float* x = logits + (i64)blockIdx.x * vocab;
     int t = targets[blockIdx.x];
     float target = x[t];  // read before any thread overwrites the row
-    float m = H_NEG_INF, s = 0.0f;
-    for (i64 c = threadIdx.x; c < vocab; c += blockDim.x) {
-        float v = x[c];
-        if (v > m) {
-            s = s * expf(m - v) + 1.0f;
-            m = v;
-        } else {
-            s += expf(v - m);
-        }
-    }
-    float M = block_max(m, shf);
-    float part = m == H_NEG_INF ? 0.0f : s * expf(m - M);
-    float S = block_sum(part, shf);
-    float l = M + logf(S);
+    float l = row_lse(x, vocab, shf);  // its barriers also order that read
     if (threadIdx.x == 0) {
         lse[blockIdx.x] = l;
         loss[blockIdx.x] = l - target;

@@ -43,26 +43,17 @@ typedef emu_dim3 uint3;
 typedef emu_dim3 dim3;
 static emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-static inline float __int_as_float(int i) {
-    float f;
-    memcpy(&f, &i, 4);
-    return f;
+template <typename To, typename From>
+static inline To emu_bit_cast(From f) {
+    static_assert(sizeof(To) == sizeof(From), "bit cast between sizes");
+    To t;
+    memcpy(&t, &f, sizeof t);
+    return t;
 }
-static inline float __uint_as_float(unsigned u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static inline unsigned __float_as_uint(float f) {
-    unsigned u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static inline int __float_as_int(float f) {
-    int u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+static inline float __int_as_float(int i) { return emu_bit_cast<float>(i); }
+static inline float __uint_as_float(unsigned u) { return emu_bit_cast<float>(u); }
+static inline unsigned __float_as_uint(float f) { return emu_bit_cast<unsigned>(f); }
+static inline int __float_as_int(float f) { return emu_bit_cast<int>(f); }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }
 static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
