@@ -20,5 +20,9 @@
 // an unsupported argument is recorded as the device's first (sticky) error
 // and reported by Synchronize.
 //
+// Without a GPU, the tests run this package on internal/cudaemu, a CPU
+// emulation of the three libraries whose NVRTC compiles the same kernel
+// source with g++; TestEmulator compares every kernel with the CPU backend.
+//
 // This package must not depend on any Hilbert package other than device.
 package cuda
