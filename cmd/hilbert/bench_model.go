@@ -10,6 +10,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
@@ -27,6 +28,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
 	devName := fs.String("device", "cpu", "cpu, cuda or cuda:N")
 	autocast := fs.String("autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
+	profileTop := fs.Int("profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +46,11 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	precision, err := (train.Config{Autocast: *autocast}).AutocastDType()
 	if err != nil {
 		return err
+	}
+	var prof *profile.Device
+	if *profileTop > 0 {
+		prof = profile.Wrap(dev)
+		dev = prof
 	}
 	m, err := models.New(dev, cfg, 1)
 	if err != nil {
@@ -83,6 +90,18 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	per := time.Since(start).Seconds() / float64(*steps)
+	if prof != nil {
+		prof.Record(true)
+		err := step()
+		prof.Record(false)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "profile of one step (%s, batch %d, seq %d, autocast %s; calls synchronized):\n", *preset, *batch, *seq, *autocast)
+		if err := prof.WriteTable(stderr, *profileTop); err != nil {
+			return err
+		}
+	}
 	return json.NewEncoder(stdout).Encode(map[string]any{
 		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
