@@ -209,3 +209,27 @@ func BenchmarkCrossEntropyWithGrad(b *testing.B) {
 		dev.CrossEntropyWithGrad(loss, lse, logits, T, rows, vocab, 1.0/rows)
 	}
 }
+
+// BenchmarkTranspose covers the head's weight-gradient transpose (d x
+// vocab to vocab x d), a square matrix, and splitting heads ([B, T, H, D]
+// to [B, H, T, D]), in MB/s of bytes read and written.
+func BenchmarkTranspose(b *testing.B) {
+	for _, c := range []struct {
+		name                      string
+		batch, rows, cols, inner int
+	}{
+		{"head-128x50257", 1, 128, 50257, 1},
+		{"square-2048", 1, 2048, 2048, 1},
+		{"heads-B8T256H2D64", 8, 256, 2, 64},
+	} {
+		n := c.batch * c.rows * c.cols * c.inner
+		src, dst := buf(randSlice(newRand(5), n, 1)), buf(make([]float32, n))
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(8 * n))
+			b.ReportAllocs()
+			for b.Loop() {
+				dev.Transpose(dst, src, c.batch, c.rows, c.cols, c.inner)
+			}
+		})
+	}
+}

@@ -309,22 +309,30 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 }
 
 // transposeScalar transposes batch matrices of rows x cols element by
-// element in 32 x 32 tiles (cache-friendly on both sides); workers own
-// blocks of destination rows.
+// element, in tiles of 64 rows by 256 columns: each tile's rows are copied
+// into a local buffer (1 KiB contiguous runs, which the hardware
+// prefetcher follows, unlike a walk down a column whose every element is
+// a separate memory miss), then written out column by column from the
+// buffer. Workers own strips of 256 source columns.
 func transposeScalar(z, x []float32, batch, rows, cols int) {
-	const tile = 32
-	colTiles := (cols + tile - 1) / tile
-	parallelFor(batch*colTiles, 1, func(lo, hi int) {
-		for bt := lo; bt < hi; bt++ {
-			b, c0 := bt/colTiles, (bt%colTiles)*tile
-			c1 := min(c0+tile, cols)
+	const tr, tc = 64, 256
+	const ld = tc + 16 // padded: rows of buf 1 KiB apart would share L1 sets
+	strips := (cols + tc - 1) / tc
+	parallelFor(batch*strips, 1, func(lo, hi int) {
+		buf := make([]float32, tr*ld)
+		for bs := lo; bs < hi; bs++ {
+			b, c0 := bs/strips, (bs%strips)*tc
+			cw := min(tc, cols-c0)
 			xs, zs := x[b*rows*cols:(b+1)*rows*cols], z[b*rows*cols:(b+1)*rows*cols]
-			for r0 := 0; r0 < rows; r0 += tile {
-				r1 := min(r0+tile, rows)
-				for c := c0; c < c1; c++ {
-					out := zs[c*rows+r0 : c*rows+r1]
+			for r0 := 0; r0 < rows; r0 += tr {
+				rh := min(tr, rows-r0)
+				for i := range rh {
+					copy(buf[i*ld:i*ld+cw], xs[(r0+i)*cols+c0:])
+				}
+				for j := range cw {
+					out := zs[(c0+j)*rows+r0 : (c0+j)*rows+r0+rh]
 					for i := range out {
-						out[i] = xs[(r0+i)*cols+c]
+						out[i] = buf[i*ld+j]
 					}
 				}
 			}

@@ -289,7 +289,7 @@ func TestGemmSelection(t *testing.T) {
 // TestTranspose checks dst[b,c,r,i] = src[b,r,c,i] for 2-D transposes and
 // head splitting.
 func TestTranspose(t *testing.T) {
-	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 3, 5, 1}, {1, 130, 70, 1}, {3, 33, 65, 1}, {2, 5, 3, 8}, {8, 64, 12, 64}} {
+	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 3, 5, 1}, {1, 130, 70, 1}, {3, 33, 65, 1}, {2, 129, 513, 1}, {1, 64, 256, 1}, {2, 5, 3, 8}, {8, 64, 12, 64}} {
 		batch, rows, cols, inner := s[0], s[1], s[2], s[3]
 		n := batch * rows * cols * inner
 		src := randSlice(newRand(uint64(n)), n, 1)
