@@ -28,6 +28,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
 	devName := fs.String("device", "cpu", "cpu, cuda or cuda:N")
 	autocast := fs.String("autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
+	blockRows := fs.Int("block-rows", 0, "rows of logits the fused head holds at once (0: the default)")
 	profileTop := fs.Int("profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,7 +75,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	step := func() error {
 		g.Reset()
 		autograd.ZeroGrad(m.Parameters())
-		loss, _ := m.Forward(g, inputs, targets, models.ForwardOptions{})
+		loss, _ := m.Forward(g, inputs, targets, models.ForwardOptions{BlockRows: *blockRows})
 		if err := g.Backward(loss); err != nil {
 			return err
 		}
@@ -105,6 +106,6 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	return json.NewEncoder(stdout).Encode(map[string]any{
 		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
-		"device": dev.Name(), "autocast": *autocast,
+		"device": dev.Name(), "autocast": *autocast, "block_rows": *blockRows,
 	})
 }

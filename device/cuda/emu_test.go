@@ -37,9 +37,9 @@ func TestEmulatorEnvNames(t *testing.T) {
 	}
 }
 
-// TestEmulatorKernelFault checks that a kernel failure reaches the caller
-// named: an attention head dim without a kernel is refused by the host code,
-// and a launch with a block too large for the device is refused by the
+// TestEmulatorLaunchErrors checks that refused work reaches the caller
+// named: an attention head dim without a kernel is refused by the host
+// code, and a launch with a block too large for the device by the
 // (emulated) driver.
 func TestEmulatorLaunchErrors(t *testing.T) {
 	g := newEmuDevice(t)
@@ -50,5 +50,12 @@ func TestEmulatorLaunchErrors(t *testing.T) {
 	err := g.Synchronize()
 	if err == nil || !strings.Contains(err.Error(), "h_fill_f32") || !strings.Contains(err.Error(), "block (2048,1,1)") {
 		t.Fatalf("oversized block: %v", err)
+	}
+
+	g2 := newEmuDevice(t)
+	x, _ := g2.Alloc(device.Float32, 2*4*24)
+	g2.Attention(x, x, x, x, x, device.AttentionShape{Batch: 1, Seq: 4, Heads: 2, HeadDim: 24}, 1)
+	if err := g2.Synchronize(); err == nil || !strings.Contains(err.Error(), "head dim 24") {
+		t.Fatalf("head dim 24: %v", err)
 	}
 }

@@ -352,6 +352,10 @@ func suiteAttention(t *testing.T, g *Device) {
 		{Batch: 2, Seq: 100, Heads: 3, HeadDim: 64},
 		{Batch: 1, Seq: 77, Heads: 2, HeadDim: 32},
 		{Batch: 1, Seq: 65, Heads: 2, HeadDim: 128},
+		{Batch: 2, Seq: 40, Heads: 2, HeadDim: 16},
+		{Batch: 1, Seq: 70, Heads: 1, HeadDim: 48},
+		{Batch: 1, Seq: 33, Heads: 3, HeadDim: 80},
+		{Batch: 1, Seq: 90, Heads: 1, HeadDim: 96},
 		{Batch: 1, Seq: 1, Heads: 1, HeadDim: 64},
 	} {
 		attentionCases(t, g, s, 5e-4)

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -70,13 +71,15 @@ const (
 	attBK = 32 // keys per dk/dv block
 )
 
+// attentionHeadDims are the head dimensions attention.cu instantiates.
+var attentionHeadDims = []int{16, 32, 48, 64, 80, 96, 128}
+
 // attentionHeadDim checks that a head dimension has a kernel instance.
 func (d *Device) attentionHeadDim(op string, s device.AttentionShape) bool {
-	switch s.HeadDim {
-	case 32, 64, 128:
+	if slices.Contains(attentionHeadDims, s.HeadDim) {
 		return true
 	}
-	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for 32, 64, 128)", s.HeadDim))
+	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for %v)", s.HeadDim, attentionHeadDims))
 }
 
 // Attention runs causal flash attention forward and saves lse.

@@ -3,7 +3,7 @@
 // thread per query, key/value tiles in shared memory) and saves the
 // log-sum-exp; the backward recomputes probabilities from it, one kernel
 // accumulating dq per query and one accumulating dk, dv per key.
-// Instantiated for head dims 32, 64 and 128.
+// Instantiated for head dims 16 to 128 in steps of 16, except 112.
 
 #define ATT_BQ 64  // queries (threads) per forward / dq block
 #define ATT_BK 32  // keys per shared tile
@@ -194,6 +194,11 @@ __device__ void attn_bwd_dkdv(float* dk, float* dv, const float* dout, const flo
         attn_bwd_dkdv<D, BQT>(dk, dv, dout, q, k, v, out, lse, T, H, scale);                             \
     }
 
+// Keep in step with attentionHeadDims in ops_nn.go.
+ATT_INSTANTIATE(16, 16)
 ATT_INSTANTIATE(32, 16)
+ATT_INSTANTIATE(48, 16)
 ATT_INSTANTIATE(64, 16)
+ATT_INSTANTIATE(80, 8)
+ATT_INSTANTIATE(96, 8)
 ATT_INSTANTIATE(128, 8)
