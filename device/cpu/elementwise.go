@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -308,6 +309,14 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 	})
 }
 
+// Tile of transposeScalar: rows, columns and the buffer's padded pitch
+// (rows 1 KiB apart would share L1 sets).
+const transposeRows, transposeCols, transposePitch = 64, 256, 256 + 16
+
+// transposeTiles recycles the 68 KiB tile buffers (too large for a
+// goroutine stack, so they would be heap allocations per call).
+var transposeTiles = sync.Pool{New: func() any { return new([transposeRows * transposePitch]float32) }}
+
 // transposeScalar transposes batch matrices of rows x cols element by
 // element, in tiles of 64 rows by 256 columns: each tile's rows are copied
 // into a local buffer (1 KiB contiguous runs, which the hardware
@@ -315,11 +324,12 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 // a separate memory miss), then written out column by column from the
 // buffer. Workers own strips of 256 source columns.
 func transposeScalar(z, x []float32, batch, rows, cols int) {
-	const tr, tc = 64, 256
-	const ld = tc + 16 // padded: rows of buf 1 KiB apart would share L1 sets
-	strips := (cols + tc - 1) / tc
+	strips := (cols + transposeCols - 1) / transposeCols
 	parallelFor(batch*strips, 1, func(lo, hi int) {
-		buf := make([]float32, tr*ld)
+		const tr, tc, ld = transposeRows, transposeCols, transposePitch
+		tile := transposeTiles.Get().(*[tr * ld]float32)
+		defer transposeTiles.Put(tile)
+		buf := tile[:]
 		for bs := lo; bs < hi; bs++ {
 			b, c0 := bs/strips, (bs%strips)*tc
 			cw := min(tc, cols-c0)
