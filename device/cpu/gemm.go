@@ -75,6 +75,10 @@ func setBLASThreads(n int) {
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major host slices
 // with the framework's GEMM (OpenBLAS or pure Go). It is the entry point for
 // host-side numerics (diagnostics, benchmarks) that work on plain slices.
+// Calls must not overlap: with an OpenMP build of OpenBLAS, concurrent
+// calls from two threads share per-thread buffers and return wrong results
+// now and then (seen as a flaky bit-exact resume when attention ran its
+// (batch, head) pairs on two goroutines).
 func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	initGemm()
 	if m == 0 || n == 0 {
