@@ -132,10 +132,13 @@ func (g *Graph) clearNodes() {
 }
 
 // Keep removes t from the graph's ownership: it survives Reset and
-// Backward, and the caller must Release it when done.
+// Backward, and the caller must Release it when done. t may be a view
+// (Reshape) of a tensor the graph owns: the view then takes over the
+// buffer. Keeping a tensor the graph does not own (a parameter, an input,
+// a view of one) changes nothing.
 func (g *Graph) Keep(t *tensor.Tensor) {
 	for i, o := range g.owned {
-		if o == t {
+		if o == t || t.TakeOwnership(o) {
 			g.owned[i] = g.owned[len(g.owned)-1]
 			g.owned = g.owned[:len(g.owned)-1]
 			return

@@ -93,3 +93,16 @@ func DrainPool() {
 	pool.free = nil
 	pool.held = 0
 }
+
+// TakeOwnership moves the pool ownership of from's buffer to t, a view of
+// the same buffer (as Reshape makes): afterwards t.Release returns the
+// buffer to the pool and from.Release does nothing. It reports whether it
+// moved anything (false when from is not pooled or t does not share its
+// buffer).
+func (t *Tensor) TakeOwnership(from *Tensor) bool {
+	if t == nil || from == nil || t == from || !from.pooled || t.buf == nil || t.buf != from.buf {
+		return false
+	}
+	t.pooled, from.pooled = true, false
+	return true
+}
