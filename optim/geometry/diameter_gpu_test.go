@@ -2,7 +2,6 @@ package geometry
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -22,6 +21,9 @@ func TestGPURowDiameterDevice(t *testing.T) { rowDiameterOnCUDA(t, openGPU(t), 1
 // CPU emulation of CUDA (internal/cudaemu): the real host code, cuBLAS
 // calls and the PairDistanceMax kernel's source.
 func TestEmulatorRowDiameterDevice(t *testing.T) { rowDiameterOnCUDA(t, openEmulator(t), 3000) }
+
+// trialKinds names makeTrialKind's kinds.
+var trialKinds = map[string]int{"plain": 0, "shifted": 1, "sphere": 2, "copies": 3}
 
 // openGPU opens CUDA device 0 with float32 products or skips, saying why.
 func openGPU(t *testing.T) *cuda.Device {
@@ -73,29 +75,9 @@ func rowDiameterOnCUDA(t *testing.T, g *cuda.Device, maxV int) {
 			}
 			v, d := c.v, c.d
 			s := randMatrix(rng, v, d, 1)
-			switch c.kind {
-			case "shifted":
-				for i := range s {
-					s[i] += float32(1e4 / math.Sqrt(float64(d)))
-				}
-			case "sphere":
-				for i := range v {
-					row := s[i*d : (i+1)*d]
-					var n float64
-					for _, x := range row {
-						n += float64(x) * float64(x)
-					}
-					for k := range row {
-						row[k] = float32(float64(row[k]) / math.Sqrt(n))
-					}
-				}
-			case "copies":
-				for i := 2; i < v; i++ {
-					for k := range d {
-						s[i*d+k] = s[(i%2)*d+k] + float32(rng.NormFloat64()*1e-6)
-					}
-				}
-			case "step":
+			if kind, ok := trialKinds[c.kind]; ok {
+				makeTrialKind(rng, s, kind, v, d)
+			} else { // "step"
 				s = benchStep(v, d)
 			}
 			buf, err := g.Alloc(device.Float32, v*d)
