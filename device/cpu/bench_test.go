@@ -199,13 +199,12 @@ func BenchmarkCrossEntropy(b *testing.B) {
 	})
 }
 
-
 // BenchmarkTranspose covers the head's weight-gradient transpose (d x
 // vocab to vocab x d), a square matrix, and splitting heads ([B, T, H, D]
 // to [B, H, T, D]), in MB/s of bytes read and written.
 func BenchmarkTranspose(b *testing.B) {
 	for _, c := range []struct {
-		name                      string
+		name                     string
 		batch, rows, cols, inner int
 	}{
 		{"head-128x50257", 1, 128, 50257, 1},
