@@ -12,12 +12,10 @@ import (
 	"github.com/hilbert-ml/hilbert/internal/cudaemu"
 )
 
-// TestEmulatedCUDATrainingMatchesCPU trains the tiny model with both heads
-// and both precisions on the CPU backend and on the CUDA backend over the
-// CPU emulation of CUDA (internal/cudaemu: the real host code, cuBLAS calls
-// and the kernels' CUDA C source), and requires the same losses, row
-// diameters and Hilbert RMS up to float32 reordering.
-func TestEmulatedCUDATrainingMatchesCPU(t *testing.T) {
+// emulatedCUDA opens the CUDA backend on the CPU emulation of CUDA, with
+// float32 products, or skips (-short, or no g++ to build the emulator).
+func emulatedCUDA(t *testing.T) *cuda.Device {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: builds and runs the CUDA emulator")
 	}
@@ -27,7 +25,17 @@ func TestEmulatedCUDATrainingMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CUDA emulator: %v", err)
 	}
-	defer g.Close()
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// TestEmulatedCUDATrainingMatchesCPU trains the tiny model with both heads
+// and both precisions on the CPU backend and on the CUDA backend over the
+// CPU emulation of CUDA (internal/cudaemu: the real host code, cuBLAS calls
+// and the kernels' CUDA C source), and requires the same losses, row
+// diameters and Hilbert RMS up to float32 reordering.
+func TestEmulatedCUDATrainingMatchesCPU(t *testing.T) {
+	g := emulatedCUDA(t)
 	shards, val := writeTinyShards(t, t.TempDir())
 	run := func(dev device.Device, head, autocast string) []Record {
 		cfg := tinyConfig(t, t.TempDir(), shards, val)
@@ -95,16 +103,7 @@ func TestEmulatedCUDATrainingMatchesCPU(t *testing.T) {
 // optimizer state through host copies. (The emulator runs kernels in a
 // fixed order; on a GPU, ScatterAdd's atomics may reorder sums.)
 func TestEmulatedCUDAResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds and runs the CUDA emulator")
-	}
-	cudaemu.Setenv(t)
-	t.Setenv(cuda.TF32Env, "0")
-	g, err := cuda.New(0)
-	if err != nil {
-		t.Fatalf("CUDA emulator: %v", err)
-	}
-	defer g.Close()
+	g := emulatedCUDA(t)
 	shards, val := writeTinyShards(t, t.TempDir())
 	run := func(cfg Config, resume bool, stopAfter int) ([]Record, error) {
 		tr, err := New(g, cfg)
