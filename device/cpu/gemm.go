@@ -16,6 +16,7 @@ var (
 	gemmOnce sync.Once
 	blasLib  *openBLAS // nil when the pure-Go GEMM is in use
 	gemmErr  error     // set when HILBERT_GEMM=openblas could not be honoured
+	gemmDesc string    // what GemmDescription returns
 	goBLAS   gonum.Implementation
 )
 
@@ -30,9 +31,11 @@ func initGemm() {
 			if err != nil {
 				if mode == "openblas" {
 					gemmErr = fmt.Errorf("HILBERT_GEMM=openblas: %w", err)
+					gemmDesc = fmt.Sprintf("pure Go (gonum): %v", gemmErr)
 					fmt.Fprintf(os.Stderr, "hilbert: %v; falling back to the pure-Go GEMM\n", gemmErr)
 				} else {
-					fmt.Fprintf(os.Stderr, "hilbert: GEMM: pure Go (gonum); OpenBLAS not loaded: %v\n", err)
+					gemmDesc = fmt.Sprintf("pure Go (gonum); OpenBLAS not loaded: %v", err)
+					fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s\n", gemmDesc)
 				}
 				return
 			}
@@ -40,11 +43,14 @@ func initGemm() {
 			if lib.setThreads != nil {
 				lib.setThreads(int32(Threads()))
 			}
-			fmt.Fprintf(os.Stderr, "hilbert: GEMM: OpenBLAS (%s) %s, %d threads\n", lib.path, lib.configString(), Threads())
+			gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s", lib.path, lib.configString())
+			fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 		case "go", "gonum":
-			fmt.Fprintln(os.Stderr, "hilbert: GEMM: pure Go (gonum), forced by HILBERT_GEMM")
+			gemmDesc = "pure Go (gonum), forced by HILBERT_GEMM"
+			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
 		default:
 			gemmErr = fmt.Errorf("HILBERT_GEMM=%q: want openblas, go or auto", mode)
+			gemmDesc = fmt.Sprintf("pure Go (gonum): %v", gemmErr)
 			fmt.Fprintf(os.Stderr, "hilbert: %v; using the pure-Go GEMM\n", gemmErr)
 		}
 	})
@@ -57,6 +63,13 @@ func GemmName() string {
 		return "openblas"
 	}
 	return "go"
+}
+
+// GemmDescription says which GEMM is in use and why: the OpenBLAS library
+// and its build, or the pure-Go GEMM and the reason.
+func GemmDescription() string {
+	initGemm()
+	return gemmDesc
 }
 
 // GemmError reports a GEMM request (HILBERT_GEMM) that could not be met.

@@ -86,6 +86,23 @@ func New(ordinal int) (*Device, error) {
 	return d, nil
 }
 
+// Count returns the number of CUDA devices, or an error that says what was
+// searched when the driver is missing or finds no device.
+func Count() (int, error) {
+	drv, err := loadDriver(searchDirs())
+	if err != nil {
+		return 0, err
+	}
+	if r := drv.cuInit(0); r != cudaSuccess {
+		return 0, fmt.Errorf("no usable CUDA device (driver %s): %w", drv.lib.path, drv.check("cuInit", r))
+	}
+	var count int32
+	if err := drv.check("cuDeviceGetCount", drv.cuDeviceGetCount(&count)); err != nil {
+		return 0, err
+	}
+	return int(count), nil
+}
+
 // open does the driver work of New on a locked OS thread.
 func (d *Device) open() error {
 	drv := d.drv

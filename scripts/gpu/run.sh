@@ -3,7 +3,7 @@
 # files in DIR (cuda.test, this script), the NVIDIA driver and the CUDA 13
 # (or 12) cuBLAS and NVRTC libraries (system, HILBERT_CUDA_LIB_DIR, or pip
 # wheels nvidia-cublas / nvidia-cuda-nvrtc in a Python site-packages).
-# Stage budgets (seconds) keep the whole run under 8 minutes (470 s in all).
+# Stage budgets (seconds) keep the whole run under 8 minutes (465 s in all).
 set -uo pipefail
 
 dir=${1:-$(dirname "${BASH_SOURCE[0]}")}
@@ -21,18 +21,6 @@ stage() { # stage NAME SECONDS ARGS...
 	fi
 }
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu-check: nvidia-smi not found"
-
-# 1. Every op on CUDA against the CPU backend, flash attention at T=2048
-#    (includes the first NVRTC compile of the kernels, then cached).
-stage parity 160 -test.run '^TestGPU' -test.v -test.timeout 150s
-
-# 2. GEMM throughput (float32 and bfloat16).
-stage bench-gemm 45 -test.run '^$' -test.bench 'Gemm' -test.benchtime 10x -test.timeout 40s
-
-# 3. Fused kernels.
-stage bench-kernels 35 -test.run '^$' -test.bench 'Attention|CrossEntropy|RMSNorm|AdamW' -test.benchtime 5x -test.timeout 30s
-
 # cmd NAME SECONDS COMMAND...: a stage that runs a command, not the test binary.
 cmd() {
 	local name=$1 secs=$2
@@ -44,12 +32,28 @@ cmd() {
 	fi
 }
 
+command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu-check: nvidia-smi not found"
+
+# 0. Which libraries load, the GPU, and the first NVRTC compile of the
+#    kernels (cached for the stages after it).
+cmd devices 25 "$dir/hilbert" devices
+
+# 1. Every op on CUDA against the CPU backend, flash attention at T=2048.
+stage parity 145 -test.run '^TestGPU' -test.v -test.timeout 135s
+
+# 2. GEMM throughput (float32 and bfloat16).
+stage bench-gemm 40 -test.run '^$' -test.bench 'Gemm' -test.benchtime 10x -test.timeout 35s
+
+# 3. Fused kernels.
+stage bench-kernels 30 -test.run '^$' -test.bench 'Attention|CrossEntropy|RMSNorm|AdamW' -test.benchtime 5x -test.timeout 25s
+
+
 if grep -q 'no CUDA device' "$log/parity.log" 2>/dev/null; then
 	echo "=== gpu-check: no usable GPU (see parity.log): skipping the training and 190M stages"
 else
 
 # 3b. The exact row diameter and Hilbert RMS on the device (V = 50257).
-cmd geometry 40 "$dir/geometry.test" -test.run '^TestGPU' -test.v -test.timeout 35s
+cmd geometry 35 "$dir/geometry.test" -test.run '^TestGPU' -test.v -test.timeout 30s
 
 # 4. A few training steps of a small preset on CUDA with both heads
 #    (bf16 autocast, validation, D(S_t) and Hilbert RMS at the end).
