@@ -14,8 +14,13 @@ const elementGrain = 1 << 14
 // Fill sets every element of dst to v.
 func (d *Device) Fill(dst device.Buffer, v float32) {
 	x := Float32s(dst)
+	zero := math.Float32bits(v) == 0 // +0 only: -0 has a sign bit to write
 	parallelFor(len(x), elementGrain, func(lo, hi int) {
 		s := x[lo:hi]
+		if zero {
+			clear(s) // memclr: several times faster than the loop
+			return
+		}
 		for i := range s {
 			s[i] = v
 		}
