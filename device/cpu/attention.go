@@ -3,30 +3,76 @@ package cpu
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
 
-// Attention on the CPU works one (batch, head) pair at a time: the scores of
-// a pair are a Seq x Seq matrix made by one GEMM straight from the
-// [Batch, Seq, Heads, HeadDim] layout (row pitch Heads*HeadDim), softmaxed
-// in place under the causal mask with rows in parallel, and multiplied by V
-// with a second GEMM. Memory beyond the inputs is two Seq x Seq scratch
-// matrices, reused across calls.
+// Attention on the CPU runs the (batch, head) pairs concurrently, one pair
+// per worker at a time, each with single-threaded GEMMs straight from the
+// [Batch, Seq, Heads, HeadDim] layout (row pitch Heads*HeadDim). Within a
+// pair, queries go in blocks of attnBlock rows and a block only meets the
+// keys the causal mask lets it see, so the products do about half the
+// work of full Seq x Seq ones (5/8 of it at Seq 256). Memory beyond the
+// inputs is two Seq x Seq scratch matrices per worker, reused across calls.
+//
+// The products use smallGemm, not Sgemm: OpenBLAS's OpenMP build returns
+// wrong results now and then when two threads call it at once, and its
+// threading does not pay on products this small.
+
+// attnBlock is the query rows of one block.
+const attnBlock = 64
 
 var attnScratch struct {
 	sync.Mutex
-	p, dp []float32
+	bufs  [][]float32 // 2 per worker
+	gemms []*smallGemm
 }
 
-// scratch returns two Seq x Seq scratch matrices; the caller holds the lock.
-func attentionScratch(seq int) (p, dp []float32) {
+// attentionScratch returns two Seq x Seq scratch matrices for each of
+// workers; the caller holds the lock.
+func attentionScratch(workers, seq int) [][]float32 {
 	n := seq * seq
-	if cap(attnScratch.p) < n {
-		attnScratch.p = make([]float32, n)
-		attnScratch.dp = make([]float32, n)
+	for len(attnScratch.bufs) < 2*workers {
+		attnScratch.bufs = append(attnScratch.bufs, nil)
 	}
-	return attnScratch.p[:n], attnScratch.dp[:n]
+	for i := range 2 * workers {
+		if cap(attnScratch.bufs[i]) < n {
+			attnScratch.bufs[i] = make([]float32, n)
+		}
+		attnScratch.bufs[i] = attnScratch.bufs[i][:n]
+	}
+	return attnScratch.bufs[:2*workers]
+}
+
+// forEachPair calls body(g, p, dp, bh) for every pair bh in [0, pairs)
+// on up to Threads() workers, each with its own GEMM g and scratch
+// matrices p and dp. A pair is computed by one worker from start to end,
+// so results do not depend on the scheduling.
+func forEachPair(pairs, seq int, body func(g *smallGemm, p, dp []float32, bh int)) {
+	workers := max(1, min(Threads(), pairs))
+	attnScratch.Lock()
+	defer attnScratch.Unlock()
+	scr := attentionScratch(workers, seq)
+	for len(attnScratch.gemms) < workers {
+		attnScratch.gemms = append(attnScratch.gemms, new(smallGemm))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func(g *smallGemm, p, dp []float32) {
+			defer wg.Done()
+			for {
+				bh := int(next.Add(1) - 1)
+				if bh >= pairs {
+					return
+				}
+				body(g, p, dp, bh)
+			}
+		}(attnScratch.gemms[w], scr[2*w], scr[2*w+1])
+	}
+	wg.Wait()
 }
 
 // pairOffset returns the offset of head h of batch b in a [B,T,H,D] tensor.
@@ -34,84 +80,88 @@ func pairOffset(s device.AttentionShape, b, h int) int {
 	return b*s.Seq*s.Heads*s.HeadDim + h*s.HeadDim
 }
 
-// causalProbs fills p (Seq x Seq) with softmax probabilities of scale*q.k
-// under the causal mask. With lse nil it computes and stores the
-// log-sum-exp of each row in lseOut; otherwise it uses the given lse.
-func causalProbs(p, q, k []float32, s device.AttentionShape, scale float32, lseIn, lseOut []float32) {
+// blockProbs fills rows i0..i1-1, columns 0..i1-1 of p (pitch Seq) with
+// the softmax probabilities of scale*q.k under the causal mask (zeros
+// above the diagonal). With lseIn nil it stores each row's log-sum-exp in
+// lseOut; otherwise it uses the given one.
+func blockProbs(g *smallGemm, p, q, k []float32, s device.AttentionShape, i0, i1 int, scale float32, lseIn, lseOut []float32) {
 	T, W := s.Seq, s.Heads*s.HeadDim
-	Sgemm(false, true, T, T, s.HeadDim, scale, q, W, k, W, 0, p, T)
-	parallelFor(T, 16, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			row := p[t*T : (t+1)*T]
-			var l float32
-			if lseIn != nil {
-				l = lseIn[t]
-				expShiftSum(row[:t+1], row[:t+1], l)
-			} else {
-				m := rowMax(row[:t+1])
-				sum := expShiftSum(row[:t+1], row[:t+1], m)
-				l = m + float32(math.Log(sum))
-				lseOut[t] = l
-				scaleInPlace(row[:t+1], float32(1/sum))
-			}
-			clear(row[t+1:])
+	g.gemm(false, true, i1-i0, i1, s.HeadDim, scale, q[i0*W:], W, k, W, 0, p[i0*T:], T)
+	for t := i0; t < i1; t++ {
+		row := p[t*T : t*T+i1]
+		if lseIn != nil {
+			expShiftSum(row[:t+1], row[:t+1], lseIn[t])
+		} else {
+			m := rowMax(row[:t+1])
+			sum := expShiftSum(row[:t+1], row[:t+1], m)
+			lseOut[t] = m + float32(math.Log(sum))
+			scaleInPlace(row[:t+1], float32(1/sum))
 		}
-	})
+		clear(row[t+1:])
+	}
 }
 
 // Attention computes causal scaled-dot-product attention (see device.Device).
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
-	T, W := s.Seq, s.Heads*s.HeadDim
-	attnScratch.Lock()
-	defer attnScratch.Unlock()
-	p, _ := attentionScratch(T)
-	for b := 0; b < s.Batch; b++ {
-		for h := 0; h < s.Heads; h++ {
-			off := pairOffset(s, b, h)
-			lseRow := lv[(b*s.Heads+h)*T : (b*s.Heads+h+1)*T]
-			causalProbs(p, qv[off:], kv[off:], s, scale, nil, lseRow)
-			Sgemm(false, false, T, s.HeadDim, T, 1, p, T, vv[off:], W, 0, ov[off:], W)
+	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
+	forEachPair(s.Batch*s.Heads, T, func(g *smallGemm, p, _ []float32, bh int) {
+		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
+		lseRow := lv[bh*T : (bh+1)*T]
+		for i0 := 0; i0 < T; i0 += attnBlock {
+			i1 := min(i0+attnBlock, T)
+			blockProbs(g, p, qv[off:], kv[off:], s, i0, i1, scale, nil, lseRow)
+			g.gemm(false, false, i1-i0, D, i1, 1, p[i0*T:], T, vv[off:], W, 0, ov[off+i0*W:], W)
 		}
-	}
+	})
 }
 
-// AttentionBackward recomputes the probabilities of each pair from the
-// saved lse and applies the softmax-attention chain rule with four GEMMs.
+// AttentionBackward recomputes each block's probabilities from the saved
+// lse and applies the softmax-attention chain rule block by block: dQ of
+// the block's queries directly, dK and dV of the keys it sees accumulated.
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
 	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
 	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
-	attnScratch.Lock()
-	defer attnScratch.Unlock()
-	p, dp := attentionScratch(T)
-	for b := 0; b < s.Batch; b++ {
-		for h := 0; h < s.Heads; h++ {
-			off := pairOffset(s, b, h)
-			lseRow := lv[(b*s.Heads+h)*T : (b*s.Heads+h+1)*T]
-			causalProbs(p, qv[off:], kv[off:], s, scale, lseRow, nil)
-			// dV = P^T dO
-			Sgemm(true, false, T, D, T, 1, p, T, gv[off:], W, 0, dvv[off:], W)
+	forEachPair(s.Batch*s.Heads, T, func(g *smallGemm, p, dp []float32, bh int) {
+		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
+		lseRow := lv[bh*T : (bh+1)*T]
+		for i0 := 0; i0 < T; i0 += attnBlock {
+			i1 := min(i0+attnBlock, T)
+			n := i1 - i0
+			// Each block adds into the keys 0..i1-1 it sees; the first
+			// product into a key's rows overwrites them (beta 0): keys
+			// i0..i1-1 are first seen by this block.
+			blockProbs(g, p, qv[off:], kv[off:], s, i0, i1, scale, lseRow, nil)
+			// dV[0:i1] += P^T dO (the new keys i0..i1-1 start from zero).
+			clearRows(dvv[off+i0*W:], n, D, W)
+			g.gemm(true, false, i1, D, n, 1, p[i0*T:], T, gv[off+i0*W:], W, 1, dvv[off:], W)
 			// dP = dO V^T
-			Sgemm(false, true, T, T, D, 1, gv[off:], W, vv[off:], W, 0, dp, T)
+			g.gemm(false, true, n, i1, D, 1, gv[off+i0*W:], W, vv[off:], W, 0, dp[i0*T:], T)
 			// dS = P * (dP - rowsum(dO * O))
-			parallelFor(T, 16, func(lo, hi int) {
-				for t := lo; t < hi; t++ {
-					o, g := ov[off+t*W:off+t*W+D], gv[off+t*W:off+t*W+D]
-					var di float32
-					for j := range o {
-						di += o[j] * g[j]
-					}
-					pr, dr := p[t*T:t*T+t+1], dp[t*T:(t+1)*T]
-					for u := range pr {
-						dr[u] = pr[u] * (dr[u] - di)
-					}
-					clear(dr[t+1:])
+			for t := i0; t < i1; t++ {
+				o, g := ov[off+t*W:off+t*W+D], gv[off+t*W:off+t*W+D]
+				var di float32
+				for j := range o {
+					di += o[j] * g[j]
 				}
-			})
-			// dQ = scale * dS K; dK = scale * dS^T Q
-			Sgemm(false, false, T, D, T, scale, dp, T, kv[off:], W, 0, dqv[off:], W)
-			Sgemm(true, false, T, D, T, scale, dp, T, qv[off:], W, 0, dkv[off:], W)
+				pr, dr := p[t*T:t*T+t+1], dp[t*T:t*T+i1]
+				for u := range pr {
+					dr[u] = pr[u] * (dr[u] - di)
+				}
+				clear(dr[t+1:])
+			}
+			// dQ = scale * dS K; dK[0:i1] += scale * dS^T Q
+			g.gemm(false, false, n, D, i1, scale, dp[i0*T:], T, kv[off:], W, 0, dqv[off+i0*W:], W)
+			clearRows(dkv[off+i0*W:], n, D, W)
+			g.gemm(true, false, i1, D, n, scale, dp[i0*T:], T, qv[off+i0*W:], W, 1, dkv[off:], W)
 		}
+	})
+}
+
+// clearRows zeroes rows of cols elements, pitch apart.
+func clearRows(x []float32, rows, cols, pitch int) {
+	for r := range rows {
+		clear(x[r*pitch : r*pitch+cols])
 	}
 }

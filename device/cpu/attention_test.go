@@ -141,6 +141,90 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// refAttentionBackwardPair is the closed-form float64 backward of one pair:
+// P = softmax(scale Q K^T) under the mask, dV = P^T dO, dP = dO V^T,
+// dS = P * (dP - rowsum(dO * O)), dQ = scale dS K, dK = scale dS^T Q. The
+// finite differences of TestAttention check these formulas on small shapes.
+func refAttentionBackwardPair(q, k, v, dout pair, scale float64) (dq, dk, dv [][]float64) {
+	T, D := len(q), len(q[0])
+	out, lse := refAttentionPair(q, k, v, scale)
+	mat := func() [][]float64 {
+		m := make([][]float64, T)
+		for i := range m {
+			m[i] = make([]float64, D)
+		}
+		return m
+	}
+	dq, dk, dv = mat(), mat(), mat()
+	for t := range T {
+		var delta float64
+		for j := range D {
+			delta += dout[t][j] * out[t][j]
+		}
+		for u := 0; u <= t; u++ {
+			var sc, dp float64
+			for j := range D {
+				sc += q[t][j] * k[u][j]
+				dp += dout[t][j] * v[u][j]
+			}
+			p := math.Exp(scale*sc - lse[t])
+			ds := p * (dp - delta)
+			for j := range D {
+				dv[u][j] += p * dout[t][j]
+				dq[t][j] += scale * ds * k[u][j]
+				dk[u][j] += scale * ds * q[t][j]
+			}
+		}
+	}
+	return dq, dk, dv
+}
+
+// TestAttentionBlocks covers the query blocking of the CPU kernels (one
+// block exactly, several with a ragged last one, a block of one query)
+// and the (batch, head) pairs spread over workers, against the float64
+// reference and its closed-form backward.
+func TestAttentionBlocks(t *testing.T) {
+	for _, s := range []device.AttentionShape{
+		{Batch: 1, Seq: 64, Heads: 1, HeadDim: 32},
+		{Batch: 2, Seq: 150, Heads: 2, HeadDim: 24},
+		{Batch: 1, Seq: 129, Heads: 3, HeadDim: 64},
+	} {
+		name := fmt.Sprintf("%+v", s)
+		scale := 1 / math.Sqrt(float64(s.HeadDim))
+		n := s.Batch * s.Seq * s.Heads * s.HeadDim
+		r := newRand(uint64(n))
+		q, k, v, dout := randSlice(r, n, 1), randSlice(r, n, 1), randSlice(r, n, 1), randSlice(r, n, 1)
+		q64, k64, v64, g64 := f64(q), f64(k), f64(v), f64(dout)
+		want := map[string][]float64{"out": make([]float64, n), "dq": make([]float64, n), "dk": make([]float64, n), "dv": make([]float64, n)}
+		wantLse := make([]float64, s.Batch*s.Heads*s.Seq)
+		for b := range s.Batch {
+			for h := range s.Heads {
+				qp, kp, vp, gp := extract(q64, s, b, h), extract(k64, s, b, h), extract(v64, s, b, h), extract(g64, s, b, h)
+				o, l := refAttentionPair(qp, kp, vp, scale)
+				copy(wantLse[(b*s.Heads+h)*s.Seq:], l)
+				dq, dk, dv := refAttentionBackwardPair(qp, kp, vp, gp, scale)
+				for name, src := range map[string][][]float64{"out": o, "dq": dq, "dk": dk, "dv": dv} {
+					dst := extract(want[name], s, b, h)
+					for t := range dst {
+						copy(dst[t], src[t])
+					}
+				}
+			}
+		}
+		out, lse := zeros(t, n), zeros(t, len(wantLse))
+		Q, K, V := buf(q), buf(k), buf(v)
+		dev.Attention(out, lse, Q, K, V, s, float32(scale))
+		tol := 2e-7 * float64(s.HeadDim+s.Seq)
+		checkClose(t, name+" out", host(out), want["out"], 0, tol)
+		checkClose(t, name+" lse", host(lse), wantLse, 2*u32, tol)
+		dq, dk, dv := buf(randSlice(r, n, 3)), buf(randSlice(r, n, 3)), buf(randSlice(r, n, 3))
+		dev.AttentionBackward(dq, dk, dv, buf(dout), Q, K, V, out, lse, s, float32(scale))
+		checkClose(t, name+" dq", host(dq), want["dq"], 0, 4*tol)
+		checkClose(t, name+" dk", host(dk), want["dk"], 0, 4*tol)
+		checkClose(t, name+" dv", host(dv), want["dv"], 0, 4*tol)
+	}
+}
+
 // TestAttentionSeq1 pins the degenerate case exactly: with one position,
 // attention returns v and lse is the single scaled score.
 func TestAttentionSeq1(t *testing.T) {

@@ -1,0 +1,173 @@
+#include "textflag.h"
+
+// STEP multiplies one k of the packed panels (a at SI: 6 floats, b at DI:
+// 16 floats) into the accumulators Y0-Y11 and advances SI and DI.
+#define STEP \
+	VMOVUPS (DI), Y12 \
+	VMOVUPS 32(DI), Y13 \
+	VBROADCASTSS (SI), Y14 \
+	VFMADD231PS Y12, Y14, Y0 \
+	VFMADD231PS Y13, Y14, Y1 \
+	VBROADCASTSS 4(SI), Y15 \
+	VFMADD231PS Y12, Y15, Y2 \
+	VFMADD231PS Y13, Y15, Y3 \
+	VBROADCASTSS 8(SI), Y14 \
+	VFMADD231PS Y12, Y14, Y4 \
+	VFMADD231PS Y13, Y14, Y5 \
+	VBROADCASTSS 12(SI), Y15 \
+	VFMADD231PS Y12, Y15, Y6 \
+	VFMADD231PS Y13, Y15, Y7 \
+	VBROADCASTSS 16(SI), Y14 \
+	VFMADD231PS Y12, Y14, Y8 \
+	VFMADD231PS Y13, Y14, Y9 \
+	VBROADCASTSS 20(SI), Y15 \
+	VFMADD231PS Y12, Y15, Y10 \
+	VFMADD231PS Y13, Y15, Y11 \
+	ADDQ $24, SI \
+	ADDQ $64, DI
+
+// LOOP runs STEP k (CX >= 1) times, four at a time, then the remainder.
+#define LOOP(l4, l1, done) \
+	MOVQ CX, BX \
+	SHRQ $2, BX \
+	ANDQ $3, CX \
+	TESTQ BX, BX \
+	JZ l1 \
+l4: \
+	STEP \
+	STEP \
+	STEP \
+	STEP \
+	DECQ BX \
+	JNZ l4 \
+	TESTQ CX, CX \
+	JZ done \
+l1: \
+	STEP \
+	DECQ CX \
+	JNZ l1 \
+done:
+
+
+// func microKernel6x16(k int, a, b, tile *float32)
+// tile[r*16 + j] = sum_l a[l*6 + r] * b[l*16 + j], r < 6, j < 16, k >= 1.
+// Row r accumulates in Y(2r) (columns 0-7) and Y(2r+1) (columns 8-15).
+TEXT ·microKernel6x16(SB), NOSPLIT, $0-32
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ tile+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+	LOOP(loop4, loop1, loopdone)
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y9, 288(DX)
+	VMOVUPS Y10, 320(DX)
+	VMOVUPS Y11, 352(DX)
+	VZEROUPPER
+	RET
+
+// func microKernel6x16C(k int, a, b, c *float32, ldc int, alpha, beta float32)
+// As microKernel6x16, but the 6 x 16 result goes straight into C (row
+// pitch ldc elements): C = alpha tile + beta C, C not read when beta == 0.
+TEXT ·microKernel6x16C(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+	LOOP(loopc4, loopc1, loopcdone)
+
+	VBROADCASTSS alpha+40(FP), Y14
+	VMULPS Y14, Y0, Y0
+	VMULPS Y14, Y1, Y1
+	VMULPS Y14, Y2, Y2
+	VMULPS Y14, Y3, Y3
+	VMULPS Y14, Y4, Y4
+	VMULPS Y14, Y5, Y5
+	VMULPS Y14, Y6, Y6
+	VMULPS Y14, Y7, Y7
+	VMULPS Y14, Y8, Y8
+	VMULPS Y14, Y9, Y9
+	VMULPS Y14, Y10, Y10
+	VMULPS Y14, Y11, Y11
+
+	MOVSS   beta+44(FP), X15
+	VXORPS  X13, X13, X13
+	UCOMISS X13, X15
+	JEQ     store
+
+	VBROADCASTSS beta+44(FP), Y15
+	MOVQ DX, R9
+	VFMADD231PS (R9), Y15, Y0
+	VFMADD231PS 32(R9), Y15, Y1
+	ADDQ R8, R9
+	VFMADD231PS (R9), Y15, Y2
+	VFMADD231PS 32(R9), Y15, Y3
+	ADDQ R8, R9
+	VFMADD231PS (R9), Y15, Y4
+	VFMADD231PS 32(R9), Y15, Y5
+	ADDQ R8, R9
+	VFMADD231PS (R9), Y15, Y6
+	VFMADD231PS 32(R9), Y15, Y7
+	ADDQ R8, R9
+	VFMADD231PS (R9), Y15, Y8
+	VFMADD231PS 32(R9), Y15, Y9
+	ADDQ R8, R9
+	VFMADD231PS (R9), Y15, Y10
+	VFMADD231PS 32(R9), Y15, Y11
+
+store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RET
