@@ -49,47 +49,11 @@ l1: \
 done:
 
 
-// func microKernel6x16(k int, a, b, tile *float32)
-// tile[r*16 + j] = sum_l a[l*6 + r] * b[l*16 + j], r < 6, j < 16, k >= 1.
-// Row r accumulates in Y(2r) (columns 0-7) and Y(2r+1) (columns 8-15).
-TEXT ·microKernel6x16(SB), NOSPLIT, $0-32
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ tile+24(FP), DX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-	LOOP(loop4, loop1, loopdone)
-
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	VMOVUPS Y4, 128(DX)
-	VMOVUPS Y5, 160(DX)
-	VMOVUPS Y6, 192(DX)
-	VMOVUPS Y7, 224(DX)
-	VMOVUPS Y8, 256(DX)
-	VMOVUPS Y9, 288(DX)
-	VMOVUPS Y10, 320(DX)
-	VMOVUPS Y11, 352(DX)
-	VZEROUPPER
-	RET
-
 // func microKernel6x16C(k int, a, b, c *float32, ldc int, alpha, beta float32)
-// As microKernel6x16, but the 6 x 16 result goes straight into C (row
-// pitch ldc elements): C = alpha tile + beta C, C not read when beta == 0.
+// C = alpha A B + beta C for a 6 x 16 block of C (row pitch ldc elements),
+// A B = sum_l a[l*6 + r] * b[l*16 + j] over k >= 1 packed steps; C is not
+// read when beta == 0. Row r accumulates in Y(2r) (columns 0-7) and
+// Y(2r+1) (columns 8-15).
 TEXT ·microKernel6x16C(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
