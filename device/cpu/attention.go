@@ -129,11 +129,11 @@ func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 		for i0 := 0; i0 < T; i0 += attnBlock {
 			i1 := min(i0+attnBlock, T)
 			n := i1 - i0
-			// Each block adds into the keys 0..i1-1 it sees; the first
-			// product into a key's rows overwrites them (beta 0): keys
-			// i0..i1-1 are first seen by this block.
+			// Each block adds into the dK and dV rows of the keys
+			// 0..i1-1 it sees; keys i0..i1-1 are first seen by this
+			// block, so their rows are cleared just before.
 			blockProbs(g, p, qv[off:], kv[off:], s, i0, i1, scale, lseRow, nil)
-			// dV[0:i1] += P^T dO (the new keys i0..i1-1 start from zero).
+			// dV[0:i1] += P^T dO
 			clearRows(dvv[off+i0*W:], n, D, W)
 			g.gemm(true, false, i1, D, n, 1, p[i0*T:], T, gv[off+i0*W:], W, 1, dvv[off:], W)
 			// dP = dO V^T
