@@ -2,6 +2,7 @@ package cudaemu
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,9 @@ extern "C" __global__ void t_args(double* out, char c, int i, long long l, float
     out[0] = c; out[1] = i; out[2] = (double)l; out[3] = f; out[4] = d;
     out[5] = p[1]; out[6] = h; out[7] = f2; out[8] = (double)l2;
 }
+
+// Which fiber switch the module was built with (1: x86-64 assembly).
+extern "C" __global__ void t_switch(int* out) { out[0] = EMU_FAST_SWITCH; }
 
 extern "C" __global__ void t_deadlock(float* x) {
     if (threadIdx.x < 16) x[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
@@ -174,19 +178,23 @@ func (e *emu) compile(t *testing.T, src string, opts ...string) ([]byte, string)
 	return img, string(log)
 }
 
-var testImage []byte // testKernels compiled, shared by the tests
+// testImages holds testKernels compiled, by EMU_CXXFLAGS.
+var testImages = map[string][]byte{}
 
-// module compiles testKernels (once per process) and loads it.
+// module compiles testKernels (once per process and EMU_CXXFLAGS) and
+// loads it.
 func (e *emu) module(t *testing.T) uintptr {
 	t.Helper()
-	if testImage == nil {
-		img, log := e.compile(t, testKernels, "--gpu-architecture=sm_90", "--std=c++17")
+	flags := os.Getenv("EMU_CXXFLAGS")
+	img := testImages[flags]
+	if img == nil {
+		var log string
+		img, log = e.compile(t, testKernels, "--gpu-architecture=sm_90", "--std=c++17")
 		if img == nil {
 			t.Fatalf("compile: %s", log)
 		}
-		testImage = img
+		testImages[flags] = img
 	}
-	img := testImage
 	var mod uintptr
 	if r := e.cuModuleLoadData(&mod, unsafe.Pointer(&img[0])); r != 0 {
 		t.Fatalf("cuModuleLoadData = %d", r)
@@ -253,7 +261,10 @@ func TestIndices(t *testing.T) {
 
 func TestBarriers(t *testing.T) {
 	e := open(t)
-	mod := e.module(t)
+	checkBarriers(t, e, e.module(t))
+}
+
+func checkBarriers(t *testing.T, e *emu, mod uintptr) {
 	x := make([]float32, 3*256)
 	for i := range x {
 		x[i] = float32(i)
@@ -289,7 +300,10 @@ func TestBarriers(t *testing.T) {
 
 func TestShuffles(t *testing.T) {
 	e := open(t)
-	mod := e.module(t)
+	checkShuffles(t, e, e.module(t))
+}
+
+func checkShuffles(t *testing.T, e *emu, mod uintptr) {
 	out, outd := e.alloc(t, 4*192), e.alloc(t, 8*64)
 	if r := e.launch(t, mod, "t_shuffle", [3]uint32{1, 1, 1}, [3]uint32{64, 1, 1}, out, outd); r != 0 {
 		t.Fatalf("t_shuffle: %d %s", r, e.lastError())
@@ -395,5 +409,30 @@ func TestGemm(t *testing.T) {
 		if v != want[i] {
 			t.Errorf("C[%d] = %v, want %v", i, v, want[i])
 		}
+	}
+}
+
+// TestPortableFiberSwitch builds the kernels with -DEMU_UCONTEXT, the
+// swapcontext fibers used off x86-64, and runs the barrier and shuffle
+// checks on them.
+func TestPortableFiberSwitch(t *testing.T) {
+	e := open(t)
+	for _, c := range []struct {
+		flags string
+		want  int32
+	}{{"-DEMU_UCONTEXT", 0}, {"", fastSwitch}} {
+		t.Setenv("EMU_CXXFLAGS", c.flags)
+		mod := e.module(t)
+		out := e.alloc(t, 4)
+		if r := e.launch(t, mod, "t_switch", [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, out); r != 0 {
+			t.Fatalf("t_switch: %d %s", r, e.lastError())
+		}
+		var got int32
+		e.cuMemcpyDtoH(unsafe.Pointer(&got), out, 4, 0)
+		if got != c.want {
+			t.Fatalf("EMU_CXXFLAGS=%q: EMU_FAST_SWITCH = %d, want %d", c.flags, got, c.want)
+		}
+		checkBarriers(t, e, mod)
+		checkShuffles(t, e, mod)
 	}
 }

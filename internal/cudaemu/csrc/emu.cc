@@ -411,7 +411,8 @@ static std::vector<std::string> kernel_names(const std::string& pre) {
 }
 
 // nvrtcCompileProgram checks the options the backend passes and builds the
-// program with g++ (EMU_CXX overrides): a scan pass lists the kernels, then
+// program with g++ (EMU_CXX overrides; EMU_CXXFLAGS adds flags, such as
+// -DEMU_UCONTEXT for the portable fiber switch): a scan pass lists the kernels, then
 // each gets an exported launcher emu_kernel_NAME.
 EXPORT int nvrtcCompileProgram(uintptr_t prog, int n, const char** opts) {
     Program* p = (Program*)prog;
@@ -429,6 +430,7 @@ EXPORT int nvrtcCompileProgram(uintptr_t prog, int n, const char** opts) {
         return NVRTC_INVALID_OPTION;
     }
     const char* cxx = getenv("EMU_CXX") ? getenv("EMU_CXX") : "g++";
+    std::string extra = getenv("EMU_CXXFLAGS") ? std::string(" ") + getenv("EMU_CXXFLAGS") + " " : " ";
     char dir[] = "/tmp/hilbert-emu-nvrtc-XXXXXX";
     if (!mkdtemp(dir)) return NVRTC_OUT_OF_MEMORY;
     std::string d = dir, src = d + "/kernels.cu", full = d + "/module.cc", pre = d + "/scan.ii", so = d + "/module.so";
@@ -453,7 +455,7 @@ EXPORT int nvrtcCompileProgram(uintptr_t prog, int n, const char** opts) {
                     ", dims, params, msg, msglen); }\n";
         if (!spill(full, unit)) goto out;
     }
-    if (!sh(std::string(cxx) + " -std=c++17 -O2 -g0 -fPIC -shared -fvisibility=hidden -Wno-unknown-pragmas " + inc +
+    if (!sh(std::string(cxx) + " -std=c++17 -O2 -g0 -fPIC -shared -fvisibility=hidden -Wno-unknown-pragmas" + extra + inc +
                 " -o " + so + " " + full,
             &p->log))
         goto out;

@@ -1,0 +1,4 @@
+package cudaemu
+
+// fastSwitch is EMU_FAST_SWITCH by default on this architecture.
+const fastSwitch = 1
