@@ -31,6 +31,19 @@ func TestEmulator(t *testing.T) {
 	runSuites(t, g)
 }
 
+// TestEmulatorReverseSchedule runs the suites again with every scheduling
+// pass of the emulator going from the last thread to the first: a race
+// between threads of a block that the forward order hides (a read of
+// shared memory another thread writes before the next barrier) changes
+// the results under one of the two orders.
+func TestEmulatorReverseSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestEmulator covers the forward order")
+	}
+	t.Setenv("EMU_SCHEDULE", "reverse")
+	runSuites(t, newEmuDevice(t))
+}
+
 func TestEmulatorEnvNames(t *testing.T) {
 	if cudaemu.LibDirEnv != LibDirEnv || cudaemu.CacheDirEnv != CacheDirEnv {
 		t.Fatalf("cudaemu uses %s/%s, cuda %s/%s", cudaemu.LibDirEnv, cudaemu.CacheDirEnv, LibDirEnv, CacheDirEnv)

@@ -68,6 +68,14 @@ extern "C" __global__ void t_args(double* out, char c, int i, long long l, float
     out[5] = p[1]; out[6] = h; out[7] = f2; out[8] = (double)l2;
 }
 
+// A race: each thread reads its neighbour's shared slot with no barrier
+// after the writes.
+extern "C" __global__ void t_racy(float* x) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[threadIdx.x];
+    x[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+
 // Which fiber switch the module was built with (1: x86-64 assembly).
 extern "C" __global__ void t_switch(int* out) { out[0] = EMU_FAST_SWITCH; }
 
@@ -434,5 +442,42 @@ func TestPortableFiberSwitch(t *testing.T) {
 		}
 		checkBarriers(t, e, mod)
 		checkShuffles(t, e, mod)
+	}
+}
+
+// TestReverseScheduleExposesRaces: a kernel that races between barriers
+// gives different results in the forward and the reverse thread order
+// (EMU_SCHEDULE=reverse), which is how the backend's tests look for races.
+func TestReverseScheduleExposesRaces(t *testing.T) {
+	e := open(t)
+	mod := e.module(t)
+	run := func(schedule string) []float32 {
+		t.Setenv("EMU_SCHEDULE", schedule)
+		x := make([]float32, 64)
+		for i := range x {
+			x[i] = float32(i + 1)
+		}
+		p := e.alloc(t, 4*64)
+		putFloats(e, p, x)
+		if r := e.launch(t, mod, "t_racy", [3]uint32{1, 1, 1}, [3]uint32{64, 1, 1}, p); r != 0 {
+			t.Fatalf("t_racy: %d %s", r, e.lastError())
+		}
+		return getFloats(e, p, 64)
+	}
+	fwd, rev := run(""), run("reverse")
+	differ := 0
+	for i := range fwd {
+		if fwd[i] != rev[i] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatalf("the racy kernel gave the same result in both orders: %v", fwd)
+	}
+	// Reversed, every thread but the last reads a slot already written.
+	for i := 0; i < 63; i++ {
+		if rev[i] != float32(i+2) {
+			t.Fatalf("reverse order: x[%d] = %v, want %v", i, rev[i], i+2)
+		}
 	}
 }

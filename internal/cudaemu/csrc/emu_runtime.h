@@ -3,6 +3,7 @@
 // first in every translation unit it compiles.
 //
 // Model: a launch runs its blocks one after another on the calling thread.
+// (Threads run in index order, or the reverse with EMU_SCHEDULE=reverse.)
 // Each CUDA thread of a block is a fiber (ucontext) with its own stack; a
 // fiber runs until it reaches __syncthreads, a warp shuffle or its end, and
 // then yields to the block scheduler. The scheduler releases a barrier when
@@ -230,6 +231,12 @@ static bool release_warps() {
     return any;
 }
 
+// reverse runs the threads of each scheduling pass last to first
+// (EMU_SCHEDULE=reverse, read at each launch). A kernel whose threads race
+// between two barriers (one reads what another writes) gives different
+// results under the two orders, which the tests compare.
+static bool reverse;
+
 // run_block runs every thread of the current block to its end.
 static bool run_block() {
     for (unsigned i = 0; i < nthreads; i++) {
@@ -240,7 +247,8 @@ static bool run_block() {
     }
     for (;;) {
         bool ran = false;
-        for (unsigned i = 0; i < nthreads; i++) {
+        for (unsigned n = 0; n < nthreads; n++) {
+            unsigned i = reverse ? nthreads - 1 - n : n;
             Thread& t = threads[i];
             if (t.state != RUNNABLE) continue;
             current = &t;
@@ -298,6 +306,8 @@ static int run(const unsigned* dims, void (*fn)(void*), void* arg, char* msg, in
         stacks = (char*)p;
     }
     error[0] = 0;
+    const char* sched = getenv("EMU_SCHEDULE");
+    reverse = sched != nullptr && strcmp(sched, "reverse") == 0;
     body = fn;
     body_arg = arg;
     nthreads = (unsigned)n;
