@@ -8,10 +8,12 @@
 // What it checks: the kernels' indexing, reductions, barriers and warp
 // shuffles (a deadlock or a divergent __syncthreads fails the launch),
 // launch configurations against the driver's limits, argument passing, and
-// reads of memory no kernel wrote (fresh allocations are NaN bytes). What
-// it cannot check: speed, races between threads of a block (they run one
-// at a time), NVRTC-only compile errors, register and shared-memory limits.
-// It is for tests only; a real GPU run is still needed.
+// reads of memory no kernel wrote (fresh allocations are NaN bytes). Races
+// between threads of a block show when a test runs both thread orders
+// (EMU_SCHEDULE=reverse) and compares; a race that both orders happen to
+// get right goes unseen. What it cannot check: speed, NVRTC-only compile
+// errors, register and shared-memory limits. It is for tests only; a real
+// GPU run is still needed.
 package cudaemu
 
 import (
