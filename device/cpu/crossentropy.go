@@ -78,8 +78,9 @@ func (d *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, 
 	})
 }
 
+// scaleInPlace multiplies x by s (AVX2 for the bulk where available).
 func scaleInPlace(x []float32, s float32) {
-	for i := range x {
+	for i := scaleFast(x, s); i < len(x); i++ {
 		x[i] *= s
 	}
 }

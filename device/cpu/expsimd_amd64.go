@@ -41,3 +41,20 @@ func rowMaxFast(z []float32) (m float32, done int, ok bool) {
 	}
 	return max8(&z[0], n), n, true
 }
+
+// scale8 multiplies n (a multiple of 8) floats by s in place.
+// Implemented in expsimd_amd64.s.
+//
+//go:noescape
+func scale8(x *float32, n int, s float32)
+
+// scaleFast scales the longest multiple of 8 elements and returns how many
+// it did (0 without AVX2).
+func scaleFast(x []float32, s float32) int {
+	n := len(x) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0
+	}
+	scale8(&x[0], n, s)
+	return n
+}

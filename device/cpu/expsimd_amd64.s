@@ -126,3 +126,23 @@ mret:
 	MOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func scale8(x *float32, n int, s float32)
+// x[i] *= s for n (a multiple of 8) elements.
+TEXT ·scale8(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS s+16(FP), Y1
+	XORQ AX, AX
+
+sloop:
+	CMPQ AX, CX
+	JGE sdone
+	VMULPS (SI)(AX*4), Y1, Y0
+	VMOVUPS Y0, (SI)(AX*4)
+	ADDQ $8, AX
+	JMP sloop
+
+sdone:
+	VZEROUPPER
+	RET

@@ -10,3 +10,6 @@ func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) 
 
 // rowMaxFast has no vector kernel on this architecture.
 func rowMaxFast(z []float32) (m float32, done int, ok bool) { return 0, 0, false }
+
+// scaleFast has no vector kernel on this architecture.
+func scaleFast(x []float32, s float32) int { return 0 }

@@ -115,3 +115,27 @@ func TestRowMaxVectorAndScalarAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleInPlaceVector: the AVX2 bulk and the scalar tail give the
+// products bit for bit (one rounding each), for every length around the
+// vector width.
+func TestScaleInPlaceVector(t *testing.T) {
+	for n := range 41 {
+		for _, s := range []float32{0.3, -2, 0} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i)*1.37 - 20
+			}
+			want := make([]float32, n)
+			for i := range x {
+				want[i] = x[i] * s
+			}
+			scaleInPlace(x, s)
+			for i := range x {
+				if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n %d s %v: x[%d] = %v, want %v", n, s, i, x[i], want[i])
+				}
+			}
+		}
+	}
+}
