@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -14,7 +13,7 @@ import (
 // pair, queries go in blocks of attnBlock rows and a block only meets the
 // keys the causal mask lets it see, so the products do about half the
 // work of full Seq x Seq ones (5/8 of it at Seq 256). Memory beyond the
-// inputs is two Seq x Seq scratch matrices per worker, reused across calls.
+// inputs is two Seq x Seq scratch matrices per worker, recycled across calls.
 //
 // The products use smallGemm, not Sgemm: OpenBLAS's OpenMP build returns
 // wrong results now and then when two threads call it at once, and its
@@ -23,56 +22,29 @@ import (
 // attnBlock is the query rows of one block.
 const attnBlock = 64
 
-var attnScratch struct {
-	sync.Mutex
-	bufs  [][]float32 // 2 per worker
-	gemms []*smallGemm
+// attnWorker is one worker's GEMM and two Seq x Seq scratch matrices.
+type attnWorker struct {
+	g     smallGemm
+	p, dp []float32
 }
 
-// attentionScratch returns two Seq x Seq scratch matrices for each of
-// workers; the caller holds the lock.
-func attentionScratch(workers, seq int) [][]float32 {
-	n := seq * seq
-	for len(attnScratch.bufs) < 2*workers {
-		attnScratch.bufs = append(attnScratch.bufs, nil)
-	}
-	for i := range 2 * workers {
-		if cap(attnScratch.bufs[i]) < n {
-			attnScratch.bufs[i] = make([]float32, n)
+// attnWorkers recycles workers across calls, so that a warm step does not
+// allocate.
+var attnWorkers = sync.Pool{New: func() any { return new(attnWorker) }}
+
+// forEachPair calls body(w, bh) for every pair bh in [0, pairs), the pairs
+// split over Threads() workers, each with its own attnWorker w (scratch of
+// Seq x Seq). A pair is computed by one worker from start to end, so
+// results do not depend on the scheduling.
+func forEachPair(pairs, seq int, body func(w *attnWorker, bh int)) {
+	parallelFor(pairs, 1, func(lo, hi int) {
+		w := attnWorkers.Get().(*attnWorker)
+		defer attnWorkers.Put(w)
+		w.p, w.dp = growFloats(w.p, seq*seq), growFloats(w.dp, seq*seq)
+		for bh := lo; bh < hi; bh++ {
+			body(w, bh)
 		}
-		attnScratch.bufs[i] = attnScratch.bufs[i][:n]
-	}
-	return attnScratch.bufs[:2*workers]
-}
-
-// forEachPair calls body(g, p, dp, bh) for every pair bh in [0, pairs)
-// on up to Threads() workers, each with its own GEMM g and scratch
-// matrices p and dp. A pair is computed by one worker from start to end,
-// so results do not depend on the scheduling.
-func forEachPair(pairs, seq int, body func(g *smallGemm, p, dp []float32, bh int)) {
-	workers := max(1, min(Threads(), pairs))
-	attnScratch.Lock()
-	defer attnScratch.Unlock()
-	scr := attentionScratch(workers, seq)
-	for len(attnScratch.gemms) < workers {
-		attnScratch.gemms = append(attnScratch.gemms, new(smallGemm))
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func(g *smallGemm, p, dp []float32) {
-			defer wg.Done()
-			for {
-				bh := int(next.Add(1) - 1)
-				if bh >= pairs {
-					return
-				}
-				body(g, p, dp, bh)
-			}
-		}(attnScratch.gemms[w], scr[2*w], scr[2*w+1])
-	}
-	wg.Wait()
+	})
 }
 
 // pairOffset returns the offset of head h of batch b in a [B,T,H,D] tensor.
@@ -105,7 +77,8 @@ func blockProbs(g *smallGemm, p, q, k []float32, s device.AttentionShape, i0, i1
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
 	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
-	forEachPair(s.Batch*s.Heads, T, func(g *smallGemm, p, _ []float32, bh int) {
+	forEachPair(s.Batch*s.Heads, T, func(w *attnWorker, bh int) {
+		g, p := &w.g, w.p
 		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
 		lseRow := lv[bh*T : (bh+1)*T]
 		for i0 := 0; i0 < T; i0 += attnBlock {
@@ -123,7 +96,8 @@ func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
 	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
 	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
-	forEachPair(s.Batch*s.Heads, T, func(g *smallGemm, p, dp []float32, bh int) {
+	forEachPair(s.Batch*s.Heads, T, func(w *attnWorker, bh int) {
+		g, p, dp := &w.g, w.p, w.dp
 		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
 		lseRow := lv[bh*T : (bh+1)*T]
 		for i0 := 0; i0 < T; i0 += attnBlock {
