@@ -53,18 +53,11 @@ type Libraries struct {
 // says what was searched.
 func New(ordinal int) (*Device, error) {
 	dirs := searchDirs()
-	drv, err := loadDriver(dirs)
+	drv, count, err := startDriver(dirs)
 	if err != nil {
 		return nil, err
 	}
-	if r := drv.cuInit(0); r != cudaSuccess {
-		return nil, fmt.Errorf("no usable CUDA device (driver %s): %w", drv.lib.path, drv.check("cuInit", r))
-	}
-	var count int32
-	if err := drv.check("cuDeviceGetCount", drv.cuDeviceGetCount(&count)); err != nil {
-		return nil, err
-	}
-	if ordinal < 0 || int(count) <= ordinal {
+	if ordinal < 0 || count <= ordinal {
 		return nil, fmt.Errorf("cuda: device %d requested, %d present (driver %s)", ordinal, count, drv.lib.path)
 	}
 	blas, err := loadCublas(dirs)
@@ -89,18 +82,25 @@ func New(ordinal int) (*Device, error) {
 // Count returns the number of CUDA devices, or an error that says what was
 // searched when the driver is missing or finds no device.
 func Count() (int, error) {
-	drv, err := loadDriver(searchDirs())
+	_, count, err := startDriver(searchDirs())
+	return count, err
+}
+
+// startDriver loads the driver from dirs, initialises it and counts the
+// devices.
+func startDriver(dirs []string) (*driverAPI, int, error) {
+	drv, err := loadDriver(dirs)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if r := drv.cuInit(0); r != cudaSuccess {
-		return 0, fmt.Errorf("no usable CUDA device (driver %s): %w", drv.lib.path, drv.check("cuInit", r))
+		return nil, 0, fmt.Errorf("no usable CUDA device (driver %s): %w", drv.lib.path, drv.check("cuInit", r))
 	}
 	var count int32
 	if err := drv.check("cuDeviceGetCount", drv.cuDeviceGetCount(&count)); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	return int(count), nil
+	return drv, int(count), nil
 }
 
 // open does the driver work of New on a locked OS thread.
