@@ -8,6 +8,12 @@
 #define ATT_BQ 64  // queries (threads) per forward / dq block
 #define ATT_BK 32  // keys per shared tile
 
+// head_base is the offset of head h of batch b (bh = b H + h) in a
+// [B, T, H, D] tensor.
+__device__ __forceinline__ i64 head_base(int bh, int T, int H, int D) {
+    return (i64)(bh / H) * T * H * D + (i64)(bh % H) * D;
+}
+
 // load_rows copies rows r0 .. r0+n-1 of two head slices (row stride rs from
 // base) into shared tiles, the first scaled by sa, zeros past row T. The
 // block's threads share the work.
@@ -26,10 +32,9 @@ __device__ void attn_fwd(float* out, float* lse, const float* q, const float* k,
                          int T, int H, float scale) {
     __shared__ float Ks[ATT_BK][D];
     __shared__ float Vs[ATT_BK][D];
-    int bh = blockIdx.y, b = bh / H, h = bh % H;
+    int bh = blockIdx.y;  // b * H + h
     int q0 = blockIdx.x * ATT_BQ, i = q0 + threadIdx.x;
-    i64 rs = (i64)H * D;
-    i64 base = (i64)b * T * rs + (i64)h * D;
+    i64 rs = (i64)H * D, base = head_base(bh, T, H, D);
     float qr[D], o[D];
 #pragma unroll
     for (int d = 0; d < D; d++) {
@@ -80,10 +85,9 @@ __device__ void attn_bwd_dq(float* dq, const float* dout, const float* q, const 
                             const float* out, const float* lse, int T, int H, float scale) {
     __shared__ float Ks[ATT_BK][D];
     __shared__ float Vs[ATT_BK][D];
-    int bh = blockIdx.y, b = bh / H, h = bh % H;
+    int bh = blockIdx.y;  // b * H + h
     int q0 = blockIdx.x * ATT_BQ, i = q0 + threadIdx.x;
-    i64 rs = (i64)H * D;
-    i64 base = (i64)b * T * rs + (i64)h * D;
+    i64 rs = (i64)H * D, base = head_base(bh, T, H, D);
     float qr[D], g[D], acc[D];
     float delta = 0.0f, L = 0.0f;
 #pragma unroll
@@ -129,10 +133,9 @@ __device__ void attn_bwd_dkdv(float* dk, float* dv, const float* dout, const flo
     __shared__ float Qs[BQT][D];
     __shared__ float Gs[BQT][D];
     __shared__ float Ls[BQT], Ds[BQT];
-    int bh = blockIdx.y, b = bh / H, h = bh % H;
+    int bh = blockIdx.y;  // b * H + h
     int k0 = blockIdx.x * ATT_BK, j = k0 + threadIdx.x;
-    i64 rs = (i64)H * D;
-    i64 base = (i64)b * T * rs + (i64)h * D;
+    i64 rs = (i64)H * D, base = head_base(bh, T, H, D);
     load_rows<D, D + 1>(Ks, Vs, k, v, 1.0f, base, rs, k0, ATT_BK, T);
     float dka[D], dva[D];
 #pragma unroll
