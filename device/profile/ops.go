@@ -7,60 +7,76 @@ import (
 )
 
 // The timed methods: each runs the wrapped device's method between start
-// and stop.
+// and stop; the details are formatted only while recording.
 
-func rowsCols(rows, cols int) func() string {
-	return func() string { return fmt.Sprintf("%d x %d", rows, cols) }
+func rowsCols(rows, cols int) string { return fmt.Sprintf("%d x %d", rows, cols) }
+
+func length(b device.Buffer) string { return fmt.Sprintf("n %d %s", b.Len(), b.DType()) }
+
+func attention(s device.AttentionShape) string {
+	return fmt.Sprintf("B%d T%d H%d D%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
 }
 
-func length(b device.Buffer) func() string {
-	return func() string { return fmt.Sprintf("n %d %s", b.Len(), b.DType()) }
-}
-
-func attention(s device.AttentionShape) func() string {
-	return func() string { return fmt.Sprintf("B%d T%d H%d D%d", s.Batch, s.Seq, s.Heads, s.HeadDim) }
+// tr names a transpose flag.
+func tr(t bool) string {
+	if t {
+		return "T"
+	}
+	return "N"
 }
 
 // CopyFromHost is timed as "CopyFromHost".
 func (p *Device) CopyFromHost(dst device.Buffer, src []float32) {
 	t := p.start()
 	p.Device.CopyFromHost(dst, src)
-	p.stop(t, "CopyFromHost", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "CopyFromHost", "", 0)
+	}
 }
 
 // CopyToHost is timed as "CopyToHost".
 func (p *Device) CopyToHost(dst []float32, src device.Buffer) {
 	t := p.start()
 	p.Device.CopyToHost(dst, src)
-	p.stop(t, "CopyToHost", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "CopyToHost", "", 0)
+	}
 }
 
 // CopyInt32FromHost is timed as "CopyInt32FromHost".
 func (p *Device) CopyInt32FromHost(dst device.Buffer, src []int32) {
 	t := p.start()
 	p.Device.CopyInt32FromHost(dst, src)
-	p.stop(t, "CopyInt32FromHost", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "CopyInt32FromHost", "", 0)
+	}
 }
 
 // CopyInt32ToHost is timed as "CopyInt32ToHost".
 func (p *Device) CopyInt32ToHost(dst []int32, src device.Buffer) {
 	t := p.start()
 	p.Device.CopyInt32ToHost(dst, src)
-	p.stop(t, "CopyInt32ToHost", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "CopyInt32ToHost", "", 0)
+	}
 }
 
 // Copy is timed as "Copy".
 func (p *Device) Copy(dst, src device.Buffer) {
 	t := p.start()
 	p.Device.Copy(dst, src)
-	p.stop(t, "Copy", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Copy", "", 0)
+	}
 }
 
 // Cast is timed as "Cast", by destination dtype.
 func (p *Device) Cast(dst, src device.Buffer) {
 	t := p.start()
 	p.Device.Cast(dst, src)
-	p.stop(t, "Cast", func() string { return src.DType().String() + " -> " + dst.DType().String() }, 0)
+	if !t.IsZero() {
+		p.stop(t, "Cast", src.DType().String()+" -> "+dst.DType().String(), 0)
+	}
 }
 
 // Gemm is timed by shape, transposes, dtypes and batch, with 2 M N K flops
@@ -68,118 +84,140 @@ func (p *Device) Cast(dst, src device.Buffer) {
 func (p *Device) Gemm(g device.GemmArgs) {
 	t := p.start()
 	p.Device.Gemm(g)
-	batch := max(g.Batch, 1)
-	p.stop(t, "Gemm", func() string {
-		tr := func(b bool) string {
-			if b {
-				return "T"
-			}
-			return "N"
-		}
-		s := fmt.Sprintf("%dx%dx%d %s%s %s", g.M, g.N, g.K, tr(g.TransA), tr(g.TransB), g.A.DType())
+	if !t.IsZero() {
+		batch := max(g.Batch, 1)
+		detail := fmt.Sprintf("%dx%dx%d %s%s %s", g.M, g.N, g.K, tr(g.TransA), tr(g.TransB), g.A.DType())
 		if batch > 1 {
-			s += fmt.Sprintf(" x%d", batch)
+			detail += fmt.Sprintf(" x%d", batch)
 		}
-		return s
-	}, 2*float64(g.M)*float64(g.N)*float64(g.K)*float64(batch))
+		p.stop(t, "Gemm", detail, 2*float64(g.M)*float64(g.N)*float64(g.K)*float64(batch))
+	}
 }
 
 // Transpose is timed as "Transpose".
 func (p *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
 	t := p.start()
 	p.Device.Transpose(dst, src, batch, rows, cols, inner)
-	p.stop(t, "Transpose", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Transpose", "", 0)
+	}
 }
 
 // Fill is timed as "Fill".
 func (p *Device) Fill(dst device.Buffer, v float32) {
 	t := p.start()
 	p.Device.Fill(dst, v)
-	p.stop(t, "Fill", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Fill", "", 0)
+	}
 }
 
 // FillFrom is timed as "FillFrom".
 func (p *Device) FillFrom(dst, src device.Buffer, alpha float32) {
 	t := p.start()
 	p.Device.FillFrom(dst, src, alpha)
-	p.stop(t, "FillFrom", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "FillFrom", "", 0)
+	}
 }
 
 // Binary is timed by operation.
 func (p *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
 	t := p.start()
 	p.Device.Binary(op, dst, a, b)
-	p.stop(t, "Binary/"+op.String(), nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Binary/"+op.String(), "", 0)
+	}
 }
 
 // Scale is timed as "Scale".
 func (p *Device) Scale(dst, src device.Buffer, alpha float32) {
 	t := p.start()
 	p.Device.Scale(dst, src, alpha)
-	p.stop(t, "Scale", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Scale", "", 0)
+	}
 }
 
 // Axpby is timed as "Axpby".
 func (p *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	t := p.start()
 	p.Device.Axpby(dst, x, alpha, beta)
-	p.stop(t, "Axpby", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Axpby", "", 0)
+	}
 }
 
 // Reduce is timed by operation and axis.
 func (p *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
 	t := p.start()
 	p.Device.Reduce(op, axis, dst, src, rows, cols)
-	p.stop(t, fmt.Sprintf("Reduce/%s/%d", op, axis), nil, 0)
+	if !t.IsZero() {
+		p.stop(t, fmt.Sprintf("Reduce/%s/%d", op, axis), "", 0)
+	}
 }
 
 // RowScale is timed as "RowScale".
 func (p *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
 	t := p.start()
 	p.Device.RowScale(dst, src, rows, cols, alpha, eps)
-	p.stop(t, "RowScale", rowsCols(rows, cols), 0)
+	if !t.IsZero() {
+		p.stop(t, "RowScale", rowsCols(rows, cols), 0)
+	}
 }
 
 // AddRow is timed as "AddRow".
 func (p *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
 	t := p.start()
 	p.Device.AddRow(dst, v, rows, cols, alpha)
-	p.stop(t, "AddRow", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "AddRow", "", 0)
+	}
 }
 
 // PairDistanceMax is timed as "PairDistanceMax".
 func (p *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols, r0, c0 int) {
 	t := p.start()
 	p.Device.PairDistanceMax(best, arg, g, na, nb, rows, cols, r0, c0)
-	p.stop(t, "PairDistanceMax", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "PairDistanceMax", "", 0)
+	}
 }
 
 // Gather is timed as "Gather".
 func (p *Device) Gather(dst, table, idx device.Buffer, cols int) {
 	t := p.start()
 	p.Device.Gather(dst, table, idx, cols)
-	p.stop(t, "Gather", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "Gather", "", 0)
+	}
 }
 
 // ScatterAdd is timed as "ScatterAdd".
 func (p *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
 	t := p.start()
 	p.Device.ScatterAdd(dst, src, idx, cols)
-	p.stop(t, "ScatterAdd", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "ScatterAdd", "", 0)
+	}
 }
 
 // RMSNorm is timed by shape.
 func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
 	t := p.start()
 	p.Device.RMSNorm(out, rstd, x, rows, cols, eps)
-	p.stop(t, "RMSNorm", rowsCols(rows, cols), 0)
+	if !t.IsZero() {
+		p.stop(t, "RMSNorm", rowsCols(rows, cols), 0)
+	}
 }
 
 // RMSNormBackward is timed by shape.
 func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
 	t := p.start()
 	p.Device.RMSNormBackward(dx, dy, x, rstd, rows, cols)
-	p.stop(t, "RMSNormBackward", rowsCols(rows, cols), 0)
+	if !t.IsZero() {
+		p.stop(t, "RMSNormBackward", rowsCols(rows, cols), 0)
+	}
 }
 
 // RoPE is timed by direction.
@@ -190,61 +228,79 @@ func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, i
 	if inverse {
 		name = "RoPE/inverse"
 	}
-	p.stop(t, name, attention(s), 0)
+	if !t.IsZero() {
+		p.stop(t, name, attention(s), 0)
+	}
 }
 
 // SwiGLU is timed by length.
 func (p *Device) SwiGLU(out, a, b device.Buffer) {
 	t := p.start()
 	p.Device.SwiGLU(out, a, b)
-	p.stop(t, "SwiGLU", length(out), 0)
+	if !t.IsZero() {
+		p.stop(t, "SwiGLU", length(out), 0)
+	}
 }
 
 // SwiGLUBackward is timed by length.
 func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	t := p.start()
 	p.Device.SwiGLUBackward(da, db, dout, a, b)
-	p.stop(t, "SwiGLUBackward", length(dout), 0)
+	if !t.IsZero() {
+		p.stop(t, "SwiGLUBackward", length(dout), 0)
+	}
 }
 
 // Attention is timed by shape.
 func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
 	p.Device.Attention(out, lse, q, k, v, s, scale)
-	p.stop(t, "Attention", attention(s), 0)
+	if !t.IsZero() {
+		p.stop(t, "Attention", attention(s), 0)
+	}
 }
 
 // AttentionBackward is timed by shape.
 func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
 	p.Device.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
-	p.stop(t, "AttentionBackward", attention(s), 0)
+	if !t.IsZero() {
+		p.stop(t, "AttentionBackward", attention(s), 0)
+	}
 }
 
 // CrossEntropy is timed by shape.
 func (p *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
 	t := p.start()
 	p.Device.CrossEntropy(loss, lse, logits, targets, rows, vocab)
-	p.stop(t, "CrossEntropy", rowsCols(rows, vocab), 0)
+	if !t.IsZero() {
+		p.stop(t, "CrossEntropy", rowsCols(rows, vocab), 0)
+	}
 }
 
 // CrossEntropyBackward is timed by shape.
 func (p *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
 	t := p.start()
 	p.Device.CrossEntropyBackward(dlogits, dloss, logits, lse, targets, rows, vocab)
-	p.stop(t, "CrossEntropyBackward", rowsCols(rows, vocab), 0)
+	if !t.IsZero() {
+		p.stop(t, "CrossEntropyBackward", rowsCols(rows, vocab), 0)
+	}
 }
 
 // CrossEntropyWithGrad is timed by shape.
 func (p *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
 	t := p.start()
 	p.Device.CrossEntropyWithGrad(loss, lse, logits, targets, rows, vocab, gradScale)
-	p.stop(t, "CrossEntropyWithGrad", rowsCols(rows, vocab), 0)
+	if !t.IsZero() {
+		p.stop(t, "CrossEntropyWithGrad", rowsCols(rows, vocab), 0)
+	}
 }
 
 // AdamWStep is timed as "AdamWStep".
 func (p *Device) AdamWStep(pm, g, m, v, step device.Buffer, h device.AdamW) {
 	t := p.start()
 	p.Device.AdamWStep(pm, g, m, v, step, h)
-	p.stop(t, "AdamWStep", nil, 0)
+	if !t.IsZero() {
+		p.stop(t, "AdamWStep", "", 0)
+	}
 }

@@ -9,6 +9,7 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -89,8 +90,8 @@ func (p *Device) Ops() []Op {
 		out = append(out, *o)
 	}
 	slices.SortFunc(out, func(a, b Op) int {
-		if a.Time != b.Time {
-			return int(b.Time - a.Time)
+		if c := cmp.Compare(b.Time, a.Time); c != 0 {
+			return c
 		}
 		return strings.Compare(a.Name+a.Detail, b.Name+b.Detail)
 	})
@@ -109,18 +110,12 @@ func (p *Device) start() time.Time {
 	return time.Now()
 }
 
-// stop waits for the call started at t0 and charges it to (name, detail).
-// detail is a function so that nothing is formatted when not recording.
-func (p *Device) stop(t0 time.Time, name string, detail func() string, flops float64) {
-	if t0.IsZero() {
-		return
-	}
+// stop waits for the call started at t0 (a recording start) and charges
+// it to (name, detail).
+func (p *Device) stop(t0 time.Time, name, detail string, flops float64) {
 	_ = p.Device.Synchronize() // errors stay sticky for the caller's Synchronize
 	dt := time.Since(t0)
-	k := key{name: name}
-	if detail != nil {
-		k.detail = detail()
-	}
+	k := key{name: name, detail: detail}
 	p.mu.Lock()
 	o := p.ops[k]
 	if o == nil {
