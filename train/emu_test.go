@@ -1,9 +1,7 @@
 package train
 
 import (
-	"context"
 	"math"
-	"reflect"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -41,19 +39,11 @@ func TestEmulatedCUDATrainingMatchesCPU(t *testing.T) {
 		cfg := tinyConfig(t, t.TempDir(), shards, val)
 		cfg.Head, cfg.Autocast = head, autocast
 		cfg.Steps, cfg.ValEvery, cfg.DiagEvery, cfg.CheckpointEvery = 6, 3, 3, 0
-		tr, err := New(dev, cfg)
+		tr, err := runToEndOn(t, dev, cfg, false, 0)
 		if err != nil {
-			t.Fatal(err)
-		}
-		defer tr.Close()
-		var hist []Record
-		if err := tr.Run(context.Background(), func(_ *Trainer, r Record) error {
-			hist = append(hist, r)
-			return nil
-		}); err != nil {
 			t.Fatalf("%s %s on %s: %v", head, autocast, dev.Name(), err)
 		}
-		return hist
+		return tr.History()
 	}
 	close := func(what string, step int, got, want, tol float64) {
 		t.Helper()
@@ -106,24 +96,7 @@ func TestEmulatedCUDAResume(t *testing.T) {
 	g := emulatedCUDA(t)
 	shards, val := writeTinyShards(t, t.TempDir())
 	run := func(cfg Config, resume bool, stopAfter int) ([]Record, error) {
-		tr, err := New(g, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tr.Close()
-		if resume {
-			if err := tr.Resume(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		err = tr.Run(ctx, func(_ *Trainer, r Record) error {
-			if r.Step == stopAfter {
-				cancel()
-			}
-			return nil
-		})
+		tr, err := runToEndOn(t, g, cfg, resume, stopAfter)
 		return tr.History(), err
 	}
 	config := func() Config {
@@ -148,8 +121,7 @@ func TestEmulatedCUDAResume(t *testing.T) {
 	}
 	for i, a := range straight {
 		b := resumed[i]
-		if a.Loss != b.Loss || a.GradNorm != b.GradNorm || !reflect.DeepEqual(a.ValLoss, b.ValLoss) ||
-			!reflect.DeepEqual(a.Diameter, b.Diameter) || !reflect.DeepEqual(a.HilbertRMS, b.HilbertRMS) {
+		if !sameRecord(a, b) {
 			t.Errorf("update %d differs: uninterrupted loss %v grad norm %v, resumed %v %v", a.Step, a.Loss, a.GradNorm, b.Loss, b.GradNorm)
 		}
 	}

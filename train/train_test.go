@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 )
@@ -62,7 +63,15 @@ func tinyConfig(t *testing.T, runs string, shards []string, val string) Config {
 
 func runToEnd(t *testing.T, cfg Config, resume bool, stopAfter int) (*Trainer, error) {
 	t.Helper()
-	tr, err := New(cpu.New(), cfg)
+	return runToEndOn(t, cpu.New(), cfg, resume, stopAfter)
+}
+
+// runToEndOn trains cfg on dev (resuming first if asked), cancelling as
+// SIGINT would after update stopAfter (0: never), and returns the trainer,
+// closed when the test ends.
+func runToEndOn(t *testing.T, dev device.Device, cfg Config, resume bool, stopAfter int) (*Trainer, error) {
+	t.Helper()
+	tr, err := New(dev, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +120,7 @@ func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
 		t.Fatalf("records: uninterrupted %d, resumed %d, want %d", len(a), len(b), straightCfg.Steps)
 	}
 	for i := range a {
-		// Bit for bit: every loss, norm and diagnostic.
-		same := a[i].Loss == b[i].Loss && a[i].GradNorm == b[i].GradNorm && a[i].LRScale == b[i].LRScale &&
-			reflect.DeepEqual(a[i].ValLoss, b[i].ValLoss) && reflect.DeepEqual(a[i].Diameter, b[i].Diameter) &&
-			reflect.DeepEqual(a[i].HilbertRMS, b[i].HilbertRMS)
-		if !same {
+		if !sameRecord(a[i], b[i]) {
 			t.Errorf("update %d differs:\nuninterrupted %+v\nresumed       %+v", a[i].Step, a[i], b[i])
 		}
 	}
@@ -139,6 +144,14 @@ func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
 			t.Errorf("missing output: %v", err)
 		}
 	}
+}
+
+// sameRecord compares two updates' records bit for bit: every loss, norm
+// and diagnostic (not the timings).
+func sameRecord(a, b Record) bool {
+	return a.Loss == b.Loss && a.GradNorm == b.GradNorm && a.LRScale == b.LRScale &&
+		reflect.DeepEqual(a.ValLoss, b.ValLoss) && reflect.DeepEqual(a.Diameter, b.Diameter) &&
+		reflect.DeepEqual(a.HilbertRMS, b.HilbertRMS)
 }
 
 func TestResumeRefusesBadCheckpoints(t *testing.T) {
