@@ -342,8 +342,7 @@ enum { NVRTC_SUCCESS = 0, NVRTC_OUT_OF_MEMORY = 1, NVRTC_INVALID_INPUT = 3, NVRT
        NVRTC_INVALID_OPTION = 5, NVRTC_COMPILATION = 6 };
 
 struct Program {
-    std::string source, log;
-    std::vector<char> image;
+    std::string source, log, image;  // image: the shared object's bytes
 };
 
 EXPORT int nvrtcVersion(int* major, int* minor) {
@@ -436,7 +435,7 @@ EXPORT int nvrtcCompileProgram(uintptr_t prog, int n, const char** opts) {
     std::string d = dir, src = d + "/kernels.cu", full = d + "/module.cc", pre = d + "/scan.ii", so = d + "/module.so";
     std::string inc = std::string("-I") + EMU_DIR;
     int rc = NVRTC_COMPILATION;
-    std::string text, names_log;
+    std::string text;
     if (!spill(src, p->source)) goto out;
     if (!sh(std::string(cxx) + " -std=c++17 -E -P -DEMU_SCAN -x c++ " + inc + " -include emu_runtime.h " + src + " -o " + pre,
             &p->log) ||
@@ -459,14 +458,12 @@ EXPORT int nvrtcCompileProgram(uintptr_t prog, int n, const char** opts) {
                 " -o " + so + " " + full,
             &p->log))
         goto out;
-    {
-        std::string image;
-        if (!slurp(so, &image)) goto out;
-        p->image.assign(image.begin(), image.end());
-    }
+    p->image.clear();
+    if (!slurp(so, &p->image)) goto out;
     rc = NVRTC_SUCCESS;
 out:
-    sh("rm -rf " + d, &names_log);
+    for (const std::string& f : {src, full, pre, so}) unlink(f.c_str());
+    rmdir(dir);
     return rc;
 }
 EXPORT int nvrtcGetProgramLogSize(uintptr_t prog, size_t* n) {
