@@ -1,5 +1,13 @@
-// Package device defines the small set of primitive kernels that every
-// Hilbert backend implements, and the buffers those kernels operate on.
+// Package device defines the kernels that every Hilbert backend
+// implements, and the buffers those kernels operate on.
+//
+// Core is the primitive set: memory, copies, the matrix product, one
+// strided copy, elementwise unary and broadcasting binary maps, select,
+// reductions over any one axis, gather and scatter-add along an axis, and
+// counter-based random fills. Device adds the kernels of the paper's
+// transformer (norms, RoPE, SwiGLU, attention, cross-entropy, AdamW) and
+// a few older elementwise ones. device/devicetest is the conformance suite
+// every backend runs.
 //
 // Everything above this package (tensor, autograd, nn, optim, models) talks
 // to a Device only through this interface, so a model written once runs on
@@ -38,6 +46,10 @@ const (
 	BFloat16
 	// Int32 holds token ids and targets.
 	Int32
+	// Float64 is IEEE-754 double precision, for reference runs and
+	// gradient checks. The CPU backend implements the core ops for it;
+	// a backend whose Alloc refuses it does not support it.
+	Float64
 )
 
 // Size returns the number of bytes one element occupies.
@@ -47,11 +59,14 @@ func (t DType) Size() int {
 		return 4
 	case BFloat16:
 		return 2
+	case Float64:
+		return 8
 	}
 	return 0
 }
 
-// String returns the dtype's conventional name ("float32", "bfloat16", "int32").
+// String returns the dtype's conventional name ("float32", "bfloat16",
+// "int32", "float64").
 func (t DType) String() string {
 	switch t {
 	case Float32:
@@ -60,6 +75,8 @@ func (t DType) String() string {
 		return "bfloat16"
 	case Int32:
 		return "int32"
+	case Float64:
+		return "float64"
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(t))
 }
@@ -115,7 +132,8 @@ type GemmArgs struct {
 	Batch int
 }
 
-// BinaryOp selects an elementwise operation of two operands.
+// BinaryOp selects an elementwise operation of two operands. Binary
+// takes Add, Sub and Mul; BinaryStrided takes them all.
 type BinaryOp uint8
 
 const (
@@ -125,31 +143,60 @@ const (
 	Sub
 	// Mul computes a * b.
 	Mul
+	// Div computes a / b.
+	Div
+	// Maximum is the larger of a and b: NaN if either is NaN, and +0 for
+	// the pair (-0, +0) (NumPy's maximum, Go's max).
+	Maximum
+	// Minimum is the smaller of a and b: NaN if either is NaN, and -0 for
+	// the pair (-0, +0).
+	Minimum
+	// Pow computes a^b (C's pow: pow(x, 0) = 1 even for NaN x, pow(1, y) = 1).
+	Pow
+	// Eq, Ne, Lt, Le, Gt and Ge compare a with b and give 1 where the
+	// comparison holds and 0 elsewhere (IEEE: every comparison with a NaN
+	// is false except Ne).
+	Eq
+	Ne
+	Lt
+	Le
+	Gt
+	Ge
+
+	numBinaryOps = Ge
 )
+
+var binaryNames = [...]string{Add: "add", Sub: "sub", Mul: "mul", Div: "div", Maximum: "maximum",
+	Minimum: "minimum", Pow: "pow", Eq: "eq", Ne: "ne", Lt: "lt", Le: "le", Gt: "gt", Ge: "ge"}
 
 // String names the operation.
 func (op BinaryOp) String() string {
-	switch op {
-	case Add:
-		return "add"
-	case Sub:
-		return "sub"
-	case Mul:
-		return "mul"
+	if op >= Add && op <= numBinaryOps {
+		return binaryNames[op]
 	}
 	return fmt.Sprintf("binary(%d)", uint8(op))
 }
 
-// ReduceOp selects a reduction.
+// ReduceOp selects a reduction. Reduce takes Sum, SumSquares and Max;
+// ReduceAxis takes them all.
 type ReduceOp uint8
 
 const (
-	// Sum adds the elements.
+	// Sum adds the elements (0 for none).
 	Sum ReduceOp = iota + 1
 	// SumSquares adds the squares of the elements.
 	SumSquares
-	// Max takes the largest element.
+	// Max takes the largest element (-Inf for none; NaN if any is NaN).
 	Max
+	// Min takes the smallest element (+Inf for none; NaN if any is NaN).
+	Min
+	// ArgMax gives the index of the first largest element into an Int32
+	// buffer; a NaN counts as larger than every number (the first NaN
+	// wins); -1 for none.
+	ArgMax
+	// ArgMin gives the index of the first smallest element; a NaN counts
+	// as smaller than every number; -1 for none.
+	ArgMin
 )
 
 // String names the reduction.
@@ -161,6 +208,12 @@ func (op ReduceOp) String() string {
 		return "sumsq"
 	case Max:
 		return "max"
+	case Min:
+		return "min"
+	case ArgMax:
+		return "argmax"
+	case ArgMin:
+		return "argmin"
 	}
 	return fmt.Sprintf("reduce(%d)", uint8(op))
 }
@@ -180,13 +233,20 @@ type AdamW struct {
 	BiasCorrection1, BiasCorrection2 float32
 }
 
-// Device is the set of primitive kernels a backend provides. See the
-// package documentation for the conventions every method follows.
-type Device interface {
+// Core is the primitive set every backend implements: memory, copies and
+// casts, the matrix product, and the strided elementwise, reduction,
+// indexing and random kernels that every other op can be composed from.
+// A new backend writes these methods; device/devicetest checks them all.
+//
+// Dtypes: the compute methods take Float32 operands, and Float64 ones on
+// a backend whose Alloc accepts Float64 (the CPU). CopyStrided moves any
+// dtype. ArgMax and ArgMin write Int32; indices are Int32.
+type Core interface {
 	// Name identifies the backend and the device, e.g. "cpu" or "cuda:0".
 	Name() string
 
-	// Alloc returns a zeroed buffer of n elements of dtype.
+	// Alloc returns a zeroed buffer of n elements of dtype. A backend
+	// refuses the dtypes it does not implement.
 	Alloc(dtype DType, n int) (Buffer, error)
 	// Free releases a buffer returned by Alloc. Views must not be freed.
 	Free(b Buffer)
@@ -195,36 +255,98 @@ type Device interface {
 	Synchronize() error
 
 	// CopyFromHost copies src into dst (len(src) == dst.Len()), converting
-	// float32 to the buffer's dtype when it is a reduced-precision type.
+	// float32 to the buffer's dtype when it is another float type.
 	CopyFromHost(dst Buffer, src []float32)
 	// CopyToHost copies src into dst (len(dst) == src.Len()), converting to
 	// float32, and waits for the copy to finish.
 	CopyToHost(dst []float32, src Buffer)
+	// CopyFloat64FromHost copies src into dst, converting float64 to the
+	// buffer's float dtype (exact for a Float64 buffer).
+	CopyFloat64FromHost(dst Buffer, src []float64)
+	// CopyFloat64ToHost copies src into dst, converting to float64, and
+	// waits.
+	CopyFloat64ToHost(dst []float64, src Buffer)
 	// CopyInt32FromHost copies token ids into an Int32 buffer.
 	CopyInt32FromHost(dst Buffer, src []int32)
 	// CopyInt32ToHost copies an Int32 buffer to the host and waits.
 	CopyInt32ToHost(dst []int32, src Buffer)
 	// Copy copies src to dst on the device (same length, same dtype).
 	Copy(dst, src Buffer)
-	// Cast copies src to dst (same length), converting between Float32 and
-	// BFloat16 (round to nearest even; NaN stays NaN). With equal dtypes it
+	// Cast copies src to dst (same length), converting between float
+	// dtypes (round to nearest even; NaN stays NaN). With equal dtypes it
 	// is Copy.
 	Cast(dst, src Buffer)
+	// Fill sets every element of dst to v.
+	Fill(dst Buffer, v float32)
 
 	// Gemm runs a strided batched matrix product (see GemmArgs).
 	Gemm(g GemmArgs)
+
+	// CopyStrided copies every element of dims from src to dst, each read
+	// or written through its layout: it is permute, transpose, slice,
+	// concatenation (one call per part into a slice of dst) and broadcast
+	// materialisation (stride-0 axes of src). Any dtype; dst and src share
+	// it. The elements dst reaches must be distinct, and must not overlap
+	// the ones src reads.
+	CopyStrided(dims Dims, dst, src View)
+	// Unary computes dst = op(src) elementwise (same length and dtype);
+	// dst may alias src.
+	Unary(op UnaryOp, dst, src Buffer)
+	// BinaryStrided computes dst = a op b for every element of dims: dst is
+	// contiguous row-major (dims.Numel() elements), a and b are read
+	// through their layouts, so stride-0 axes broadcast them (NumPy
+	// broadcasting is expressed through strides; see Broadcast).
+	// Comparisons write 1 or 0. dst may alias an operand whose layout is
+	// dims' row-major one.
+	BinaryStrided(op BinaryOp, dims Dims, dst Buffer, a, b View)
+	// Where computes dst = cond != 0 ? a : b for every element of dims
+	// (a NaN cond selects a), dst contiguous and the others strided, all
+	// of one dtype. dst may alias an operand with the row-major layout.
+	Where(dims Dims, dst Buffer, cond, a, b View)
+	// ReduceAxis reduces the middle axis of src, a contiguous
+	// [outer, n, inner] array, into dst, a contiguous [outer, inner] one:
+	// any one axis of a row-major tensor. ArgMax and ArgMin write Int32
+	// indices in [0, n). Float32 sums accumulate in float64.
+	ReduceAxis(op ReduceOp, dst, src Buffer, outer, n, inner int)
+	// GatherAxis reads along the middle axis: for dst [outer, m, inner] and
+	// src [outer, n, inner], both contiguous, dst[o,j,i] = src[o, idx[o,j,i], i],
+	// with the Int32 indices read through idx's layout over dims
+	// [outer, m, inner] (strides (0, 1, 0) give index_select and Embedding,
+	// row-major strides give torch.gather). Indices lie in [0, n).
+	GatherAxis(dst, src Buffer, idx View, outer, n, inner, m int)
+	// ScatterAddAxis is GatherAxis's adjoint: dst[o, idx[o,j,i], i] +=
+	// src[o,j,i] for dst [outer, n, inner] and src [outer, m, inner].
+	// Repeated indices accumulate (the CPU adds them in order of j; CUDA in
+	// an unspecified order).
+	ScatterAddAxis(dst, src Buffer, idx View, outer, n, inner, m int)
+	// Random fills dst with elements offset, offset+1, ... of the stream
+	// of dist under seed: Uniform on [a, b), Normal of mean a and standard
+	// deviation b, Bernoulli of probability a. The values are the same on
+	// every backend (see Philox4x32 for the exact definition).
+	Random(dist Distribution, dst Buffer, seed, offset uint64, a, b float32)
+}
+
+// Device is the full kernel set of a backend: the Core, plus the
+// elementwise, reduction and fused kernels of the paper's transformer and
+// optimizers. See the package documentation for the conventions every
+// method follows.
+//
+// The methods after Core predate it; the next steps make the fused ones
+// optional capabilities with composed fallbacks.
+type Device interface {
+	Core
+
 	// Transpose swaps the two middle axes of src viewed as
 	// [batch, rows, cols, inner]: dst[b, c, r, i] = src[b, r, c, i]. A 2-D
 	// transpose is batch = inner = 1; splitting heads [B, T, H, D] into
 	// [B, H, T, D] is batch = B, rows = T, cols = H, inner = D.
 	Transpose(dst, src Buffer, batch, rows, cols, inner int)
 
-	// Fill sets every element of dst to v.
-	Fill(dst Buffer, v float32)
 	// FillFrom sets every element of dst to alpha * src[0], where src is a
 	// one-element buffer (broadcasts a device scalar without a host trip).
 	FillFrom(dst, src Buffer, alpha float32)
-	// Binary computes dst = a op b elementwise; dst may alias a or b.
+	// Binary computes dst = a op b elementwise for Add, Sub and Mul (equal
+	// lengths); dst may alias a or b.
 	Binary(op BinaryOp, dst, a, b Buffer)
 	// Scale computes dst = alpha * src; dst may alias src.
 	Scale(dst, src Buffer, alpha float32)

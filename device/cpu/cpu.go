@@ -56,12 +56,13 @@ func Threads() int { return int(threads.Load()) }
 // Name returns "cpu".
 func (d *Device) Name() string { return "cpu" }
 
-// buffer is host memory; exactly one of f, i and h is set (non-nil, even
-// when empty).
+// buffer is host memory; exactly one of f, i, h and d is set (non-nil,
+// even when empty).
 type buffer struct {
 	f []float32
 	i []int32
 	h []uint16 // bfloat16 bits
+	d []float64
 }
 
 func (b *buffer) Device() device.Device { return defaultDevice }
@@ -71,6 +72,8 @@ func (b *buffer) DType() device.DType {
 		return device.Int32
 	case b.h != nil:
 		return device.BFloat16
+	case b.d != nil:
+		return device.Float64
 	}
 	return device.Float32
 }
@@ -80,6 +83,8 @@ func (b *buffer) Len() int {
 		return len(b.i)
 	case b.h != nil:
 		return len(b.h)
+	case b.d != nil:
+		return len(b.d)
 	}
 	return len(b.f)
 }
@@ -89,13 +94,16 @@ func (b *buffer) Slice(off, n int) device.Buffer {
 		return &buffer{i: b.i[off : off+n : off+n]}
 	case b.h != nil:
 		return &buffer{h: b.h[off : off+n : off+n]}
+	case b.d != nil:
+		return &buffer{d: b.d[off : off+n : off+n]}
 	}
 	return &buffer{f: b.f[off : off+n : off+n]}
 }
 
 // Alloc returns a zeroed buffer. BFloat16 buffers are storage only: Cast,
-// Copy, host copies and Gemm operands (widened to float32 for the
-// product); other kernels refuse them.
+// Copy, CopyStrided, host copies and Gemm operands (widened to float32 for
+// the product); other kernels refuse them. Float64 buffers take the core
+// ops (device.Core) and Fill; the other kernels refuse them.
 func (d *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
@@ -108,6 +116,8 @@ func (d *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 		return &buffer{i: make([]int32, n, max(n, 1))}, nil
 	case device.BFloat16:
 		return &buffer{h: make([]uint16, n, max(n, 1))}, nil
+	case device.Float64:
+		return &buffer{d: make([]float64, n, max(n, 1))}, nil
 	}
 	return nil, fmt.Errorf("cpu: dtype %v is not supported by the CPU backend", dtype)
 }
@@ -126,10 +136,22 @@ func Float32s(b device.Buffer) []float32 {
 	if !ok {
 		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
 	}
-	if cb.f == nil && (cb.i != nil || cb.h != nil) {
+	if cb.f == nil && (cb.i != nil || cb.h != nil || cb.d != nil) {
 		panic(fmt.Sprintf("cpu: %v buffer used where float32 is required", cb.DType()))
 	}
 	return cb.f
+}
+
+// Float64s returns the host slice behind a CPU float64 buffer.
+func Float64s(b device.Buffer) []float64 {
+	cb, ok := b.(*buffer)
+	if !ok {
+		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
+	}
+	if cb.d == nil {
+		panic(fmt.Sprintf("cpu: %v buffer used where float64 is required", cb.DType()))
+	}
+	return cb.d
 }
 
 // BFloat16s returns the bfloat16 bits behind a CPU bfloat16 buffer.
@@ -160,22 +182,71 @@ func Int32s(b device.Buffer) []int32 {
 func NewFloat32(data []float32) device.Buffer { return &buffer{f: data} }
 
 // CopyFromHost copies src into dst, rounding to bfloat16 for a bfloat16
-// buffer.
+// buffer and widening for a float64 one.
 func (d *Device) CopyFromHost(dst device.Buffer, src []float32) {
-	if dst.DType() == device.BFloat16 {
+	switch dst.DType() {
+	case device.BFloat16:
 		toBFloat16(BFloat16s(dst), src)
-		return
+	case device.Float64:
+		z := Float64s(dst)[:len(src)]
+		for i, v := range src {
+			z[i] = float64(v)
+		}
+	default:
+		copy(Float32s(dst), src)
 	}
-	copy(Float32s(dst), src)
 }
 
-// CopyToHost copies src into dst, widening bfloat16.
+// CopyToHost copies src into dst, widening bfloat16 and rounding float64.
 func (d *Device) CopyToHost(dst []float32, src device.Buffer) {
-	if src.DType() == device.BFloat16 {
+	switch src.DType() {
+	case device.BFloat16:
 		fromBFloat16(dst, BFloat16s(src))
-		return
+	case device.Float64:
+		x := Float64s(src)[:len(dst)]
+		for i, v := range x {
+			dst[i] = float32(v)
+		}
+	default:
+		copy(dst, Float32s(src))
 	}
-	copy(dst, Float32s(src))
+}
+
+// CopyFloat64FromHost copies src into dst, rounding for a float32 or
+// bfloat16 buffer.
+func (d *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
+	switch dst.DType() {
+	case device.Float64:
+		copy(Float64s(dst), src)
+	case device.BFloat16:
+		z := BFloat16s(dst)[:len(src)]
+		for i, v := range src {
+			z[i] = device.BFloat16FromFloat32(float32(v))
+		}
+	default:
+		z := Float32s(dst)[:len(src)]
+		for i, v := range src {
+			z[i] = float32(v)
+		}
+	}
+}
+
+// CopyFloat64ToHost copies src into dst, widening float32 and bfloat16.
+func (d *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
+	switch src.DType() {
+	case device.Float64:
+		copy(dst, Float64s(src))
+	case device.BFloat16:
+		x := BFloat16s(src)[:len(dst)]
+		for i, v := range x {
+			dst[i] = float64(device.Float32FromBFloat16(v))
+		}
+	default:
+		x := Float32s(src)[:len(dst)]
+		for i, v := range x {
+			dst[i] = float64(v)
+		}
+	}
 }
 
 // CopyInt32FromHost copies src into dst.
@@ -191,20 +262,29 @@ func (d *Device) Copy(dst, src device.Buffer) {
 		copy(Int32s(dst), Int32s(src))
 	case device.BFloat16:
 		copy(BFloat16s(dst), BFloat16s(src))
+	case device.Float64:
+		copy(Float64s(dst), Float64s(src))
 	default:
 		copy(Float32s(dst), Float32s(src))
 	}
 }
 
-// Cast converts between float32 and bfloat16 (or copies equal dtypes).
+// Cast converts between float32, bfloat16 and float64 (or copies equal
+// dtypes).
 func (d *Device) Cast(dst, src device.Buffer) {
-	switch {
-	case dst.DType() == src.DType():
+	switch dt, st := dst.DType(), src.DType(); {
+	case dt == st:
 		d.Copy(dst, src)
-	case dst.DType() == device.BFloat16:
+	case dt == device.BFloat16 && st == device.Float32:
 		toBFloat16(BFloat16s(dst), Float32s(src))
-	default:
+	case dt == device.Float32 && st == device.BFloat16:
 		fromBFloat16(Float32s(dst), BFloat16s(src))
+	case st == device.Float64:
+		d.CopyFloat64FromHost(dst, Float64s(src))
+	case dt == device.Float64:
+		d.CopyFloat64ToHost(Float64s(dst), src)
+	default:
+		panic(fmt.Sprintf("cpu: Cast from %v to %v", st, dt))
 	}
 }
 

@@ -13,6 +13,10 @@ const elementGrain = 1 << 14
 
 // Fill sets every element of dst to v.
 func (d *Device) Fill(dst device.Buffer, v float32) {
+	if dst.DType() == device.Float64 {
+		fill(Float64s(dst), float64(v))
+		return
+	}
 	x := Float32s(dst)
 	zero := math.Float32bits(v) == 0 // +0 only: -0 has a sign bit to write
 	parallelFor(len(x), elementGrain, func(lo, hi int) {

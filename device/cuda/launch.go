@@ -15,6 +15,9 @@ const maxKernelArgs = 16
 type kernelArgs struct {
 	vals [maxKernelArgs]uint64
 	ptrs [maxKernelArgs]uintptr
+	// geo holds a struct Geo parameter (kernels/core.cu) passed by value:
+	// the first parameter of the strided core kernels.
+	geo geoWords
 }
 
 // Argument encoders for kernel parameters.
@@ -50,7 +53,17 @@ func (d *Device) function(name string) (uintptr, error) {
 // launch queues kernel name on the device's stream. The caller holds the
 // device (enter). A failure becomes the device's sticky error.
 func (d *Device) launch(name string, grid, block [3]uint32, shmem uint32, args ...uint64) {
-	if len(args) > maxKernelArgs {
+	d.launchArgs(name, grid, block, shmem, false, args)
+}
+
+// launchArgs is launch; with geo set, the kernel's first parameter is the
+// struct in d.args.geo and args are the ones after it.
+func (d *Device) launchArgs(name string, grid, block [3]uint32, shmem uint32, geo bool, args []uint64) {
+	first := 0
+	if geo {
+		first = 1
+	}
+	if first+len(args) > maxKernelArgs {
 		panic("cuda: too many kernel arguments for " + name)
 	}
 	f, err := d.function(name)
@@ -59,9 +72,12 @@ func (d *Device) launch(name string, grid, block [3]uint32, shmem uint32, args .
 		return
 	}
 	a := d.args
+	if geo {
+		a.ptrs[0] = uintptr(unsafe.Pointer(&a.geo[0]))
+	}
 	for i, v := range args {
-		a.vals[i] = v
-		a.ptrs[i] = uintptr(unsafe.Pointer(&a.vals[i]))
+		a.vals[first+i] = v
+		a.ptrs[first+i] = uintptr(unsafe.Pointer(&a.vals[first+i]))
 	}
 	r := d.drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem, d.stream,
 		unsafe.Pointer(&a.ptrs[0]), nil)
@@ -76,12 +92,18 @@ func (d *Device) launch1D(name string, n int64, args ...uint64) {
 	if n <= 0 {
 		return
 	}
+	grid, block := d.grid1D(n)
+	d.launch(name, grid, block, 0, args...)
+}
+
+// grid1D is the launch shape of a grid-stride loop over n items.
+func (d *Device) grid1D(n int64) (grid, block [3]uint32) {
 	const threads = 256
 	blocks := (n + threads - 1) / threads
 	if limit := int64(d.smCount) * 32; blocks > limit {
 		blocks = limit
 	}
-	d.launch(name, [3]uint32{uint32(blocks), 1, 1}, [3]uint32{threads, 1, 1}, 0, args...)
+	return [3]uint32{uint32(blocks), 1, 1}, [3]uint32{threads, 1, 1}
 }
 
 // launchRows queues a kernel with one block per row.

@@ -124,6 +124,11 @@ func (d *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 	if dtype.Size() == 0 || n < 0 {
 		return nil, &Error{Call: "Alloc", Code: -1, Message: "invalid dtype " + dtype.String() + " or negative length"}
 	}
+	if dtype == device.Float64 {
+		// Refused until the kernels have float64 instantiations: a dtype
+		// Alloc accepts is one the core ops implement.
+		return nil, &Error{Call: "Alloc", Code: -1, Message: "float64 is not supported by the CUDA backend"}
+	}
 	buf := &Buffer{dev: d, dtype: dtype, n: n}
 	if n == 0 {
 		return buf, nil

@@ -304,3 +304,93 @@ func (p *Device) AdamWStep(pm, g, m, v, step device.Buffer, h device.AdamW) {
 		p.stop(t, "AdamWStep", "", 0)
 	}
 }
+
+// CopyFloat64FromHost is timed as "CopyFloat64FromHost".
+func (p *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
+	t := p.start()
+	p.Device.CopyFloat64FromHost(dst, src)
+	if !t.IsZero() {
+		p.stop(t, "CopyFloat64FromHost", "", 0)
+	}
+}
+
+// CopyFloat64ToHost is timed as "CopyFloat64ToHost".
+func (p *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
+	t := p.start()
+	p.Device.CopyFloat64ToHost(dst, src)
+	if !t.IsZero() {
+		p.stop(t, "CopyFloat64ToHost", "", 0)
+	}
+}
+
+// CopyStrided is timed by dims and dtype.
+func (p *Device) CopyStrided(dims device.Dims, dst, src device.View) {
+	t := p.start()
+	p.Device.CopyStrided(dims, dst, src)
+	if !t.IsZero() {
+		p.stop(t, "CopyStrided", dims.String()+" "+dst.Buf.DType().String(), 0)
+	}
+}
+
+// Unary is timed by operation and length.
+func (p *Device) Unary(op device.UnaryOp, dst, src device.Buffer) {
+	t := p.start()
+	p.Device.Unary(op, dst, src)
+	if !t.IsZero() {
+		p.stop(t, "Unary/"+op.String(), length(dst), 0)
+	}
+}
+
+// BinaryStrided is timed by operation and dims.
+func (p *Device) BinaryStrided(op device.BinaryOp, dims device.Dims, dst device.Buffer, a, b device.View) {
+	t := p.start()
+	p.Device.BinaryStrided(op, dims, dst, a, b)
+	if !t.IsZero() {
+		p.stop(t, "BinaryStrided/"+op.String(), dims.String()+" "+dst.DType().String(), 0)
+	}
+}
+
+// Where is timed by dims.
+func (p *Device) Where(dims device.Dims, dst device.Buffer, cond, a, b device.View) {
+	t := p.start()
+	p.Device.Where(dims, dst, cond, a, b)
+	if !t.IsZero() {
+		p.stop(t, "Where", dims.String()+" "+dst.DType().String(), 0)
+	}
+}
+
+// ReduceAxis is timed by operation and [outer, n, inner].
+func (p *Device) ReduceAxis(op device.ReduceOp, dst, src device.Buffer, outer, n, inner int) {
+	t := p.start()
+	p.Device.ReduceAxis(op, dst, src, outer, n, inner)
+	if !t.IsZero() {
+		p.stop(t, "ReduceAxis/"+op.String(), fmt.Sprintf("[%d %d %d] %s", outer, n, inner, src.DType()), 0)
+	}
+}
+
+// GatherAxis is timed by [outer, m, inner].
+func (p *Device) GatherAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
+	t := p.start()
+	p.Device.GatherAxis(dst, src, idx, outer, n, inner, m)
+	if !t.IsZero() {
+		p.stop(t, "GatherAxis", fmt.Sprintf("[%d %d %d] of %d", outer, m, inner, n), 0)
+	}
+}
+
+// ScatterAddAxis is timed by [outer, m, inner].
+func (p *Device) ScatterAddAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
+	t := p.start()
+	p.Device.ScatterAddAxis(dst, src, idx, outer, n, inner, m)
+	if !t.IsZero() {
+		p.stop(t, "ScatterAddAxis", fmt.Sprintf("[%d %d %d] into %d", outer, m, inner, n), 0)
+	}
+}
+
+// Random is timed by distribution and length.
+func (p *Device) Random(dist device.Distribution, dst device.Buffer, seed, offset uint64, a, b float32) {
+	t := p.start()
+	p.Device.Random(dist, dst, seed, offset, a, b)
+	if !t.IsZero() {
+		p.stop(t, "Random/"+dist.String(), length(dst), 0)
+	}
+}

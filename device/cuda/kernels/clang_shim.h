@@ -14,6 +14,16 @@ extern "C" __device__ float expf(float);
 extern "C" __device__ float logf(float);
 extern "C" __device__ float sqrtf(float);
 extern "C" __device__ double sqrt(double);
+extern "C" __device__ double log(double);
+extern "C" __device__ double cos(double);
+extern "C" __device__ float fabsf(float);
+extern "C" __device__ float tanhf(float);
+extern "C" __device__ float erff(float);
+extern "C" __device__ float sinf(float);
+extern "C" __device__ float cosf(float);
+extern "C" __device__ float log1pf(float);
+extern "C" __device__ float expm1f(float);
+extern "C" __device__ float powf(float, float);
 extern "C" __device__ float fmaxf(float, float);
 __device__ inline int min(int a, int b) { return a < b ? a : b; }
 __device__ inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
