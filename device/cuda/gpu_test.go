@@ -9,6 +9,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/devicetest"
 )
 
 // The GPU tests run every kernel on CUDA and on the CPU backend with the
@@ -37,6 +38,9 @@ var deviceSuites = []struct {
 	{"Gemm", gemmParity},
 	{"Cast", suiteCast},
 	{"PairDistanceMax", suitePairDistanceMax},
+	// The backend conformance suite of the core ops, against float64
+	// references (the same suite the CPU backend runs).
+	{"Conformance", func(t *testing.T, g *Device) { devicetest.Run(t, g) }},
 }
 
 func runSuites(t *testing.T, g *Device) {
