@@ -25,10 +25,43 @@ func tr(t bool) string {
 	return "N"
 }
 
+// Name returns the wrapped device's name (not timed).
+func (p *Device) Name() string { return p.inner.Name() }
+
+// Alloc is timed by dtype.
+func (p *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
+	t := p.start()
+	b, err := p.inner.Alloc(dtype, n)
+	if !t.IsZero() {
+		p.stop(t, "Alloc", dtype.String(), 0)
+	}
+	return b, err
+}
+
+// Free is timed as "Free".
+func (p *Device) Free(b device.Buffer) {
+	t := p.start()
+	p.inner.Free(b)
+	if !t.IsZero() {
+		p.stop(t, "Free", "", 0)
+	}
+}
+
+// Synchronize is timed as "Synchronize": while recording, every call is
+// already synchronized, so it measures only the call itself.
+func (p *Device) Synchronize() error {
+	t := p.start()
+	err := p.inner.Synchronize()
+	if !t.IsZero() {
+		p.stop(t, "Synchronize", "", 0)
+	}
+	return err
+}
+
 // CopyFromHost is timed as "CopyFromHost".
 func (p *Device) CopyFromHost(dst device.Buffer, src []float32) {
 	t := p.start()
-	p.Device.CopyFromHost(dst, src)
+	p.inner.CopyFromHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyFromHost", "", 0)
 	}
@@ -37,7 +70,7 @@ func (p *Device) CopyFromHost(dst device.Buffer, src []float32) {
 // CopyToHost is timed as "CopyToHost".
 func (p *Device) CopyToHost(dst []float32, src device.Buffer) {
 	t := p.start()
-	p.Device.CopyToHost(dst, src)
+	p.inner.CopyToHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyToHost", "", 0)
 	}
@@ -46,7 +79,7 @@ func (p *Device) CopyToHost(dst []float32, src device.Buffer) {
 // CopyInt32FromHost is timed as "CopyInt32FromHost".
 func (p *Device) CopyInt32FromHost(dst device.Buffer, src []int32) {
 	t := p.start()
-	p.Device.CopyInt32FromHost(dst, src)
+	p.inner.CopyInt32FromHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyInt32FromHost", "", 0)
 	}
@@ -55,7 +88,7 @@ func (p *Device) CopyInt32FromHost(dst device.Buffer, src []int32) {
 // CopyInt32ToHost is timed as "CopyInt32ToHost".
 func (p *Device) CopyInt32ToHost(dst []int32, src device.Buffer) {
 	t := p.start()
-	p.Device.CopyInt32ToHost(dst, src)
+	p.inner.CopyInt32ToHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyInt32ToHost", "", 0)
 	}
@@ -64,7 +97,7 @@ func (p *Device) CopyInt32ToHost(dst []int32, src device.Buffer) {
 // Copy is timed as "Copy".
 func (p *Device) Copy(dst, src device.Buffer) {
 	t := p.start()
-	p.Device.Copy(dst, src)
+	p.inner.Copy(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "Copy", "", 0)
 	}
@@ -73,7 +106,7 @@ func (p *Device) Copy(dst, src device.Buffer) {
 // Cast is timed as "Cast", by destination dtype.
 func (p *Device) Cast(dst, src device.Buffer) {
 	t := p.start()
-	p.Device.Cast(dst, src)
+	p.inner.Cast(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "Cast", src.DType().String()+" -> "+dst.DType().String(), 0)
 	}
@@ -83,7 +116,7 @@ func (p *Device) Cast(dst, src device.Buffer) {
 // per product.
 func (p *Device) Gemm(g device.GemmArgs) {
 	t := p.start()
-	p.Device.Gemm(g)
+	p.inner.Gemm(g)
 	if !t.IsZero() {
 		batch := max(g.Batch, 1)
 		detail := fmt.Sprintf("%dx%dx%d %s%s %s", g.M, g.N, g.K, tr(g.TransA), tr(g.TransB), g.A.DType())
@@ -97,7 +130,7 @@ func (p *Device) Gemm(g device.GemmArgs) {
 // Transpose is timed as "Transpose".
 func (p *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
 	t := p.start()
-	p.Device.Transpose(dst, src, batch, rows, cols, inner)
+	p.inner.Transpose(dst, src, batch, rows, cols, inner)
 	if !t.IsZero() {
 		p.stop(t, "Transpose", "", 0)
 	}
@@ -106,7 +139,7 @@ func (p *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 // Fill is timed as "Fill".
 func (p *Device) Fill(dst device.Buffer, v float32) {
 	t := p.start()
-	p.Device.Fill(dst, v)
+	p.inner.Fill(dst, v)
 	if !t.IsZero() {
 		p.stop(t, "Fill", "", 0)
 	}
@@ -115,7 +148,7 @@ func (p *Device) Fill(dst device.Buffer, v float32) {
 // FillFrom is timed as "FillFrom".
 func (p *Device) FillFrom(dst, src device.Buffer, alpha float32) {
 	t := p.start()
-	p.Device.FillFrom(dst, src, alpha)
+	p.inner.FillFrom(dst, src, alpha)
 	if !t.IsZero() {
 		p.stop(t, "FillFrom", "", 0)
 	}
@@ -124,7 +157,7 @@ func (p *Device) FillFrom(dst, src device.Buffer, alpha float32) {
 // Binary is timed by operation.
 func (p *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
 	t := p.start()
-	p.Device.Binary(op, dst, a, b)
+	p.inner.Binary(op, dst, a, b)
 	if !t.IsZero() {
 		p.stop(t, "Binary/"+op.String(), "", 0)
 	}
@@ -133,7 +166,7 @@ func (p *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
 // Scale is timed as "Scale".
 func (p *Device) Scale(dst, src device.Buffer, alpha float32) {
 	t := p.start()
-	p.Device.Scale(dst, src, alpha)
+	p.inner.Scale(dst, src, alpha)
 	if !t.IsZero() {
 		p.stop(t, "Scale", "", 0)
 	}
@@ -142,7 +175,7 @@ func (p *Device) Scale(dst, src device.Buffer, alpha float32) {
 // Axpby is timed as "Axpby".
 func (p *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	t := p.start()
-	p.Device.Axpby(dst, x, alpha, beta)
+	p.inner.Axpby(dst, x, alpha, beta)
 	if !t.IsZero() {
 		p.stop(t, "Axpby", "", 0)
 	}
@@ -151,7 +184,7 @@ func (p *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 // Reduce is timed by operation and axis.
 func (p *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
 	t := p.start()
-	p.Device.Reduce(op, axis, dst, src, rows, cols)
+	p.inner.Reduce(op, axis, dst, src, rows, cols)
 	if !t.IsZero() {
 		p.stop(t, fmt.Sprintf("Reduce/%s/%d", op, axis), "", 0)
 	}
@@ -160,7 +193,7 @@ func (p *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, ro
 // RowScale is timed as "RowScale".
 func (p *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
 	t := p.start()
-	p.Device.RowScale(dst, src, rows, cols, alpha, eps)
+	p.inner.RowScale(dst, src, rows, cols, alpha, eps)
 	if !t.IsZero() {
 		p.stop(t, "RowScale", rowsCols(rows, cols), 0)
 	}
@@ -169,7 +202,7 @@ func (p *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps flo
 // AddRow is timed as "AddRow".
 func (p *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
 	t := p.start()
-	p.Device.AddRow(dst, v, rows, cols, alpha)
+	p.inner.AddRow(dst, v, rows, cols, alpha)
 	if !t.IsZero() {
 		p.stop(t, "AddRow", "", 0)
 	}
@@ -178,7 +211,7 @@ func (p *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
 // PairDistanceMax is timed as "PairDistanceMax".
 func (p *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols, r0, c0 int) {
 	t := p.start()
-	p.Device.PairDistanceMax(best, arg, g, na, nb, rows, cols, r0, c0)
+	p.inner.PairDistanceMax(best, arg, g, na, nb, rows, cols, r0, c0)
 	if !t.IsZero() {
 		p.stop(t, "PairDistanceMax", "", 0)
 	}
@@ -187,7 +220,7 @@ func (p *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols,
 // Gather is timed as "Gather".
 func (p *Device) Gather(dst, table, idx device.Buffer, cols int) {
 	t := p.start()
-	p.Device.Gather(dst, table, idx, cols)
+	p.inner.Gather(dst, table, idx, cols)
 	if !t.IsZero() {
 		p.stop(t, "Gather", "", 0)
 	}
@@ -196,7 +229,7 @@ func (p *Device) Gather(dst, table, idx device.Buffer, cols int) {
 // ScatterAdd is timed as "ScatterAdd".
 func (p *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
 	t := p.start()
-	p.Device.ScatterAdd(dst, src, idx, cols)
+	p.inner.ScatterAdd(dst, src, idx, cols)
 	if !t.IsZero() {
 		p.stop(t, "ScatterAdd", "", 0)
 	}
@@ -205,7 +238,7 @@ func (p *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
 // RMSNorm is timed by shape.
 func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
 	t := p.start()
-	p.Device.RMSNorm(out, rstd, x, rows, cols, eps)
+	p.inner.RMSNorm(out, rstd, x, rows, cols, eps)
 	if !t.IsZero() {
 		p.stop(t, "RMSNorm", rowsCols(rows, cols), 0)
 	}
@@ -214,7 +247,7 @@ func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32
 // RMSNormBackward is timed by shape.
 func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
 	t := p.start()
-	p.Device.RMSNormBackward(dx, dy, x, rstd, rows, cols)
+	p.inner.RMSNormBackward(dx, dy, x, rstd, rows, cols)
 	if !t.IsZero() {
 		p.stop(t, "RMSNormBackward", rowsCols(rows, cols), 0)
 	}
@@ -223,7 +256,7 @@ func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) 
 // RoPE is timed by direction.
 func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
 	t := p.start()
-	p.Device.RoPE(out, x, cos, sin, s, inverse)
+	p.inner.RoPE(out, x, cos, sin, s, inverse)
 	name := "RoPE"
 	if inverse {
 		name = "RoPE/inverse"
@@ -236,7 +269,7 @@ func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, i
 // SwiGLU is timed by length.
 func (p *Device) SwiGLU(out, a, b device.Buffer) {
 	t := p.start()
-	p.Device.SwiGLU(out, a, b)
+	p.inner.SwiGLU(out, a, b)
 	if !t.IsZero() {
 		p.stop(t, "SwiGLU", length(out), 0)
 	}
@@ -245,7 +278,7 @@ func (p *Device) SwiGLU(out, a, b device.Buffer) {
 // SwiGLUBackward is timed by length.
 func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	t := p.start()
-	p.Device.SwiGLUBackward(da, db, dout, a, b)
+	p.inner.SwiGLUBackward(da, db, dout, a, b)
 	if !t.IsZero() {
 		p.stop(t, "SwiGLUBackward", length(dout), 0)
 	}
@@ -254,7 +287,7 @@ func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 // Attention is timed by shape.
 func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
-	p.Device.Attention(out, lse, q, k, v, s, scale)
+	p.inner.Attention(out, lse, q, k, v, s, scale)
 	if !t.IsZero() {
 		p.stop(t, "Attention", attention(s), 0)
 	}
@@ -263,7 +296,7 @@ func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 // AttentionBackward is timed by shape.
 func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
-	p.Device.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+	p.inner.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 	if !t.IsZero() {
 		p.stop(t, "AttentionBackward", attention(s), 0)
 	}
@@ -272,7 +305,7 @@ func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 // CrossEntropy is timed by shape.
 func (p *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
 	t := p.start()
-	p.Device.CrossEntropy(loss, lse, logits, targets, rows, vocab)
+	p.inner.CrossEntropy(loss, lse, logits, targets, rows, vocab)
 	if !t.IsZero() {
 		p.stop(t, "CrossEntropy", rowsCols(rows, vocab), 0)
 	}
@@ -281,7 +314,7 @@ func (p *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vo
 // CrossEntropyBackward is timed by shape.
 func (p *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
 	t := p.start()
-	p.Device.CrossEntropyBackward(dlogits, dloss, logits, lse, targets, rows, vocab)
+	p.inner.CrossEntropyBackward(dlogits, dloss, logits, lse, targets, rows, vocab)
 	if !t.IsZero() {
 		p.stop(t, "CrossEntropyBackward", rowsCols(rows, vocab), 0)
 	}
@@ -290,7 +323,7 @@ func (p *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets devic
 // CrossEntropyWithGrad is timed by shape.
 func (p *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
 	t := p.start()
-	p.Device.CrossEntropyWithGrad(loss, lse, logits, targets, rows, vocab, gradScale)
+	p.inner.CrossEntropyWithGrad(loss, lse, logits, targets, rows, vocab, gradScale)
 	if !t.IsZero() {
 		p.stop(t, "CrossEntropyWithGrad", rowsCols(rows, vocab), 0)
 	}
@@ -299,7 +332,7 @@ func (p *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, 
 // AdamWStep is timed as "AdamWStep".
 func (p *Device) AdamWStep(pm, g, m, v, step device.Buffer, h device.AdamW) {
 	t := p.start()
-	p.Device.AdamWStep(pm, g, m, v, step, h)
+	p.inner.AdamWStep(pm, g, m, v, step, h)
 	if !t.IsZero() {
 		p.stop(t, "AdamWStep", "", 0)
 	}
@@ -308,7 +341,7 @@ func (p *Device) AdamWStep(pm, g, m, v, step device.Buffer, h device.AdamW) {
 // CopyFloat64FromHost is timed as "CopyFloat64FromHost".
 func (p *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 	t := p.start()
-	p.Device.CopyFloat64FromHost(dst, src)
+	p.inner.CopyFloat64FromHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyFloat64FromHost", "", 0)
 	}
@@ -317,7 +350,7 @@ func (p *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 // CopyFloat64ToHost is timed as "CopyFloat64ToHost".
 func (p *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
 	t := p.start()
-	p.Device.CopyFloat64ToHost(dst, src)
+	p.inner.CopyFloat64ToHost(dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyFloat64ToHost", "", 0)
 	}
@@ -326,7 +359,7 @@ func (p *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
 // CopyStrided is timed by dims and dtype.
 func (p *Device) CopyStrided(dims device.Dims, dst, src device.View) {
 	t := p.start()
-	p.Device.CopyStrided(dims, dst, src)
+	p.inner.CopyStrided(dims, dst, src)
 	if !t.IsZero() {
 		p.stop(t, "CopyStrided", dims.String()+" "+dst.Buf.DType().String(), 0)
 	}
@@ -335,7 +368,7 @@ func (p *Device) CopyStrided(dims device.Dims, dst, src device.View) {
 // Unary is timed by operation and length.
 func (p *Device) Unary(op device.UnaryOp, dst, src device.Buffer) {
 	t := p.start()
-	p.Device.Unary(op, dst, src)
+	p.inner.Unary(op, dst, src)
 	if !t.IsZero() {
 		p.stop(t, "Unary/"+op.String(), length(dst), 0)
 	}
@@ -344,7 +377,7 @@ func (p *Device) Unary(op device.UnaryOp, dst, src device.Buffer) {
 // BinaryStrided is timed by operation and dims.
 func (p *Device) BinaryStrided(op device.BinaryOp, dims device.Dims, dst device.Buffer, a, b device.View) {
 	t := p.start()
-	p.Device.BinaryStrided(op, dims, dst, a, b)
+	p.inner.BinaryStrided(op, dims, dst, a, b)
 	if !t.IsZero() {
 		p.stop(t, "BinaryStrided/"+op.String(), dims.String()+" "+dst.DType().String(), 0)
 	}
@@ -353,7 +386,7 @@ func (p *Device) BinaryStrided(op device.BinaryOp, dims device.Dims, dst device.
 // Where is timed by dims.
 func (p *Device) Where(dims device.Dims, dst device.Buffer, cond, a, b device.View) {
 	t := p.start()
-	p.Device.Where(dims, dst, cond, a, b)
+	p.inner.Where(dims, dst, cond, a, b)
 	if !t.IsZero() {
 		p.stop(t, "Where", dims.String()+" "+dst.DType().String(), 0)
 	}
@@ -362,7 +395,7 @@ func (p *Device) Where(dims device.Dims, dst device.Buffer, cond, a, b device.Vi
 // ReduceAxis is timed by operation and [outer, n, inner].
 func (p *Device) ReduceAxis(op device.ReduceOp, dst, src device.Buffer, outer, n, inner int) {
 	t := p.start()
-	p.Device.ReduceAxis(op, dst, src, outer, n, inner)
+	p.inner.ReduceAxis(op, dst, src, outer, n, inner)
 	if !t.IsZero() {
 		p.stop(t, "ReduceAxis/"+op.String(), fmt.Sprintf("[%d %d %d] %s", outer, n, inner, src.DType()), 0)
 	}
@@ -371,7 +404,7 @@ func (p *Device) ReduceAxis(op device.ReduceOp, dst, src device.Buffer, outer, n
 // GatherAxis is timed by [outer, m, inner].
 func (p *Device) GatherAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
 	t := p.start()
-	p.Device.GatherAxis(dst, src, idx, outer, n, inner, m)
+	p.inner.GatherAxis(dst, src, idx, outer, n, inner, m)
 	if !t.IsZero() {
 		p.stop(t, "GatherAxis", fmt.Sprintf("[%d %d %d] of %d", outer, m, inner, n), 0)
 	}
@@ -380,7 +413,7 @@ func (p *Device) GatherAxis(dst, src device.Buffer, idx device.View, outer, n, i
 // ScatterAddAxis is timed by [outer, m, inner].
 func (p *Device) ScatterAddAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
 	t := p.start()
-	p.Device.ScatterAddAxis(dst, src, idx, outer, n, inner, m)
+	p.inner.ScatterAddAxis(dst, src, idx, outer, n, inner, m)
 	if !t.IsZero() {
 		p.stop(t, "ScatterAddAxis", fmt.Sprintf("[%d %d %d] into %d", outer, m, inner, n), 0)
 	}
@@ -389,7 +422,7 @@ func (p *Device) ScatterAddAxis(dst, src device.Buffer, idx device.View, outer, 
 // Random is timed by distribution and length.
 func (p *Device) Random(dist device.Distribution, dst device.Buffer, seed, offset uint64, a, b float32) {
 	t := p.start()
-	p.Device.Random(dist, dst, seed, offset, a, b)
+	p.inner.Random(dist, dst, seed, offset, a, b)
 	if !t.IsZero() {
 		p.stop(t, "Random/"+dist.String(), length(dst), 0)
 	}

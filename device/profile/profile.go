@@ -49,11 +49,13 @@ var _ device.Device = (*Device)(nil)
 type key struct{ name, detail string }
 
 // Device is a device.Device that records the time of its calls while
-// recording is on. Methods it does not time (Name, Alloc, Free,
-// Synchronize) go straight to the wrapped device. It is safe for
-// concurrent use if the wrapped device is.
+// recording is on. It forwards every method of the interface explicitly
+// (no embedding, so that a method added to device.Device cannot go
+// untimed: the wrapper stops compiling until it forwards it) and times
+// all of them but Name. It is safe for concurrent use if the wrapped
+// device is.
 type Device struct {
-	device.Device
+	inner device.Device
 
 	mu        sync.Mutex
 	recording bool
@@ -61,13 +63,16 @@ type Device struct {
 }
 
 // Wrap returns a profiling wrapper of d with recording off.
-func Wrap(d device.Device) *Device { return &Device{Device: d, ops: map[key]*Op{}} }
+func Wrap(d device.Device) *Device { return &Device{inner: d, ops: map[key]*Op{}} }
+
+// Unwrap returns the wrapped device.
+func (p *Device) Unwrap() device.Device { return p.inner }
 
 // Record turns recording on or off. Turning it on synchronizes first, so
 // that earlier work is not charged to the first recorded call.
 func (p *Device) Record(on bool) {
 	if on {
-		_ = p.Device.Synchronize()
+		_ = p.inner.Synchronize()
 	}
 	p.mu.Lock()
 	p.recording = on
@@ -113,7 +118,7 @@ func (p *Device) start() time.Time {
 // stop waits for the call started at t0 (a recording start) and charges
 // it to (name, detail).
 func (p *Device) stop(t0 time.Time, name, detail string, flops float64) {
-	_ = p.Device.Synchronize() // errors stay sticky for the caller's Synchronize
+	_ = p.inner.Synchronize() // errors stay sticky for the caller's Synchronize
 	dt := time.Since(t0)
 	k := key{name: name, detail: detail}
 	p.mu.Lock()

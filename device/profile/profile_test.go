@@ -48,6 +48,7 @@ func TestRecordsCallsByOpAndShape(t *testing.T) {
 		{"Gemm|64x16x32 NT float32", 1, 2 * 64 * 16 * 32},
 		{"Fill|", 1, 0},
 		{"RMSNorm|64 x 16", 1, 0},
+		{"Alloc|float32", 1, 0},
 	}
 	if len(got) != len(want) {
 		t.Errorf("recorded %v, want %d kinds", got, len(want))
