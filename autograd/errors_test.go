@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,5 +150,74 @@ func TestNoGradRecordsNothing(t *testing.T) {
 	y := g.Mul(w, w)
 	if y.RequiresGrad() || len(g.nodes) != 0 {
 		t.Fatalf("no-grad recorded %d nodes", len(g.nodes))
+	}
+}
+
+// TestBackwardRefusesModifiedSavedTensor is the example: a value
+// written into an input between the forward pass and Backward used to give
+// the gradient [5 -7] instead of [1 1]; now Backward names the op and the
+// tensor. Writing into an input whose value no backward reads (Add's) is
+// harmless and allowed.
+func TestBackwardRefusesModifiedSavedTensor(t *testing.T) {
+	dev := cpu.New()
+	a, _ := tensor.FromFloat32(dev, []float32{2, 3}, 2)
+	a.SetRequiresGrad(true)
+	b, _ := tensor.FromFloat32(dev, []float32{1, 1}, 2)
+	b.Name = "scale"
+	g := New(dev)
+	loss := g.Sum(g.Mul(a, b))
+	b.SetFloat32([]float32{5, -7})
+	err := g.Backward(loss)
+	if err == nil {
+		t.Fatalf("Backward after modifying a saved input gave gradient %v and no error", a.Grad().Float32s())
+	}
+	for _, w := range []string{"Mul", "input 1", "scale", "modified in place", "version 0, now 1"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+	if err := g.Backward(loss); !errors.Is(err, ErrFreed) {
+		t.Errorf("Backward after the refused one: %v, want ErrFreed", err)
+	}
+
+	g.Reset()
+	a.SetGrad(nil)
+	loss = g.Sum(g.Add(a, b))
+	b.SetFloat32([]float32{0, 0})
+	if err := g.Backward(loss); err != nil {
+		t.Fatalf("modifying an input of Add: %v", err)
+	}
+	if got := a.Grad().Float32s(); got[0] != 1 || got[1] != 1 {
+		t.Fatalf("grad %v, want [1 1]", got)
+	}
+}
+
+// TestUseAfterReset: a graph's output read after Reset panics saying it
+// was released (not a nil dereference), and feeding it to an op records an
+// error that says so.
+func TestUseAfterReset(t *testing.T) {
+	dev := cpu.New()
+	x, _ := tensor.FromFloat32(dev, []float32{1, 2}, 2)
+	g := New(dev)
+	y := g.Scale(x, 2)
+	z := g.Reshape(y, 1, 2)
+	g.Reset()
+	for name, use := range map[string]func(){
+		"Len":           func() { y.Len() },
+		"Float32s":      func() { y.Float32s() },
+		"view Float32s": func() { z.Float32s() },
+	} {
+		func() {
+			defer func() {
+				if msg := fmt.Sprint(recover()); !strings.Contains(msg, "released") || !strings.Contains(msg, "Reset") {
+					t.Errorf("%s after Reset: panic %q", name, msg)
+				}
+			}()
+			use()
+		}()
+	}
+	g.Scale(z, 3)
+	if err := g.Err(); err == nil || !strings.Contains(err.Error(), "Scale") || !strings.Contains(err.Error(), "released") {
+		t.Errorf("op on a released tensor: %v", err)
 	}
 }

@@ -190,8 +190,8 @@ func (g *Graph) ok(op string, inputs ...*tensor.Tensor) bool {
 			g.failf("%s: input %d is nil", op, i)
 			return false
 		}
-		if t.Buffer() == nil {
-			g.failf("%s: input %d (%v) was released", op, i, t.Shape())
+		if t.Released() {
+			g.failf("%s: input %d %v was released (Reset and Backward release the tensors a graph made; Keep one to use it in a later pass)", op, i, t.Shape())
 			return false
 		}
 		if t.Device() != g.dev {
@@ -215,11 +215,30 @@ func (g *Graph) wantsGrad(inputs ...*tensor.Tensor) bool {
 	return false
 }
 
-// record appends a node whose output requires grad.
+// record appends a node whose output requires grad, remembering the
+// versions of the tensors its backward pass reads.
 func (g *Graph) record(n node) {
 	n.out.SetRequiresGrad(true)
 	n.out.MarkOutput()
+	for i, t := range n.savedTensors() {
+		if t != nil {
+			n.versions[i] = t.Version()
+		}
+	}
 	g.nodes = append(g.nodes, n)
+}
+
+// checkVersions returns an error naming the op and the tensor when a
+// tensor n's backward reads was written in place after n was recorded.
+func (g *Graph) checkVersions(n *node) error {
+	for i, t := range n.savedTensors() {
+		if t == nil || t.Version() == n.versions[i] {
+			continue
+		}
+		return fmt.Errorf("autograd: Backward: %s saved %s %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
+			n.op, n.slotName(i), t, n.versions[i], t.Version())
+	}
+	return nil
 }
 
 // Backward computes gradients of the scalar loss with respect to every
@@ -255,6 +274,10 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 		if gout == nil {
 			continue // the output did not reach the loss
 		}
+		if err := g.checkVersions(n); err != nil {
+			g.abandon(i, loss)
+			return err
+		}
 		g.backward(n, gout)
 		gout.Release() // a no-op when backward moved it to an input
 		n.out.SetGrad(nil)
@@ -276,6 +299,31 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 		return fmt.Errorf("autograd: Backward: %w", err)
 	}
 	return nil
+}
+
+// abandon ends a Backward that stopped at node last: it releases the
+// gradients of the nodes not yet run and the forward tensors but the loss,
+// and marks the graph freed.
+func (g *Graph) abandon(last int, loss *tensor.Tensor) {
+	for i := last; i >= 0; i-- {
+		n := &g.nodes[i]
+		if gr := n.out.Grad(); gr != nil {
+			gr.Release()
+			n.out.SetGrad(nil)
+		}
+	}
+	g.clearNodes()
+	g.freed = true
+	kept := g.owned[:0]
+	for _, t := range g.owned {
+		if t == loss {
+			kept = append(kept, t)
+			continue
+		}
+		releaseWithGrad(t)
+	}
+	clear(g.owned[len(kept):])
+	g.owned = kept
 }
 
 // accumulate adds grad into t's gradient. It takes ownership of grad: grad

@@ -28,6 +28,19 @@ const (
 	opLinearCrossEntropy
 )
 
+var opNames = [...]string{opMatMul: "MatMul", opAdd: "Add", opSub: "Sub", opMul: "Mul", opScale: "Scale",
+	opSum: "Sum", opReshape: "Reshape", opTranspose: "Transpose", opEmbedding: "Embedding", opRMSNorm: "RMSNorm",
+	opRoPE: "RoPE", opSwiGLU: "SwiGLU", opAttention: "Attention", opCrossEntropy: "CrossEntropy",
+	opLinearCrossEntropy: "LinearCrossEntropy"}
+
+// String names the op as the Graph method that records it.
+func (k opKind) String() string {
+	if int(k) < len(opNames) && opNames[k] != "" {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op(%d)", uint8(k))
+}
+
 // node is one recorded operation. It is a plain struct (no closures) so
 // that recording a step allocates nothing once the node slice has grown.
 type node struct {
@@ -44,6 +57,50 @@ type node struct {
 	// low-precision operands.
 	lowp  bool
 	shape device.AttentionShape
+	// versions are the versions at record time of savedTensors.
+	versions [numSaved]uint64
+}
+
+// numSaved bounds savedTensors: in[0..2], saved[0..2] and out.
+const numSaved = 7
+
+// savedTensors returns the tensors n's backward pass reads, in slots
+// in[0..2], saved[0..2], out (nil where it reads none): those whose
+// in-place modification after the forward pass would corrupt the
+// gradient. Graph-internal tensors (a norm's saved rstd, a loss's saved
+// gradient blocks, autocast copies) are not listed: only this package
+// writes them.
+func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
+	switch n.op {
+	case opMatMul:
+		if !n.lowp {
+			s[0], s[1] = n.in[0], n.in[1]
+		}
+	case opMul, opSwiGLU:
+		s[0], s[1] = n.in[0], n.in[1]
+	case opEmbedding:
+		s[3] = n.saved[0] // ids
+	case opRMSNorm:
+		s[0] = n.in[0]
+	case opRoPE:
+		s[3], s[4] = n.saved[0], n.saved[1] // tables
+	case opAttention:
+		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
+	case opCrossEntropy:
+		s[0], s[3] = n.in[0], n.saved[0] // logits, targets
+	}
+	return s
+}
+
+// slotName names slot i of savedTensors in an error.
+func (n *node) slotName(i int) string {
+	switch {
+	case i < 3:
+		return fmt.Sprintf("input %d", i)
+	case i < 6:
+		return fmt.Sprintf("tensor %d", i-3)
+	}
+	return "its output"
 }
 
 // backward dispatches one node's backward pass; gout is the gradient of

@@ -53,8 +53,8 @@ func NewPooled(dev device.Device, dtype device.DType, shape ...int) (*Tensor, er
 }
 
 // Release returns a pooled tensor's buffer to the pool; the tensor (and
-// every view of it) must not be used afterwards. Release of a tensor that
-// is not pooled does nothing.
+// every view of it) must not be used afterwards, and panics saying so if
+// it is. Release of a tensor that is not pooled does nothing.
 func (t *Tensor) Release() {
 	if t == nil || !t.pooled {
 		return
@@ -69,6 +69,7 @@ func (t *Tensor) Release() {
 	pool.held += int64(key.n * key.dtype.Size())
 	pool.Unlock()
 	t.buf = nil
+	t.root().released = true
 }
 
 // Pooled reports whether the tensor's buffer belongs to the pool.

@@ -26,13 +26,26 @@ const MaxRank = 6
 //
 // A tensor made by New or a creation function owns its buffer; views made
 // by Reshape share it. Pooled tensors (NewPooled) return their buffer to
-// the device's pool on Release.
+// the device's pool on Release; using the tensor, or any view of it,
+// afterwards panics with a message that says so.
+//
+// Every tensor has a version, shared with its views, that each in-place
+// write through this package's API increments (SetFloat32, SetFloat64,
+// SetInt32; code that writes through Buffer calls MarkModified). Autograd
+// remembers the versions of the tensors an op saved for its backward pass
+// and refuses to differentiate through one that changed.
 type Tensor struct {
 	dev    device.Device
 	buf    device.Buffer
 	shape  [MaxRank]int
 	rank   int
 	pooled bool
+
+	// base is the tensor whose storage a view shares (nil for the tensor
+	// that holds it); version and released live on the base.
+	base     *Tensor
+	version  uint64
+	released bool
 
 	// Name is an optional label used in error messages (parameter names).
 	Name string
@@ -134,6 +147,24 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	t.SetInt32(data)
+	t.version = 0 // the first write is the creation
+	return t, nil
+}
+
+// FromFloat64 copies host data into a new float64 tensor of the given
+// shape (on a backend that supports float64: the CPU).
+func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
+	if err := checkShape("FromFloat64", shape); err != nil {
+		return nil, err
+	}
+	if n := Shape(shape).Numel(); n != len(data) {
+		return nil, fmt.Errorf("tensor: FromFloat64: %d values for shape %v (want %d)", len(data), Shape(shape), n)
+	}
+	t, err := NewOf(dev, device.Float64, shape...)
+	if err != nil {
+		return nil, err
+	}
+	dev.CopyFloat64FromHost(t.buf, data)
 	return t, nil
 }
 
@@ -149,14 +180,65 @@ func (t *Tensor) SetInt32(data []int32) {
 	}
 	t.minIndex, t.maxIndex, t.rangeKnown = lo, hi, true
 	t.dev.CopyInt32FromHost(t.buf, data)
+	t.MarkModified()
 }
 
-// SetFloat32 overwrites a float32 tensor with host data of the same length.
+// SetFloat32 overwrites a float tensor with host data of the same length
+// (rounded to its dtype).
 func (t *Tensor) SetFloat32(data []float32) {
 	if t.DType() == device.Int32 || len(data) != t.Len() {
 		panic(fmt.Sprintf("tensor: SetFloat32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
 	}
 	t.dev.CopyFromHost(t.buf, data)
+	t.MarkModified()
+}
+
+// SetFloat64 overwrites a float tensor with host float64 data of the same
+// length (rounded to its dtype).
+func (t *Tensor) SetFloat64(data []float64) {
+	if t.DType() == device.Int32 || len(data) != t.Len() {
+		panic(fmt.Sprintf("tensor: SetFloat64: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+	}
+	t.dev.CopyFloat64FromHost(t.buf, data)
+	t.MarkModified()
+}
+
+// root returns the tensor holding the storage state of t.
+func (t *Tensor) root() *Tensor {
+	if t.base != nil {
+		return t.base
+	}
+	return t
+}
+
+// Version returns the number of in-place writes to t's storage (through
+// t or any view of it) so far.
+func (t *Tensor) Version() uint64 { return t.root().version }
+
+// MarkModified records an in-place write to t's storage. The setters of
+// this package call it; code that writes through Buffer (an optimizer
+// step, a kernel called directly) calls it so that autograd sees the
+// write.
+func (t *Tensor) MarkModified() { t.root().version++ }
+
+// Released reports whether t's buffer went back to the pool (Release of
+// t or of a view that owned it, as a graph's Reset and Backward do).
+func (t *Tensor) Released() bool { return t.buf == nil || t.root().released }
+
+// live panics, naming op, when t's buffer was released.
+func (t *Tensor) live(op string) {
+	if t.Released() {
+		panic(fmt.Sprintf("tensor: %s of %s after its buffer was released (autograd's Reset and Backward release the tensors a graph made: call Keep on one to use it afterwards)", op, t.describe()))
+	}
+}
+
+// describe names a tensor by name and shape without touching its buffer.
+func (t *Tensor) describe() string {
+	name := ""
+	if t.Name != "" {
+		name = " " + t.Name
+	}
+	return fmt.Sprintf("Tensor%s(%v on %s)", name, t.Shape(), t.dev.Name())
 }
 
 // IndexRange reports the smallest and largest id of an int32 tensor made
@@ -178,11 +260,18 @@ func RandN(dev device.Device, rng *rand.Rand, mean, std float64, shape ...int) (
 // Device returns the device holding the tensor.
 func (t *Tensor) Device() device.Device { return t.dev }
 
-// Buffer returns the device buffer behind the tensor (for kernels).
-func (t *Tensor) Buffer() device.Buffer { return t.buf }
+// Buffer returns the device buffer behind the tensor (for kernels). It
+// panics when the buffer was released.
+func (t *Tensor) Buffer() device.Buffer {
+	t.live("Buffer")
+	return t.buf
+}
 
 // DType returns the element type.
-func (t *Tensor) DType() device.DType { return t.buf.DType() }
+func (t *Tensor) DType() device.DType {
+	t.live("DType")
+	return t.buf.DType()
+}
 
 // Shape returns a copy of the dimensions.
 func (t *Tensor) Shape() Shape { return append(Shape(nil), t.shape[:t.rank]...) }
@@ -199,7 +288,10 @@ func (t *Tensor) Dim(i int) int {
 }
 
 // Len returns the number of elements.
-func (t *Tensor) Len() int { return t.buf.Len() }
+func (t *Tensor) Len() int {
+	t.live("Len")
+	return t.buf.Len()
+}
 
 // SameShape reports whether t and u have identical shapes.
 func (t *Tensor) SameShape(u *Tensor) bool {
@@ -208,13 +300,23 @@ func (t *Tensor) SameShape(u *Tensor) bool {
 
 // Float32s copies the tensor to a new host slice.
 func (t *Tensor) Float32s() []float32 {
+	t.live("Float32s")
 	out := make([]float32, t.Len())
 	t.dev.CopyToHost(out, t.buf)
 	return out
 }
 
+// Float64s copies the tensor to a new host slice of float64.
+func (t *Tensor) Float64s() []float64 {
+	t.live("Float64s")
+	out := make([]float64, t.Len())
+	t.dev.CopyFloat64ToHost(out, t.buf)
+	return out
+}
+
 // Int32s copies an int32 tensor to a new host slice.
 func (t *Tensor) Int32s() []int32 {
+	t.live("Int32s")
 	out := make([]int32, t.Len())
 	t.dev.CopyInt32ToHost(out, t.buf)
 	return out
@@ -222,6 +324,7 @@ func (t *Tensor) Int32s() []int32 {
 
 // Item returns the single value of a one-element tensor.
 func (t *Tensor) Item() float32 {
+	t.live("Item")
 	if t.Len() != 1 {
 		panic(fmt.Sprintf("tensor: Item of a tensor of shape %v", t.Shape()))
 	}
@@ -233,6 +336,7 @@ func (t *Tensor) Item() float32 {
 // Reshape returns a view with a new shape of the same element count. One
 // dimension may be -1 and is inferred.
 func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
+	t.live("Reshape")
 	infer, known := -1, 1
 	for i, d := range shape {
 		if d == -1 {
@@ -261,7 +365,7 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 	if Shape(s[:len(shape)]).Numel() != t.Len() {
 		return nil, fmt.Errorf("tensor: Reshape %v (%d elements) to %v", t.Shape(), t.Len(), Shape(shape))
 	}
-	v := &Tensor{dev: t.dev, buf: t.buf, shape: s, rank: len(shape), Name: t.Name,
+	v := &Tensor{dev: t.dev, buf: t.buf, shape: s, rank: len(shape), Name: t.Name, base: t.root(),
 		minIndex: t.minIndex, maxIndex: t.maxIndex, rangeKnown: t.rangeKnown}
 	return v, nil
 }
@@ -285,7 +389,10 @@ func (t *Tensor) String() string {
 	if t.Name != "" {
 		name = " " + t.Name
 	}
-	return fmt.Sprintf("Tensor%s(%v %v on %s)", name, t.DType(), t.Shape(), t.dev.Name())
+	if t.Released() {
+		return fmt.Sprintf("Tensor%s(released %v on %s)", name, t.Shape(), t.dev.Name())
+	}
+	return fmt.Sprintf("Tensor%s(%v %v on %s)", name, t.buf.DType(), t.Shape(), t.dev.Name())
 }
 
 // MoveTo returns a view of t with a new shape (same element count) that

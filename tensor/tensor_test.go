@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,8 +62,8 @@ func TestPoolReusesReleasedBuffers(t *testing.T) {
 	}
 	buf := a.Buffer()
 	a.Release()
-	if a.Buffer() != nil || PoolBytes() != 80 {
-		t.Fatalf("after Release: buffer %v, pool %d bytes", a.Buffer(), PoolBytes())
+	if !a.Released() || PoolBytes() != 80 {
+		t.Fatalf("after Release: released %v, pool %d bytes", a.Released(), PoolBytes())
 	}
 	b, _ := NewPooled(dev, device.Float32, 20) // same element count, other shape
 	if b.Buffer() != buf || PoolBytes() != 0 {
@@ -85,5 +86,75 @@ func TestPoolReusesReleasedBuffers(t *testing.T) {
 	DrainPool()
 	if PoolBytes() != 0 {
 		t.Fatal("DrainPool left bytes")
+	}
+}
+
+// TestVersionCountsWrites: every setter bumps the version, which views
+// share.
+func TestVersionCountsWrites(t *testing.T) {
+	dev := cpu.New()
+	x, _ := FromFloat32(dev, []float32{1, 2, 3, 4}, 2, 2)
+	v, _ := x.Reshape(4)
+	if x.Version() != 0 {
+		t.Fatalf("fresh tensor at version %d", x.Version())
+	}
+	x.SetFloat32([]float32{5, 6, 7, 8})
+	v.SetFloat64([]float64{1, 1, 1, 1})
+	x.MarkModified()
+	if x.Version() != 3 || v.Version() != 3 {
+		t.Fatalf("versions %d and %d after three writes, want 3", x.Version(), v.Version())
+	}
+	ids, _ := FromInt32(dev, []int32{1, 2}, 2)
+	ids.SetInt32([]int32{0, 0})
+	if ids.Version() != 1 {
+		t.Fatalf("SetInt32 left version %d", ids.Version())
+	}
+}
+
+// TestUseAfterReleasePanicsClearly: reading a released tensor, or a view
+// of one, panics with a message saying it was released (never a nil
+// dereference); String still works.
+func TestUseAfterReleasePanicsClearly(t *testing.T) {
+	dev := cpu.New()
+	x, _ := NewPooled(dev, device.Float32, 2, 3)
+	x.Name = "activations"
+	view, _ := x.Reshape(6)
+	x.Release()
+	for name, use := range map[string]func(){
+		"Len":          func() { x.Len() },
+		"Float32s":     func() { x.Float32s() },
+		"view Len":     func() { view.Len() },
+		"view Item":    func() { view.Item() },
+		"view Buffer":  func() { view.Buffer() },
+		"view Reshape": func() { view.Reshape(3, 2) },
+		"SetFloat32":   func() { x.SetFloat32(make([]float32, 6)) },
+	} {
+		func() {
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if !strings.Contains(msg, "released") || !strings.Contains(msg, "activations") || !strings.Contains(msg, "Keep") {
+					t.Errorf("%s after Release: panic %q, want one saying the tensor was released", name, msg)
+				}
+			}()
+			use()
+		}()
+	}
+	if s := view.String(); !strings.Contains(s, "released") {
+		t.Errorf("String of a released view = %q", s)
+	}
+	DrainPool()
+}
+
+func TestFloat64Tensors(t *testing.T) {
+	dev := cpu.New()
+	x, err := FromFloat64(dev, []float64{1 + 1e-12, -2}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Float64s(); got[0] != 1+1e-12 || got[1] != -2 || x.DType() != device.Float64 {
+		t.Fatalf("float64 round trip %v (%v)", got, x.DType())
+	}
+	if _, err := FromFloat64(dev, []float64{1}, 2); err == nil || !strings.Contains(err.Error(), "1 values for shape [2]") {
+		t.Errorf("FromFloat64 count mismatch: %v", err)
 	}
 }
