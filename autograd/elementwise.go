@@ -7,24 +7,22 @@ import (
 
 var binaryKinds = map[device.BinaryOp]opKind{device.Add: opAdd, device.Sub: opSub, device.Mul: opMul}
 
-// Add returns a + b (same shapes).
+// Add returns a + b, broadcasting NumPy-style when the shapes differ.
 func (g *Graph) Add(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Add", device.Add, a, b) }
 
-// Sub returns a - b (same shapes).
+// Sub returns a - b, with broadcasting.
 func (g *Graph) Sub(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Sub", device.Sub, a, b) }
 
-// Mul returns a * b elementwise (same shapes).
+// Mul returns a * b elementwise, with broadcasting.
 func (g *Graph) Mul(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Mul", device.Mul, a, b) }
 
 func (g *Graph) binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, a, b) {
 		return nil
 	}
-	if !a.SameShape(b) {
-		return g.failf("%s: shapes %v and %v differ", op, a.Shape(), b.Shape())
-	}
-	if a.DType() != device.Float32 || b.DType() != device.Float32 {
-		return g.failf("%s: dtypes %v and %v (want float32)", op, a.DType(), b.DType())
+	if !a.SameShape(b) || a.DType() != device.Float32 || b.DType() != device.Float32 {
+		// Broadcasting, or float64: the core's strided op.
+		return g.broadcast(kind, a, b)
 	}
 	out := g.alloc(op, a.Shape()...)
 	if out == nil {
@@ -65,6 +63,9 @@ func (g *Graph) Scale(x *tensor.Tensor, alpha float32) *tensor.Tensor {
 	if !g.ok(op, x) {
 		return nil
 	}
+	if x.DType() != device.Float32 {
+		return g.broadcast(device.Mul, x, g.Constant(float64(alpha), x.DType()))
+	}
 	out := g.alloc(op, x.Shape()...)
 	if out == nil {
 		return nil
@@ -100,13 +101,20 @@ func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
 	if x.Len() == 0 {
 		return g.failf("%s: empty tensor %v", op, x.Shape())
 	}
-	out := g.alloc(op)
+	out := g.allocOf(op, x.DType())
 	if out == nil {
 		return nil
 	}
-	g.dev.Reduce(device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
-	if scale != 1 {
-		g.dev.Scale(out.Buffer(), out.Buffer(), scale)
+	if x.DType() == device.Float32 {
+		g.dev.Reduce(device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
+		if scale != 1 {
+			g.dev.Scale(out.Buffer(), out.Buffer(), scale)
+		}
+	} else {
+		g.dev.ReduceAxis(device.Sum, out.Buffer(), x.Buffer(), 1, x.Len(), 1)
+		if scale != 1 {
+			g.binaryInto(device.Mul, out, out, g.Constant(1/float64(x.Len()), x.DType()))
+		}
 	}
 	if g.wantsGrad(x) {
 		g.record(node{op: opSum, out: out, in: [3]*tensor.Tensor{x}, f: scale})
@@ -115,7 +123,18 @@ func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
 }
 
 func (g *Graph) sumBackward(n *node, gout *tensor.Tensor) {
-	d := g.scratch(n.in[0].Shape()...)
+	x := n.in[0]
+	if x.DType() != device.Float32 {
+		d := g.spread(gout, x, 1, x.Len(), 1)
+		if n.f != 1 {
+			c := g.konst(x, 1/float64(x.Len()))
+			g.binaryInto(device.Mul, d, d, c)
+			c.Release()
+		}
+		g.accumulate(x, d)
+		return
+	}
+	d := g.scratch(x.Shape()...)
 	g.dev.FillFrom(d.Buffer(), gout.Buffer(), n.f)
-	g.accumulate(n.in[0], d)
+	g.accumulate(x, d)
 }

@@ -48,6 +48,8 @@ type Graph struct {
 	// Reset (and Backward, for all but the loss and kept tensors) returns
 	// them to the pool.
 	owned []*tensor.Tensor
+	// custom holds the functions and inputs of recorded custom ops.
+	custom []customCall
 }
 
 // New returns an empty graph that records operations on dev.
@@ -114,6 +116,8 @@ func (g *Graph) Reset() {
 	clear(g.owned)
 	g.owned = g.owned[:0]
 	g.clearNodes()
+	clear(g.custom)
+	g.custom = g.custom[:0]
 	g.err = nil
 	g.freed = false
 }
@@ -265,7 +269,7 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 	if !loss.RequiresGrad() {
 		return errors.New("autograd: Backward: the loss does not depend on any tensor that requires grad")
 	}
-	seed := g.scratch(loss.Shape()...)
+	seed := g.scratchLike(loss, loss.Shape()...)
 	g.dev.Fill(seed.Buffer(), 1)
 	loss.SetGrad(seed)
 	for i := len(g.nodes) - 1; i >= 0; i-- {
@@ -279,6 +283,12 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 			return err
 		}
 		g.backward(n, gout)
+		if g.err != nil { // a custom op's backward failed
+			gout.Release()
+			n.out.SetGrad(nil)
+			g.abandon(i-1, loss)
+			return g.err
+		}
 		gout.Release() // a no-op when backward moved it to an input
 		n.out.SetGrad(nil)
 	}
@@ -337,7 +347,7 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 	switch {
 	case cur == nil && isLeaf(t):
 		// A parameter's gradient is persistent, outside the pool.
-		p, err := tensor.New(g.dev, t.Shape()...)
+		p, err := tensor.NewOf(g.dev, t.DType(), t.Shape()...)
 		if err != nil {
 			panic(fmt.Sprintf("autograd: gradient of %v: %v", t, err))
 		}
@@ -354,9 +364,20 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 		}
 		t.SetGrad(grad)
 	default:
-		g.dev.Axpby(cur.Buffer(), grad.Buffer(), 1, 1)
+		g.addInto(cur, grad)
 		grad.Release()
 	}
+}
+
+// addInto computes dst += src (same length): the float32 kernel of the
+// paper's model, the core's broadcasting add for other dtypes.
+func (g *Graph) addInto(dst, src *tensor.Tensor) {
+	if dst.DType() == device.Float32 {
+		g.dev.Axpby(dst.Buffer(), src.Buffer(), 1, 1)
+		return
+	}
+	dims := device.DimsOf(dst.Len())
+	g.dev.BinaryStrided(device.Add, dims, dst.Buffer(), device.Contiguous(dst.Buffer(), dims), device.Contiguous(src.Buffer(), dims))
 }
 
 // leafGrad returns t's persistent gradient, allocating a zeroed one if

@@ -221,11 +221,11 @@ func (g *Graph) Transpose(x *tensor.Tensor) *tensor.Tensor {
 	if !ok {
 		return g.failf("%s: shape %v: want rank 2, 3 or 4", op, x.Shape())
 	}
-	y := g.alloc(op, out...)
+	y := g.allocOf(op, x.DType(), out...)
 	if y == nil {
 		return nil
 	}
-	g.dev.Transpose(y.Buffer(), x.Buffer(), b, r, c, in)
+	g.transposeInto(y, x, b, r, c, in)
 	if g.wantsGrad(x) {
 		g.record(node{op: opTranspose, out: y, in: [3]*tensor.Tensor{x}})
 	}
@@ -248,7 +248,20 @@ func transposeDims(s tensor.Shape) (batch, rows, cols, inner int, out []int, ok 
 
 func (g *Graph) transposeBackward(n *node, gout *tensor.Tensor) {
 	b, r, c, in, _, _ := transposeDims(gout.Shape())
-	dx := g.scratch(n.in[0].Shape()...)
-	g.dev.Transpose(dx.Buffer(), gout.Buffer(), b, r, c, in)
+	dx := g.scratchLike(n.in[0], n.in[0].Shape()...)
+	g.transposeInto(dx, gout, b, r, c, in)
 	g.accumulate(n.in[0], dx)
+}
+
+// transposeInto swaps the middle axes of src viewed as [b, r, c, in]:
+// the float32 Transpose kernel, or the core's strided copy for other
+// dtypes.
+func (g *Graph) transposeInto(dst, src *tensor.Tensor, b, r, c, in int) {
+	if src.DType() == device.Float32 {
+		g.dev.Transpose(dst.Buffer(), src.Buffer(), b, r, c, in)
+		return
+	}
+	dims := device.DimsOf(b, c, r, in)
+	sv := device.View{Buf: src.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{r * c * in, in, c * in, 1}}}
+	g.dev.CopyStrided(dims, device.Contiguous(dst.Buffer(), dims), sv)
 }

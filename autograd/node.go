@@ -26,12 +26,19 @@ const (
 	opAttention
 	opCrossEntropy
 	opLinearCrossEntropy
+	opUnary
+	opBroadcast
+	opWhere
+	opSumAxis
+	opMaxAxis
+	opCustom
 )
 
 var opNames = [...]string{opMatMul: "MatMul", opAdd: "Add", opSub: "Sub", opMul: "Mul", opScale: "Scale",
 	opSum: "Sum", opReshape: "Reshape", opTranspose: "Transpose", opEmbedding: "Embedding", opRMSNorm: "RMSNorm",
 	opRoPE: "RoPE", opSwiGLU: "SwiGLU", opAttention: "Attention", opCrossEntropy: "CrossEntropy",
-	opLinearCrossEntropy: "LinearCrossEntropy"}
+	opLinearCrossEntropy: "LinearCrossEntropy", opUnary: "Unary", opBroadcast: "binary op", opWhere: "Where",
+	opSumAxis: "SumAxis", opMaxAxis: "MaxAxis", opCustom: "custom op"}
 
 // String names the op as the Graph method that records it.
 func (k opKind) String() string {
@@ -52,6 +59,7 @@ type node struct {
 	saved [3]*tensor.Tensor
 	ints  [4]int
 	f     float32
+	f64   float64
 	flags [2]bool
 	// lowp: a MatMul run under autocast; saved[0], saved[1] hold the
 	// low-precision operands.
@@ -88,6 +96,14 @@ func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
 		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
 	case opCrossEntropy:
 		s[0], s[3] = n.in[0], n.saved[0] // logits, targets
+	case opUnary, opMaxAxis:
+		s[0], s[6] = n.in[0], n.out
+	case opBroadcast:
+		s[0], s[1], s[6] = n.in[0], n.in[1], n.out
+	case opWhere:
+		s[3] = n.saved[0] // cond
+	case opCustom:
+		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
 	}
 	return s
 }
@@ -133,6 +149,18 @@ func (g *Graph) backward(n *node, gout *tensor.Tensor) {
 		g.crossEntropyBackward(n, gout)
 	case opLinearCrossEntropy:
 		g.linearCrossEntropyBackward(n, gout)
+	case opUnary:
+		g.unaryBackward(n, gout)
+	case opBroadcast:
+		g.broadcastBackward(n, gout)
+	case opWhere:
+		g.whereBackward(n, gout)
+	case opSumAxis:
+		g.sumAxisBackward(n, gout)
+	case opMaxAxis:
+		g.maxAxisBackward(n, gout)
+	case opCustom:
+		g.customBackward(n, gout)
 	default:
 		panic(fmt.Sprintf("autograd: no backward for op %d", n.op))
 	}
