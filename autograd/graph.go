@@ -240,7 +240,7 @@ func (g *Graph) checkVersions(n *node) error {
 			continue
 		}
 		return fmt.Errorf("autograd: Backward: %s saved %s %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
-			n.op, n.slotName(i), t, n.versions[i], t.Version())
+			g.opName(n), n.slotName(i), t, n.versions[i], t.Version())
 	}
 	return nil
 }
@@ -309,6 +309,21 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 		return fmt.Errorf("autograd: Backward: %w", err)
 	}
 	return nil
+}
+
+// opName names a recorded op as the method that recorded it.
+func (g *Graph) opName(n *node) string {
+	switch n.op {
+	case opUnary:
+		return "Unary(" + device.UnaryOp(n.ints[0]).String() + ")"
+	case opBroadcast:
+		return broadcastNames[n.ints[0]]
+	case opCustom:
+		if name := g.custom[n.ints[0]].f.Name; name != "" {
+			return name
+		}
+	}
+	return n.op.String()
 }
 
 // abandon ends a Backward that stopped at node last: it releases the
