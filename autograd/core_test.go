@@ -264,3 +264,72 @@ func TestCoreOpsCheckVersions(t *testing.T) {
 		t.Fatalf("Div with a modified divisor: %v", err)
 	}
 }
+
+// TestGradCheckMovement checks Permute, Slice, Concat and IndexSelect.
+func TestGradCheckMovement(t *testing.T) {
+	x := func(seed uint64, shape ...int) *tensor.Tensor { return input64(t, seed, shape, 1, 0, 0) }
+	ids, _ := tensor.FromInt32(cpu.New(), []int32{2, 0, 2, 3, 2}, 5)
+	ids2, _ := tensor.FromInt32(cpu.New(), []int32{1, 1, 0, 2}, 2, 2)
+	var cases []check64
+	for _, perm := range [][]int{{0, 2, 1}, {2, 0, 1}, {1, 2, 0}, {2, 1, 0}} {
+		cases = append(cases, check64{fmt.Sprintf("permute %v", perm), func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(80, 2, 3, 4)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.Permute(in[0], perm...) }})
+	}
+	for _, s := range [][3]int{{0, 1, 2}, {1, 0, 3}, {-1, 1, 4}, {2, 2, 3}} {
+		cases = append(cases, check64{fmt.Sprintf("slice axis %d [%d:%d]", s[0], s[1], s[2]), func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(81, 2, 3, 4)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.Slice(in[0], s[0], s[1], s[2]) }})
+	}
+	cases = append(cases,
+		check64{"concat axis 1", func(t *testing.T) []*tensor.Tensor {
+			c := x(84, 2, 1, 4)
+			c.SetRequiresGrad(false)
+			return []*tensor.Tensor{x(82, 2, 3, 4), x(83, 2, 2, 4), c}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+			return g.Mul(g.Concat(1, in...), g.Concat(1, in[2], in[1], in[0]))
+		}},
+		check64{"index_select axis 0", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(85, 4, 3)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.IndexSelect(in[0], 0, ids) }},
+		check64{"index_select axis 1 2-D ids", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(86, 2, 3, 4)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.IndexSelect(in[0], 1, ids2) }},
+		check64{"fused qkv split", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(87, 5, 9)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+				q, k, v := g.Slice(in[0], 1, 0, 3), g.Slice(in[0], 1, 3, 6), g.Slice(in[0], 1, 6, 9)
+				return g.Mul(g.Softmax(g.Mul(q, k), -1), v)
+			}},
+	)
+	runChecks64(t, cases)
+}
+
+// TestMovementValues checks forward values and errors in float32.
+func TestMovementValues(t *testing.T) {
+	dev := cpu.New()
+	g := New(dev)
+	x, _ := tensor.FromFloat32(dev, []float32{0, 1, 2, 3, 4, 5}, 2, 3)
+	if got := g.Permute(x, 1, 0).Float32s(); fmt.Sprint(got) != "[0 3 1 4 2 5]" {
+		t.Errorf("permute %v", got)
+	}
+	if got := g.Slice(x, 1, 1, 3).Float32s(); fmt.Sprint(got) != "[1 2 4 5]" {
+		t.Errorf("slice %v", got)
+	}
+	if got := g.Concat(0, x, x); fmt.Sprint(got.Shape(), got.Float32s()) != "[4 3] [0 1 2 3 4 5 0 1 2 3 4 5]" {
+		t.Errorf("concat %v %v", got.Shape(), got.Float32s())
+	}
+	ids, _ := tensor.FromInt32(dev, []int32{2, 2, 0}, 3)
+	if got := g.IndexSelect(x, 1, ids).Float32s(); fmt.Sprint(got) != "[2 2 0 5 5 3]" {
+		t.Errorf("index_select %v", got)
+	}
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]func(){
+		"permute": func() { g.Permute(x, 0, 0) },
+		"slice":   func() { g.Slice(x, 1, 2, 4) },
+		"concat":  func() { y, _ := tensor.New(dev, 3, 3); g.Concat(1, x, y) },
+	} {
+		g.Reset()
+		bad()
+		if g.Err() == nil {
+			t.Errorf("%s: bad arguments accepted", name)
+		}
+	}
+}

@@ -32,13 +32,17 @@ const (
 	opSumAxis
 	opMaxAxis
 	opCustom
+	opPermute
+	opSlice
+	opIndexSelect
 )
 
 var opNames = [...]string{opMatMul: "MatMul", opAdd: "Add", opSub: "Sub", opMul: "Mul", opScale: "Scale",
 	opSum: "Sum", opReshape: "Reshape", opTranspose: "Transpose", opEmbedding: "Embedding", opRMSNorm: "RMSNorm",
 	opRoPE: "RoPE", opSwiGLU: "SwiGLU", opAttention: "Attention", opCrossEntropy: "CrossEntropy",
 	opLinearCrossEntropy: "LinearCrossEntropy", opUnary: "Unary", opBroadcast: "binary op", opWhere: "Where",
-	opSumAxis: "SumAxis", opMaxAxis: "MaxAxis", opCustom: "custom op"}
+	opSumAxis: "SumAxis", opMaxAxis: "MaxAxis", opCustom: "custom op", opPermute: "Permute", opSlice: "Slice",
+	opIndexSelect: "IndexSelect"}
 
 // String names the op as the Graph method that records it.
 func (k opKind) String() string {
@@ -102,6 +106,8 @@ func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
 		s[0], s[1], s[6] = n.in[0], n.in[1], n.out
 	case opWhere:
 		s[3] = n.saved[0] // cond
+	case opIndexSelect:
+		s[3] = n.saved[0] // ids
 	case opCustom:
 		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
 	}
@@ -161,6 +167,12 @@ func (g *Graph) backward(n *node, gout *tensor.Tensor) {
 		g.maxAxisBackward(n, gout)
 	case opCustom:
 		g.customBackward(n, gout)
+	case opPermute:
+		g.permuteBackward(n, gout)
+	case opSlice:
+		g.sliceBackward(n, gout)
+	case opIndexSelect:
+		g.indexSelectBackward(n, gout)
 	default:
 		panic(fmt.Sprintf("autograd: no backward for op %d", n.op))
 	}

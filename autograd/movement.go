@@ -1,0 +1,220 @@
+package autograd
+
+import (
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// Movement ops: Permute, Slice, Concat and IndexSelect, each one strided
+// copy (or gather) of the core, with the adjoint copy (or scatter-add) as
+// its backward pass. They take any float dtype the backend has.
+
+// rowMajor returns the row-major strides of shape.
+func rowMajor(shape []int) [device.MaxDims]int {
+	return device.DimsOf(shape...).RowMajor().Strides
+}
+
+// Permute returns x with its axes reordered: output axis i is input axis
+// perm[i] (a copy, as torch's permute followed by contiguous).
+func (g *Graph) Permute(x *tensor.Tensor, perm ...int) *tensor.Tensor {
+	const name = "Permute"
+	if !g.ok(name, x) {
+		return nil
+	}
+	r := x.Rank()
+	if len(perm) != r || r > device.MaxDims {
+		return g.failf("%s: permutation %v of shape %v", name, perm, x.Shape())
+	}
+	seen := 0
+	for _, p := range perm {
+		if p < 0 || p >= r || seen&(1<<p) != 0 {
+			return g.failf("%s: %v is not a permutation of %d axes", name, perm, r)
+		}
+		seen |= 1 << p
+	}
+	in := x.Shape()
+	shape := make([]int, r)
+	for i, p := range perm {
+		shape[i] = in[p]
+	}
+	out := g.allocOf(name, x.DType(), shape...)
+	if out == nil {
+		return nil
+	}
+	g.permuteInto(out, x, perm)
+	if g.wantsGrad(x) {
+		code := 0
+		for i := r - 1; i >= 0; i-- {
+			code = code*8 + perm[i]
+		}
+		g.record(node{op: opPermute, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
+	}
+	return out
+}
+
+// permuteInto writes x with axes perm into out (shaped accordingly).
+func (g *Graph) permuteInto(out, x *tensor.Tensor, perm []int) {
+	st := rowMajor(x.Shape())
+	var l device.Layout
+	for i, p := range perm {
+		l.Strides[i] = st[p]
+	}
+	dims := device.DimsOf(out.Shape()...)
+	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), device.View{Buf: x.Buffer(), Layout: l})
+}
+
+func (g *Graph) permuteBackward(n *node, gout *tensor.Tensor) {
+	x := n.in[0]
+	r := n.ints[1]
+	var perm, inv [device.MaxDims]int
+	code := n.ints[0]
+	for i := range r {
+		perm[i] = code % 8
+		code /= 8
+	}
+	for i := range r {
+		inv[perm[i]] = i
+	}
+	d := g.scratchLike(x, x.Shape()...)
+	g.permuteInto(d, gout, inv[:r])
+	g.accumulate(x, d)
+}
+
+// sliceLayout is the layout of x[..., start:stop, ...] along axis within
+// x's row-major buffer, and the slice's shape.
+func sliceLayout(shape tensor.Shape, axis, start, stop int) (device.Dims, device.Layout) {
+	st := rowMajor(shape)
+	s := append([]int(nil), shape...)
+	s[axis] = stop - start
+	return device.DimsOf(s...), device.Layout{Offset: start * st[axis], Strides: st}
+}
+
+// Slice returns x[..., start:stop, ...] along axis (negative counts from
+// the end), a copy.
+func (g *Graph) Slice(x *tensor.Tensor, axis, start, stop int) *tensor.Tensor {
+	const name = "Slice"
+	if !g.ok(name, x) {
+		return nil
+	}
+	if axis < 0 {
+		axis += x.Rank()
+	}
+	if axis < 0 || axis >= x.Rank() || start < 0 || stop < start || stop > x.Dim(axis) {
+		return g.failf("%s: [%d:%d] of axis %d of shape %v", name, start, stop, axis, x.Shape())
+	}
+	dims, l := sliceLayout(x.Shape(), axis, start, stop)
+	out := g.allocOf(name, x.DType(), dims.Shape()...)
+	if out == nil {
+		return nil
+	}
+	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), device.View{Buf: x.Buffer(), Layout: l})
+	if g.wantsGrad(x) {
+		g.record(node{op: opSlice, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
+	}
+	return out
+}
+
+func (g *Graph) sliceBackward(n *node, gout *tensor.Tensor) {
+	x := n.in[0]
+	d := g.scratchLike(x, x.Shape()...)
+	g.dev.Fill(d.Buffer(), 0)
+	dims, l := sliceLayout(x.Shape(), n.ints[0], n.ints[1], n.ints[2])
+	g.dev.CopyStrided(dims, device.View{Buf: d.Buffer(), Layout: l}, device.Contiguous(gout.Buffer(), dims))
+	g.accumulate(x, d)
+}
+
+// Concat joins tensors of one dtype along axis; their other axes agree.
+// It is recorded as a Function, so it takes any number of inputs.
+func (g *Graph) Concat(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
+	const name = "Concat"
+	if !g.ok(name, xs...) {
+		return nil
+	}
+	if len(xs) == 0 {
+		return g.failf("%s: no tensors", name)
+	}
+	r := xs[0].Rank()
+	if axis < 0 {
+		axis += r
+	}
+	if axis < 0 || axis >= r {
+		return g.failf("%s: axis %d of shape %v", name, axis, xs[0].Shape())
+	}
+	shape := xs[0].Shape()
+	total := 0
+	for i, x := range xs {
+		s := x.Shape()
+		ok := len(s) == r && x.DType() == xs[0].DType()
+		for k := 0; ok && k < r; k++ {
+			ok = k == axis || s[k] == shape[k]
+		}
+		if !ok {
+			return g.failf("%s: tensor %d is %v %v, tensor 0 %v %v (axis %d)", name, i, x.DType(), s, xs[0].DType(), shape, axis)
+		}
+		total += s[axis]
+	}
+	shape[axis] = total
+	return g.Apply(&Function{Name: name, Forward: func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+		out := g.allocOf(name, in[0].DType(), shape...)
+		if out == nil {
+			return nil
+		}
+		at := 0
+		for _, x := range in {
+			dims, l := sliceLayout(out.Shape(), axis, at, at+x.Dim(axis))
+			g.dev.CopyStrided(dims, device.View{Buf: out.Buffer(), Layout: l}, device.Contiguous(x.Buffer(), dims))
+			at += x.Dim(axis)
+		}
+		return out
+	}, Backward: func(g *Graph, gout *tensor.Tensor, in []*tensor.Tensor, _ *tensor.Tensor) []*tensor.Tensor {
+		grads := make([]*tensor.Tensor, len(in))
+		at := 0
+		for i, x := range in {
+			grads[i] = g.Slice(gout, axis, at, at+x.Dim(axis))
+			at += x.Dim(axis)
+		}
+		return grads
+	}}, xs...)
+}
+
+// IndexSelect returns the rows of x along axis picked by the int32 ids
+// (any shape, values in [0, x.Dim(axis))): the axis is replaced by the
+// ids' axes, as Embedding does for axis 0 of a matrix. Its backward
+// scatter-adds into the gradient.
+func (g *Graph) IndexSelect(x *tensor.Tensor, axis int, ids *tensor.Tensor) *tensor.Tensor {
+	const name = "IndexSelect"
+	if !g.ok(name, x, ids) {
+		return nil
+	}
+	outer, n, inner, ax, _, ok := axisSplit(x.Shape(), axis, false)
+	if !ok {
+		return g.failf("%s: axis %d of shape %v", name, axis, x.Shape())
+	}
+	if !g.checkIDs(name, "ids", ids, n) {
+		return nil
+	}
+	xs := x.Shape()
+	shape := append(append(append([]int(nil), xs[:ax]...), ids.Shape()...), xs[ax+1:]...)
+	if len(shape) > tensor.MaxRank {
+		return g.failf("%s: result rank %d exceeds %d", name, len(shape), tensor.MaxRank)
+	}
+	out := g.allocOf(name, x.DType(), shape...)
+	if out == nil {
+		return nil
+	}
+	idx := device.View{Buf: ids.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1, 0}}}
+	g.dev.GatherAxis(out.Buffer(), x.Buffer(), idx, outer, n, inner, ids.Len())
+	if g.wantsGrad(x) {
+		g.record(node{op: opIndexSelect, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{ids}, ints: [4]int{outer, n, inner}})
+	}
+	return out
+}
+
+func (g *Graph) indexSelectBackward(n *node, gout *tensor.Tensor) {
+	x, ids := n.in[0], n.saved[0]
+	d := g.scratchLike(x, x.Shape()...)
+	g.dev.Fill(d.Buffer(), 0)
+	idx := device.View{Buf: ids.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1, 0}}}
+	g.dev.ScatterAddAxis(d.Buffer(), gout.Buffer(), idx, n.ints[0], n.ints[1], n.ints[2], ids.Len())
+	g.accumulate(x, d)
+}
