@@ -162,7 +162,7 @@ const (
 	Cos
 	// Square is x*x.
 	Square
-	// Sign is -1, 0 or 1 (0 for ±0; NaN stays NaN).
+	// Sign is -1 below 0 and 1 above; ±0 and NaN are returned as they are.
 	Sign
 	// Log1p is log(1+x), accurate near 0.
 	Log1p
