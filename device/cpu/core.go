@@ -244,6 +244,10 @@ func binaryStrided[T float](op device.BinaryOp, dims device.Dims, z, x []T, xl d
 		grain = transcendentalGrain
 	}
 	runPlan(&p, grain, func(off *[device.MaxOperands]int, n int) {
+		if xs == 1 && ys == 1 {
+			binaryVV(op, z[off[0]:off[0]+n], x[off[1]:off[1]+n], y[off[2]:off[2]+n])
+			return
+		}
 		var xb, yb [coreChunk]T
 		for c := 0; c < n; c += coreChunk {
 			m := min(coreChunk, n-c)
