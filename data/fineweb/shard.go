@@ -31,7 +31,8 @@ const (
 // A Shard is safe for concurrent reads.
 type Shard struct {
 	path  string
-	f     *os.File
+	r     io.ReaderAt // the file; nil once closed
+	close func() error
 	count int
 	sum   uint32 // crc32c of the token bytes
 }
@@ -51,32 +52,35 @@ func OpenShard(path string, vocab int) (*Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard: %w", err)
 	}
-	s, err := openShard(path, f, vocab)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
+	}
+	s, err := readShard(path, f, st.Size(), vocab)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	s.close = f.Close
 	return s, nil
 }
 
-func openShard(path string, f *os.File, vocab int) (*Shard, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
-	}
-	size := st.Size()
+// readShard checks the shard of the given size that r reads (OpenShard's
+// checks, on any io.ReaderAt: the fuzz test runs them on memory).
+func readShard(path string, r io.ReaderAt, size int64, vocab int) (*Shard, error) {
 	if size < HeaderBytes {
 		return nil, fmt.Errorf("fineweb: shard %s: size: expected at least %d bytes for the header, got %d", path, HeaderBytes, size)
 	}
 	var hdr [3 * 4]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
 		return nil, fmt.Errorf("fineweb: shard %s: header: %w", path, err)
 	}
 	count, err := checkHeader(hdr[:], size)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
 	}
-	s := &Shard{path: path, f: f, count: count}
+	s := &Shard{path: path, r: r, close: func() error { return nil }, count: count}
 	raw := make([]byte, min(2*count, scanChunk))
 	var decoded []uint16
 	if !littleEndian {
@@ -179,11 +183,11 @@ func (s *Shard) readRaw(b []byte, off int) error {
 	if off < 0 || off+n > s.count {
 		return fmt.Errorf("fineweb: shard %s: tokens [%d, %d) outside the shard's %d", s.path, off, off+n, s.count)
 	}
-	if s.f == nil {
+	if s.r == nil {
 		return fmt.Errorf("fineweb: shard %s: %w", s.path, os.ErrClosed)
 	}
 	at := HeaderBytes + 2*int64(off)
-	got, err := s.f.ReadAt(b, at)
+	got, err := s.r.ReadAt(b, at)
 	if got < len(b) {
 		if err == nil || errors.Is(err, io.EOF) {
 			return fmt.Errorf("fineweb: shard %s: truncated while in use: read %d of %d bytes at offset %d (it held %d tokens when opened)",
@@ -205,12 +209,11 @@ func (s *Shard) Tokens() ([]uint16, error) {
 
 // Close closes the file.
 func (s *Shard) Close() error {
-	if s.f == nil {
+	if s.r == nil {
 		return nil
 	}
-	err := s.f.Close()
-	s.f = nil
-	return err
+	s.r = nil
+	return s.close()
 }
 
 // ShardWriter writes one shard. Tokens go to a temporary file in the same
