@@ -44,7 +44,16 @@ var magics = []struct {
 	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd"},
 	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz"},
 	{[]byte{'P', 'K', 3, 4}, "zip"},
-	{[]byte{'B', 'Z', 'h'}, "bzip2"},
+}
+
+// isBzip2 reports whether head (10 bytes or fewer) starts a bzip2 stream:
+// "BZh", the block size '1'..'9', then a block's or the end's magic.
+func isBzip2(head []byte) bool {
+	if len(head) < 10 || string(head[:3]) != "BZh" || head[3] < '1' || head[3] > '9' {
+		return false
+	}
+	m := string(head[4:10])
+	return m == "\x31\x41\x59\x26\x53\x59" || m == "\x17\x72\x45\x38\x50\x90"
 }
 
 // OpenText opens a text file for reading: gzip-compressed files (told by
@@ -57,7 +66,7 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("fineweb: text: %w", err)
 	}
 	br := bufio.NewReaderSize(&countingReader{f, progress}, 1<<20)
-	head, _ := br.Peek(6)
+	head, _ := br.Peek(10)
 	if bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
 		z, err := gzip.NewReader(br)
 		if err != nil {
@@ -67,10 +76,14 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 		return &textReader{Reader: z, close: func() error { return errors.Join(z.Close(), f.Close()) }}, nil
 	}
 	for _, m := range magics {
-		if bytes.HasPrefix(head, m.prefix) && (m.name != "bzip2" || len(head) > 3 && head[3] >= '1' && head[3] <= '9') {
+		if bytes.HasPrefix(head, m.prefix) {
 			f.Close()
 			return nil, fmt.Errorf("fineweb: text %s: %s-compressed; decompress it first (only gzip is read)", path, m.name)
 		}
+	}
+	if isBzip2(head) {
+		f.Close()
+		return nil, fmt.Errorf("fineweb: text %s: bzip2-compressed; decompress it first (only gzip is read)", path)
 	}
 	return &textReader{Reader: br, close: f.Close}, nil
 }

@@ -101,6 +101,8 @@ func TestTextFileFormats(t *testing.T) {
 		{"x.zst", append([]byte{0x28, 0xb5, 0x2f, 0xfd}, binary[:100]...), "zstd-compressed"},
 		{"x.xz", append([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, binary[:100]...), "xz-compressed"},
 		{"broken.gz", []byte{0x1f, 0x8b, 8, 0, 1}, "gzip"},
+		{"x.bz2", append([]byte("BZh91AY&SY"), binary[:100]...), "bzip2-compressed"},
+		{"bzh.txt", []byte("BZh9 is how this text begins.\n"), "skip"}, // text, not bzip2
 	}
 	for _, tc := range tests {
 		p := filepath.Join(dir, tc.name)
