@@ -82,8 +82,22 @@ func TestPaperRecipeRouting(t *testing.T) {
 			}
 		}
 	}
-	if PaperHeadLR(HeadAdamW, 768) != 2.667e-3 || PaperHeadLR(HeadRowNorm, 1024) != 1.6e-3 {
-		t.Error("head LR table")
+	// The paper's table at 512 and 1024, and 768 unrounded (the table
+	// prints 2.667e-3 and 2.1333e-3 for 4e-3 * 512/768 and 3.2e-3 * 512/768).
+	for _, tc := range []struct {
+		head HeadOptimizer
+		d    int
+		want float64
+	}{
+		{HeadAdamW, 512, 4e-3}, {HeadAdamW, 768, 8.0 / 3000}, {HeadAdamW, 1024, 2e-3}, {HeadAdamW, 0, 4e-3},
+		{HeadRowNorm, 512, 3.2e-3}, {HeadRowNorm, 768, 6.4 / 3000}, {HeadRowNorm, 1024, 1.6e-3}, {HeadRowNorm, 256, 6.4e-3},
+	} {
+		if got := PaperHeadLR(tc.head, tc.d); math.Abs(got-tc.want) > 1e-18 {
+			t.Errorf("PaperHeadLR(%v, %d) = %.17g, expected %.17g", tc.head, tc.d, got, tc.want)
+		}
+	}
+	if got := PaperHeadLR(HeadAdamW, 768); got == 2.667e-3 || math.Abs(got-2.667e-3) > 5e-7 {
+		t.Errorf("PaperHeadLR(adamw, 768) = %v: expected 8/3000, which the table rounds to 2.667e-3", got)
 	}
 }
 

@@ -24,9 +24,8 @@ func (h HeadOptimizer) String() string {
 type PaperOptions struct {
 	// Head selects RowNorm (default) or AdamW for the LM head.
 	Head HeadOptimizer
-	// Width is d_model; it picks the head's peak LR from the paper's table
-	// (512, 768, 1024). Other widths scale the 512 value by 512/Width, the
-	// rule the table follows; 0 means 512.
+	// Width is d_model; it sets the head's peak LR (see PaperHeadLR); 0
+	// means 512.
 	Width int
 	// HeadLR overrides the head's peak LR when positive.
 	HeadLR float64
@@ -51,21 +50,19 @@ const (
 )
 
 // PaperHeadLR returns the paper's peak LR of the head optimizer at width d:
-// AdamW 4e-3 / 2.667e-3 / 2e-3 and RowNorm 3.2e-3 / 2.1333e-3 / 1.6e-3 at
-// d = 512 / 768 / 1024; other widths scale the d = 512 value by 512/d.
+// the d = 512 value (AdamW 4e-3, RowNorm 3.2e-3) scaled by 512/d, the rule
+// behind the paper's table: AdamW 4e-3 / 2.667e-3 / 2e-3 and RowNorm
+// 3.2e-3 / 2.1333e-3 / 1.6e-3 at d = 512 / 768 / 1024, where 2.667e-3 and
+// 2.1333e-3 are 8/3000 and 6.4/3000 rounded for print. d <= 0 means 512.
 func PaperHeadLR(head HeadOptimizer, d int) float64 {
 	if d <= 0 {
 		d = 512
 	}
-	table := map[int][2]float64{512: {4e-3, 3.2e-3}, 768: {2.667e-3, 2.1333e-3}, 1024: {2e-3, 1.6e-3}}
-	i := 1
+	lr := 3.2e-3
 	if head == HeadAdamW {
-		i = 0
+		lr = 4e-3
 	}
-	if v, ok := table[d]; ok {
-		return v[i]
-	}
-	return table[512][i] * 512 / float64(d)
+	return lr * 512 / float64(d)
 }
 
 // PaperRecipe returns the paper's routing: every weight inside the blocks

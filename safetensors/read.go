@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // File is an open safetensors file whose header has been validated.
@@ -19,6 +22,7 @@ type File struct {
 	infos     []Info // in file order (ascending offsets)
 	byName    map[string]int
 	metadata  map[string]string
+	sums      []uint32 // per tensor in file order, from ChecksumKey; nil when absent
 }
 
 // Open opens path and validates its header (see the package comment for
@@ -69,7 +73,39 @@ func parse(path string, r io.ReaderAt, size int64) (*File, error) {
 	if err := sf.checkLayout(size - sf.dataStart); err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
+	if err := sf.parseSums(); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
 	return sf, nil
+}
+
+// parseSums takes ChecksumKey out of the metadata: one 8-hex-digit
+// CRC-32C per tensor, in file order.
+func (sf *File) parseSums() error {
+	v, ok := sf.metadata[ChecksumKey]
+	if !ok {
+		return nil
+	}
+	delete(sf.metadata, ChecksumKey)
+	if len(sf.metadata) == 0 {
+		sf.metadata = nil // the caller's metadata was nil
+	}
+	var fields []string
+	if v != "" {
+		fields = strings.Split(v, ",")
+	}
+	if len(fields) != len(sf.infos) {
+		return fmt.Errorf("metadata %q: %d checksums for %d tensors", ChecksumKey, len(fields), len(sf.infos))
+	}
+	sf.sums = make([]uint32, len(fields))
+	for i, f := range fields {
+		x, err := strconv.ParseUint(f, 16, 32)
+		if err != nil || len(f) != 8 {
+			return fmt.Errorf("metadata %q: checksum %d (tensor %q): expected 8 hex digits, got %q", ChecksumKey, i, sf.infos[i].Name, f)
+		}
+		sf.sums[i] = uint32(x)
+	}
+	return nil
 }
 
 type headerEntry struct {
@@ -184,7 +220,8 @@ func (sf *File) Close() error { return sf.f.Close() }
 // Path returns the file's path.
 func (sf *File) Path() string { return sf.path }
 
-// Metadata returns the header's "__metadata__" map (nil when absent).
+// Metadata returns the header's "__metadata__" map (nil when absent),
+// without ChecksumKey.
 func (sf *File) Metadata() map[string]string { return sf.metadata }
 
 // Tensors returns the tensors' descriptions in file order.
@@ -200,7 +237,8 @@ func (sf *File) Info(name string) (Info, bool) {
 }
 
 // ReadBytes reads the raw data of the named tensor into dst, whose length
-// must be the tensor's byte size.
+// must be the tensor's byte size, and checks it against the tensor's
+// checksum when the file records one.
 func (sf *File) ReadBytes(name string, dst []byte) error {
 	in, ok := sf.Info(name)
 	if !ok {
@@ -211,6 +249,11 @@ func (sf *File) ReadBytes(name string, dst []byte) error {
 	}
 	if _, err := sf.f.ReadAt(dst, sf.dataStart+in.Begin); err != nil {
 		return fmt.Errorf("safetensors: %s: reading tensor %q: %w", sf.path, name, err)
+	}
+	if sf.sums != nil {
+		if got, want := crc32.Checksum(dst, castagnoli), sf.sums[sf.byName[name]]; got != want {
+			return fmt.Errorf("safetensors: %s: tensor %q is damaged: its bytes have CRC-32C %08x, the header records %08x", sf.path, name, got, want)
+		}
 	}
 	return nil
 }

@@ -15,6 +15,14 @@
 // fsyncs it, renames it over the target and fsyncs the directory, so a
 // crash leaves either the old file or the new one, never a torn one.
 //
+// The writer records a checksum of every tensor in the metadata, under
+// the key "hilbert.crc32c": the CRC-32C (Castagnoli) of each tensor's
+// bytes as 8 hex digits, comma-separated, in the order of the tensors'
+// data offsets. The reader checks a tensor against it on every read when
+// the key is present (a mismatch is an error naming the tensor and the
+// file) and hides the key from Metadata; files without it (written by
+// PyTorch, say) load as before.
+//
 // This package knows nothing of tensors or devices (it handles bytes and
 // float32 slices); nn and the trainer build on it. It must not import any
 // other Hilbert package.
@@ -23,6 +31,7 @@ package safetensors
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/bits"
 )
@@ -67,6 +76,13 @@ const MaxHeaderBytes = 100 << 20
 
 // metadataKey is the reserved header key of the free-form string map.
 const metadataKey = "__metadata__"
+
+// ChecksumKey is the metadata key of the per-tensor checksums (see the
+// package comment); a caller's metadata may not use it.
+const ChecksumKey = "hilbert.crc32c"
+
+// castagnoli is the CRC-32C table (hardware-accelerated on amd64, arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Info describes one tensor of a file.
 type Info struct {

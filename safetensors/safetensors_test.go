@@ -2,6 +2,9 @@ package safetensors
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +155,108 @@ func TestWriterChecks(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want 1", len(ents))
+	}
+}
+
+// rawHeader returns a file's JSON header.
+func rawHeader(t *testing.T, path string) map[string]json.RawMessage {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(data)
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(data[8:8+n], &h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestChecksums(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.safetensors")
+	a, b := EncodeFloat32([]float32{1, 2, 3, 4}), EncodeInt32([]int32{5, 6})
+	if err := Save(path, []Tensor{
+		{Name: "a", DType: F32, Shape: []int{4}, Data: a},
+		{Name: "empty", DType: F32, Shape: []int{0}},
+		{Name: "b", DType: I32, Shape: []int{2}, Data: b},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The header records CRC-32C of each tensor's bytes in file order.
+	var meta map[string]string
+	json.Unmarshal(rawHeader(t, path)["__metadata__"], &meta)
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	want := fmt.Sprintf("%08x,%08x,%08x", crc32.Checksum(a, tab), crc32.Checksum(nil, tab), crc32.Checksum(b, tab))
+	if meta[ChecksumKey] != want {
+		t.Fatalf("metadata %v, expected %s = %s", meta, ChecksumKey, want)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata() != nil {
+		t.Errorf("Metadata() = %v, expected nil (the checksums are hidden)", f.Metadata())
+	}
+	f.Close()
+
+	// A flipped bit in tensor b's data: b fails, naming it and the file;
+	// a still reads.
+	data, _ := os.ReadFile(path)
+	data[len(data)-3] ^= 0x10
+	bad := filepath.Join(dir, "bad.safetensors")
+	os.WriteFile(bad, data, 0o644)
+	f, err = Open(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.ReadInt32("b", []int{2}, make([]int32, 2)); err == nil || !strings.Contains(err.Error(), `tensor "b" is damaged`) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("damaged tensor: %v", err)
+	}
+	if err := f.ReadFloat32("a", []int{4}, make([]float32, 4)); err != nil {
+		t.Errorf("intact tensor: %v", err)
+	}
+
+	// The key is reserved for the writer.
+	if err := Save(filepath.Join(dir, "r.safetensors"), nil, map[string]string{ChecksumKey: "x"}); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("reserved key accepted: %v", err)
+	}
+}
+
+// Files written elsewhere have no checksums and load; a malformed list is
+// an error.
+func TestChecksumsAbsentOrMalformed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, header string, data []byte) string {
+		for len(header)%8 != 0 {
+			header += " "
+		}
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, append(append(b, header...), data...), 0o644)
+		return p
+	}
+	data := EncodeFloat32([]float32{1, 2})
+	tensor := `"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}`
+	torch := write("torch.safetensors", `{"__metadata__":{"format":"pt"},`+tensor+`}`, data)
+	f, err := Open(torch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 2)
+	if err := f.ReadFloat32("w", []int{2}, got); err != nil || got[1] != 2 || f.Metadata()["format"] != "pt" {
+		t.Errorf("a file without checksums: %v %v %v", got, err, f.Metadata())
+	}
+	f.Close()
+	for name, sums := range map[string]string{"count": "00000000,00000000", "digits": "123", "hex": "zzzzzzzz"} {
+		p := write(name+".safetensors", `{"__metadata__":{"`+ChecksumKey+`":"`+sums+`"},`+tensor+`}`, data)
+		if f, err := Open(p); err == nil {
+			f.Close()
+			t.Errorf("%s: checksums %q accepted", name, sums)
+		} else if !strings.Contains(err.Error(), ChecksumKey) {
+			t.Errorf("%s: %v should name %s", name, err, ChecksumKey)
+		}
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Tensor is one named tensor held in memory, for Save.
@@ -46,6 +48,8 @@ type Writer struct {
 	path, tmp string
 	f         *os.File
 	infos     []Info
+	sums      []uint32 // CRC-32C of each tensor written
+	sumsAt    int64    // file offset of the checksum placeholder
 	next      int
 	err       error
 }
@@ -76,7 +80,10 @@ func Create(path string, infos []Info, metadata map[string]string) (*Writer, err
 		laid[i] = Info{Name: in.Name, DType: in.DType, Shape: append([]int{}, in.Shape...), Begin: off, End: off + n}
 		off += n
 	}
-	header, err := encodeHeader(laid, metadata)
+	if _, ok := metadata[ChecksumKey]; ok {
+		return nil, fmt.Errorf("safetensors: %s: metadata key %q is reserved for the tensors' checksums", path, ChecksumKey)
+	}
+	header, sumsAt, err := encodeHeader(laid, metadata)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
@@ -84,7 +91,7 @@ func Create(path string, infos []Info, metadata map[string]string) (*Writer, err
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	w := &Writer{path: path, tmp: f.Name(), f: f, infos: laid}
+	w := &Writer{path: path, tmp: f.Name(), f: f, infos: laid, sums: make([]uint32, len(laid)), sumsAt: 8 + int64(sumsAt)}
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(header)))
 	if _, err := f.Write(lenBuf[:]); err != nil {
@@ -100,20 +107,27 @@ func Create(path string, infos []Info, metadata map[string]string) (*Writer, err
 
 // encodeHeader writes the JSON header in the order of infos, padded with
 // spaces to a multiple of 8 bytes (as the reference writer does, so the
-// data section is aligned).
-func encodeHeader(infos []Info, metadata map[string]string) ([]byte, error) {
+// data section is aligned). The metadata holds ChecksumKey with a
+// placeholder of the final length, whose offset in the header it returns
+// (Commit writes the checksums there).
+func encodeHeader(infos []Info, metadata map[string]string) ([]byte, int, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	first := true
-	if len(metadata) > 0 {
-		m, err := json.Marshal(metadata)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(`"` + metadataKey + `":`)
-		b.Write(m)
-		first = false
+	meta := make(map[string]string, len(metadata)+1)
+	for k, v := range metadata {
+		meta[k] = v
 	}
+	placeholder := formatSums(make([]uint32, len(infos)))
+	meta[ChecksumKey] = placeholder
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, 0, err
+	}
+	b.WriteString(`"` + metadataKey + `":`)
+	b.Write(m)
+	// Quotes inside metadata values are escaped, so this is the key.
+	at := bytes.Index(b.Bytes(), []byte(`"`+ChecksumKey+`":"`+placeholder+`"`)) + len(ChecksumKey) + 4
+	first := false
 	for _, in := range infos {
 		if !first {
 			b.WriteByte(',')
@@ -130,7 +144,7 @@ func encodeHeader(infos []Info, metadata map[string]string) ([]byte, error) {
 			Offsets [2]int64 `json:"data_offsets"`
 		}{in.DType, shape, [2]int64{in.Begin, in.End}})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		b.Write(name)
 		b.WriteByte(':')
@@ -140,7 +154,19 @@ func encodeHeader(infos []Info, metadata map[string]string) ([]byte, error) {
 	for b.Len()%8 != 0 {
 		b.WriteByte(' ')
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), at, nil
+}
+
+// formatSums writes checksums as ChecksumKey's value.
+func formatSums(sums []uint32) string {
+	var sb strings.Builder
+	for i, s := range sums {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, "%08x", s)
+	}
+	return sb.String()
 }
 
 // WriteTensor writes the data of the next tensor; name must be the next
@@ -166,6 +192,7 @@ func (w *Writer) WriteTensor(name string, data []byte) error {
 		w.err = fmt.Errorf("safetensors: writing tensor %q to %s: %w", name, w.tmp, err)
 		return w.err
 	}
+	w.sums[w.next] = crc32.Checksum(data, castagnoli)
 	w.next++
 	return nil
 }
@@ -181,7 +208,10 @@ func (w *Writer) Commit() error {
 		w.Abort()
 		return w.err
 	}
-	err := w.f.Sync()
+	_, err := w.f.WriteAt([]byte(formatSums(w.sums)), w.sumsAt)
+	if err == nil {
+		err = w.f.Sync()
+	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}

@@ -282,9 +282,10 @@ func TestSplitSafeAndEncodeParallel(t *testing.T) {
 }
 
 // FuzzEncode compares with tiktoken-go and checks the round trip. Run for
-// longer with:
+// longer with (a short -fuzzminimizetime: the default minimizes each new
+// input for up to 60 s, during which a short run makes no progress):
 //
-//	go test ./tokenizer -run '^$' -fuzz FuzzEncode -fuzztime 5m
+//	go test ./tokenizer -run '^$' -fuzz FuzzEncode -fuzztime 5m -fuzzminimizetime 10s
 func FuzzEncode(f *testing.F) {
 	for _, s := range edgeCases {
 		if len(s) < 200 {

@@ -24,13 +24,22 @@ func init() {
 }
 
 const prepareUsage = `usage: hilbert prepare -out DIR [flags] INPUT...
+       hilbert prepare -manifest DIR
 
 Tokenizes INPUT files with GPT-2's tokenizer into llm.c shards
 DIR/PREFIX_train_NNNNNN.bin and DIR/PREFIX_val_NNNNNN.bin, each document
 preceded by <|endoftext|> (50256). Inputs are chosen by extension: .parquet
 (Hugging Face FineWeb), .arrow/.arrows/.ipc/.feather (Arrow IPC), anything
-else a UTF-8 text file holding one document (.gz is decompressed). Glob
-patterns are expanded. Existing shards are kept unless -overwrite is given.
+else UTF-8 text, plain or gzip (told by its first bytes), one document per
+blank-line-separated paragraph, as train -text reads it; a binary file is
+refused. Glob patterns are expanded. Existing shards are kept unless
+-overwrite is given.
+
+When every shard is written, DIR/manifest.json lists them with their token
+counts and CRC-32C checksums; train refuses shards whose folder has no
+manifest, or one they do not match, so a prepare that did not finish is
+never trained on. -manifest DIR writes the manifest for shards made
+elsewhere (llm.c's downloaded FineWeb shards): it reads each in full.
 
 flags:
 `
@@ -52,11 +61,33 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	batchRows := fs.Int("batch-rows", 1024, "rows per record batch read from Parquet")
 	overwrite := fs.Bool("overwrite", false, "replace existing shards with the same prefix in -out")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	manifest := fs.String("manifest", "", "write DIR/manifest.json for the .bin shards already in DIR (no inputs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if *manifest != "" {
+		if *out != "" || fs.NArg() > 0 {
+			return errors.New("-manifest DIR takes no -out and no inputs")
+		}
+		start := time.Now()
+		m, err := fineweb.WriteManifest(*manifest)
+		if err != nil {
+			return err
+		}
+		var tokens int64
+		train := 0
+		for _, s := range m.Shards {
+			tokens += s.Tokens
+			if s.Split == "train" {
+				train++
+			}
+		}
+		fmt.Fprintf(stdout, "manifest  %s: %d train, %d validation shards, %d tokens, checked in %.1fs\n",
+			filepath.Join(*manifest, fineweb.ManifestName), train, len(m.Shards)-train, tokens, time.Since(start).Seconds())
+		return nil
 	}
 	if *out == "" || fs.NArg() == 0 {
 		fs.Usage()
@@ -103,13 +134,16 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	if !*quiet {
 		fmt.Fprintln(stderr)
 	}
+	if errors.Is(err, fineweb.ErrNoTraining) && *valTokens > 0 && int64(*valTokens) >= sum.Tokens {
+		return fmt.Errorf("-val-tokens %d is at or above the %d tokens of the input: no tokens are left for training shards (the validation shards were written, without a manifest)", *valTokens, sum.Tokens)
+	}
 	if err != nil {
 		return err
 	}
 	secs := sum.Elapsed.Seconds()
 	fmt.Fprintf(stdout, "documents %d (null rows skipped %d)\n", sum.Documents, sum.Nulls)
 	fmt.Fprintf(stdout, "tokens    %d (validation %d)\n", sum.Tokens, sum.ValTokens)
-	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s\n", len(sum.TrainShards), len(sum.ValShards), *out)
+	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s, listed in %s\n", len(sum.TrainShards), len(sum.ValShards), *out, fineweb.ManifestName)
 	fmt.Fprintf(stdout, "text      %.1f MB in %.1fs: %.1f MB/s\n", float64(sum.TextBytes)/1e6, secs, float64(sum.TextBytes)/1e6/max(secs, 1e-9))
 	return nil
 }

@@ -469,32 +469,21 @@ func opticksPath() (string, error) {
 }
 
 // shardsFromText tokenizes the job's text files into shards in the run's
-// data folder (one document per blank-line-separated paragraph), sending
-// the first TextValTokens tokens to validation.
+// data folder as prepare does (fineweb.AddTextFile: plain or gzip text,
+// one document per blank-line-separated paragraph), sending the first
+// TextValTokens tokens to validation.
 func shardsFromText(ctx context.Context, job *trainFile, stderr io.Writer) error {
 	c := &job.Config
 	dir := filepath.Join(c.RunsDir, c.Name, "data")
-	var docs []string
-	for _, p := range job.Text {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("-text: %w", err)
-		}
-		for _, para := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n\n") {
-			if strings.TrimSpace(para) != "" {
-				docs = append(docs, para)
-			}
-		}
-	}
-	sum, err := fineweb.BuildFromText(ctx, fineweb.BuildConfig{
+	sum, err := fineweb.BuildFromTextFiles(ctx, fineweb.BuildConfig{
 		Dir: dir, Prefix: "text", Overwrite: true,
 		Split: fineweb.Split{ValTokens: job.TextValTokens},
-	}, docs...)
-	if err != nil {
-		return err
-	}
-	if len(sum.TrainShards) == 0 || len(sum.ValShards) == 0 {
+	}, job.Text...)
+	if errors.Is(err, fineweb.ErrNoTraining) || err == nil && (len(sum.TrainShards) == 0 || len(sum.ValShards) == 0) {
 		return fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
+	}
+	if err != nil {
+		return fmt.Errorf("-text: %w", err)
 	}
 	fmt.Fprintf(stderr, "hilbert: tokenized %d documents (%d tokens) from %s into %s: %d validation tokens\n",
 		sum.Documents, sum.Tokens, strings.Join(job.Text, ", "), dir, sum.ValTokens)

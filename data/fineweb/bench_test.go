@@ -2,6 +2,7 @@ package fineweb
 
 import (
 	"context"
+	"hash/crc32"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,4 +41,42 @@ func BenchmarkBuildText(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkOpenShard measures OpenShard on a 100 MB shard (50M tokens)
+// in the page cache: one pass that checks every token against the
+// vocabulary and computes the CRC-32C the manifest is checked against.
+// BenchmarkShardCRC32C is the checksum's share of that pass.
+//
+//	go test ./data/fineweb -run '^$' -bench 'OpenShard|CRC32C' -benchtime 5x
+func BenchmarkOpenShard(b *testing.B) {
+	p := bigShard(b)
+	b.SetBytes(HeaderBytes + 2*50<<20)
+	for b.Loop() {
+		s, err := OpenShard(p, 50257)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+func BenchmarkShardCRC32C(b *testing.B) {
+	buf := make([]byte, 2*50<<20)
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		crc32.Update(0, castagnoli, buf)
+	}
+}
+
+func bigShard(b *testing.B) string {
+	toks := make([]int32, 50<<20)
+	for i := range toks {
+		toks[i] = int32(i % 50257)
+	}
+	p := filepath.Join(b.TempDir(), "big.bin")
+	if err := WriteShard(p, toks, false); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }

@@ -2,9 +2,11 @@ package fineweb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/tokenizer"
@@ -83,11 +85,13 @@ type Builder struct {
 // stream is one split's sequence of shards.
 type stream struct {
 	dir, name string // name: prefix_train or prefix_val
+	split     string // train or val
 	size      int
 	overwrite bool
 	next      int
 	w         *ShardWriter
 	paths     []string
+	entries   []ManifestShard // of the finished shards
 }
 
 // NewBuilder checks the configuration and the output directory.
@@ -130,13 +134,26 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 		return nil, fmt.Errorf("fineweb: build: %s holds %d shards named %s_*.bin (first %s): %w; allow overwriting to replace them",
 			cfg.Dir, len(old), cfg.Prefix, filepath.Base(old[0]), os.ErrExist)
 	}
+	// The manifest stops listing the old shards before they go, so that
+	// it never lists a shard that is not there.
+	gone := map[string]bool{}
+	for _, p := range old {
+		gone[filepath.Base(p)] = true
+	}
+	if len(gone) > 0 {
+		if err := updateManifest(cfg.Dir, func(m *Manifest) {
+			m.Shards = slices.DeleteFunc(m.Shards, func(e ManifestShard) bool { return gone[e.File] })
+		}); err != nil {
+			return nil, fmt.Errorf("fineweb: build: %w", err)
+		}
+	}
 	for _, p := range old {
 		if err := os.Remove(p); err != nil {
 			return nil, fmt.Errorf("fineweb: build: %w", err)
 		}
 	}
 	mk := func(kind string) stream {
-		return stream{dir: cfg.Dir, name: cfg.Prefix + "_" + kind, size: cfg.ShardTokens, overwrite: cfg.Overwrite}
+		return stream{dir: cfg.Dir, name: cfg.Prefix + "_" + kind, split: kind, size: cfg.ShardTokens, overwrite: cfg.Overwrite}
 	}
 	return &Builder{cfg: cfg, tok: tok, train: mk("train"), val: mk("val"), start: time.Now()}, nil
 }
@@ -175,6 +192,9 @@ func (s *stream) close() error {
 		return err
 	}
 	s.paths = append(s.paths, w.Path())
+	e := w.entry()
+	e.Split = s.split
+	s.entries = append(s.entries, e)
 	return nil
 }
 
@@ -251,8 +271,16 @@ func (b *Builder) AddTokens(tokens []int32, textBytes int64) error {
 	return b.emit(tokens, toVal)
 }
 
-// Close finishes the last shards and returns the summary. After an error
-// the shard being written is discarded; finished shards stay.
+// ErrNoTraining is the error of a build whose split sent every token to
+// validation.
+var ErrNoTraining = errors.New("no training shards")
+
+// Close finishes the last shards, writes the folder's manifest
+// (ManifestName) listing them, and returns the summary. The manifest is
+// written last, so a build that fails or is killed leaves none for its
+// shards. After an error the shard being written is discarded; finished
+// shards stay. A split that leaves no training token is an error wrapping
+// ErrNoTraining.
 func (b *Builder) Close() (Summary, error) {
 	if b.err != nil {
 		b.train.abort()
@@ -268,6 +296,20 @@ func (b *Builder) Close() (Summary, error) {
 	}
 	b.sum.TrainShards, b.sum.ValShards = b.train.paths, b.val.paths
 	b.sum.Elapsed = time.Since(b.start)
+	if sp := b.cfg.Split; (sp.ValTokens > 0 || sp.ValEvery > 0) && len(b.train.paths) == 0 {
+		if sp.ValEvery > 0 {
+			return b.sum, fmt.Errorf("fineweb: build: %w: the split (every %d-th document, first %d tokens) sends all %d tokens to validation", ErrNoTraining, sp.ValEvery, sp.ValTokens, b.sum.Tokens)
+		}
+		return b.sum, fmt.Errorf("fineweb: build: %w: validation takes the first %d tokens, at or above the input's %d", ErrNoTraining, sp.ValTokens, b.sum.Tokens)
+	}
+	err := updateManifest(b.cfg.Dir, func(m *Manifest) {
+		for _, e := range append(b.val.entries, b.train.entries...) {
+			m.put(e)
+		}
+	})
+	if err != nil {
+		return b.sum, fmt.Errorf("fineweb: build: %w", err)
+	}
 	return b.sum, nil
 }
 
@@ -301,15 +343,25 @@ func BuildFromText(ctx context.Context, cfg BuildConfig, docs ...string) (Summar
 
 // BuildFromFiles writes shards from input files, chosen by extension:
 // .parquet (Parquet), .arrow, .arrows, .ipc, .feather (Arrow IPC file or
-// stream), anything else plain UTF-8 text, one document per file (gzip
-// compressed if it ends in .gz).
+// stream), anything else a text file read by AddTextFile (plain or gzip
+// UTF-8, one document per blank-line-separated paragraph).
 func BuildFromFiles(ctx context.Context, cfg BuildConfig, paths ...string) (Summary, error) {
+	return buildFrom(ctx, cfg, paths, (*Builder).AddFile)
+}
+
+// BuildFromTextFiles writes shards from text files read by AddTextFile,
+// whatever their names.
+func BuildFromTextFiles(ctx context.Context, cfg BuildConfig, paths ...string) (Summary, error) {
+	return buildFrom(ctx, cfg, paths, (*Builder).AddTextFile)
+}
+
+func buildFrom(ctx context.Context, cfg BuildConfig, paths []string, add func(*Builder, context.Context, string) error) (Summary, error) {
 	b, err := NewBuilder(cfg)
 	if err != nil {
 		return Summary{}, err
 	}
 	for _, p := range paths {
-		if err := b.AddFile(ctx, p); err != nil {
+		if err := add(b, ctx, p); err != nil {
 			b.Abort()
 			return b.sum, err
 		}

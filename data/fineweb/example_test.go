@@ -20,7 +20,11 @@ func ExampleWriteShard() {
 		panic(err)
 	}
 	defer s.Close()
-	fmt.Println(s.Len(), s.Tokens())
+	toks, err := s.Tokens()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(s.Len(), toks)
 	// Output: 3 [50256 15496 995]
 }
 

@@ -53,12 +53,12 @@ type Loader struct {
 	nBatches []int // optimizer batches per shard
 	microPer int   // micro-batches per optimizer batch
 	cur      Cursor
+	err      error // a read error, returned by every later Next
 
-	// permutation cache, used by one goroutine at a time
-	orderEpoch int
-	order      []int
-	batchKey   [2]int
-	batchPerm  []int
+	// own is the caller's goroutine's reader (Restore's checks and Next
+	// without prefetching); the prefetcher has its own, so the two share
+	// nothing mutable.
+	own *reader
 
 	// prefetch
 	ch   chan prefetched
@@ -67,9 +67,22 @@ type Loader struct {
 	free chan []int32
 }
 
+// reader turns cursors into micro-batches. It caches the last shard and
+// batch permutations and holds the read buffer; one goroutine uses it.
+type reader struct {
+	l          *Loader
+	orderEpoch int
+	order      []int
+	batchKey   [2]int
+	batchPerm  []int
+	toks       []uint16 // B*T+1 tokens of one micro-batch
+	seqs       []int32  // B*(T+1): Next's buffer without prefetching
+}
+
 type prefetched struct {
 	buf  []int32 // B*(T+1) tokens, one sequence after another
 	next Cursor  // cursor after this micro-batch
+	err  error
 }
 
 // Glob returns the files matching pattern, sorted; it fails if none match.
@@ -85,8 +98,9 @@ func Glob(pattern string) ([]string, error) {
 	return m, nil
 }
 
-// NewLoader opens and checks the shards and starts at the first micro-batch
-// of epoch 0.
+// NewLoader opens and checks the shards (header, size, vocabulary, and
+// the manifest of their folder: see VerifyManifest) and starts at the
+// first micro-batch of epoch 0.
 func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	if cfg.Vocab == 0 {
 		cfg.Vocab = tokenizer.VocabSize
@@ -108,6 +122,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("fineweb: loader: BatchSeqs: expected a positive multiple of MicroBatch %d, got %d", cfg.MicroBatch, cfg.BatchSeqs)
 	}
 	l := &Loader{cfg: cfg, microPer: cfg.BatchSeqs / cfg.MicroBatch}
+	l.own = l.newReader()
 	total := 0
 	for _, p := range cfg.Shards {
 		s, err := OpenShard(p, cfg.Vocab)
@@ -123,10 +138,15 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		l.nBatches = append(l.nBatches, n)
 		total += n
 	}
+	if err := verifyTraining(l.shards); err != nil {
+		l.closeShards()
+		return nil, err
+	}
 	if total == 0 {
 		l.closeShards()
 		return nil, fmt.Errorf("fineweb: loader: no shard holds one optimizer batch of %d sequences of %d+1 tokens", cfg.BatchSeqs, cfg.SeqLen)
 	}
+	l.cur = l.own.normalize(Cursor{})
 	l.start()
 	return l, nil
 }
@@ -149,12 +169,12 @@ func (l *Loader) Restore(c Cursor) error {
 	if c.Epoch < 0 || c.Shard < 0 || c.Shard >= len(l.shards) || c.Batch < 0 || c.Micro < 0 || c.Micro >= l.microPer {
 		return fmt.Errorf("fineweb: loader: restore: cursor %+v out of range for %d shards, %d micro-batches per batch", c, len(l.shards), l.microPer)
 	}
-	order := l.shardOrder(c.Epoch)
+	order := l.own.shardOrder(c.Epoch)
 	if c.Batch >= l.nBatches[order[c.Shard]] && !(c.Batch == 0 && l.nBatches[order[c.Shard]] == 0) {
 		return fmt.Errorf("fineweb: loader: restore: cursor batch %d out of range for shard %s with %d batches", c.Batch, l.shards[order[c.Shard]].path, l.nBatches[order[c.Shard]])
 	}
 	l.halt()
-	l.cur = l.normalize(c)
+	l.cur, l.err = l.own.normalize(c), nil
 	l.start()
 	return nil
 }
@@ -167,14 +187,26 @@ func (l *Loader) Next(inputs, targets []int32) error {
 	if len(inputs) != B*T || len(targets) != B*T {
 		return fmt.Errorf("fineweb: loader: next: expected inputs and targets of %d*%d=%d, got %d and %d", B, T, B*T, len(inputs), len(targets))
 	}
+	if l.err != nil {
+		return l.err
+	}
 	var buf []int32
 	if l.ch != nil {
 		p := <-l.ch
+		if p.err != nil {
+			l.err = p.err
+			return p.err
+		}
 		buf, l.cur = p.buf, p.next
 		defer func() { l.free <- buf }()
 	} else {
-		buf = make([]int32, B*(T+1))
-		l.cur = l.fill(buf, l.cur)
+		buf = l.own.seqs
+		next, err := l.own.fill(buf, l.cur)
+		if err != nil {
+			l.err = err
+			return err
+		}
+		l.cur = next
 	}
 	for b := 0; b < B; b++ {
 		seq := buf[b*(T+1) : (b+1)*(T+1)]
@@ -199,47 +231,56 @@ func (l *Loader) closeShards() error {
 	return err
 }
 
+func (l *Loader) newReader() *reader {
+	B, T := l.cfg.MicroBatch, l.cfg.SeqLen
+	return &reader{l: l, toks: make([]uint16, B*T+1), seqs: make([]int32, B*(T+1))}
+}
+
 // shardOrder returns the permutation of shard indices for an epoch.
-func (l *Loader) shardOrder(epoch int) []int {
-	if l.order == nil || l.orderEpoch != epoch {
-		l.order, l.orderEpoch = permutation(len(l.shards), l.cfg.Seed, uint64(epoch), 0), epoch
+func (r *reader) shardOrder(epoch int) []int {
+	if r.order == nil || r.orderEpoch != epoch {
+		r.order, r.orderEpoch = permutation(len(r.l.shards), r.l.cfg.Seed, uint64(epoch), 0), epoch
 	}
-	return l.order
+	return r.order
 }
 
 // batchOrder returns the permutation of optimizer batches in a shard.
-func (l *Loader) batchOrder(epoch, shard int) []int {
-	if key := [2]int{epoch, shard}; l.batchPerm == nil || l.batchKey != key {
-		l.batchPerm, l.batchKey = permutation(l.nBatches[shard], l.cfg.Seed, uint64(epoch), uint64(shard)+1), key
+func (r *reader) batchOrder(epoch, shard int) []int {
+	if key := [2]int{epoch, shard}; r.batchPerm == nil || r.batchKey != key {
+		r.batchPerm, r.batchKey = permutation(r.l.nBatches[shard], r.l.cfg.Seed, uint64(epoch), uint64(shard)+1), key
 	}
-	return l.batchPerm
+	return r.batchPerm
 }
 
 // normalize moves c past shards without batches.
-func (l *Loader) normalize(c Cursor) Cursor {
-	order := l.shardOrder(c.Epoch)
-	for c.Batch >= l.nBatches[order[c.Shard]] {
+func (r *reader) normalize(c Cursor) Cursor {
+	order := r.shardOrder(c.Epoch)
+	for c.Batch >= r.l.nBatches[order[c.Shard]] {
 		c.Batch, c.Micro = 0, 0
 		c.Shard++
 		if c.Shard == len(order) {
 			c.Shard = 0
 			c.Epoch++
-			order = l.shardOrder(c.Epoch)
+			order = r.shardOrder(c.Epoch)
 		}
 	}
 	return c
 }
 
 // fill writes the B sequences of micro-batch c into buf and returns the
-// cursor after it. c must be normalized.
-func (l *Loader) fill(buf []int32, c Cursor) Cursor {
+// cursor after it. c must be normalized. The B sequences are contiguous
+// in the shard, so they are read with one pread of B*T+1 tokens.
+func (r *reader) fill(buf []int32, c Cursor) (Cursor, error) {
+	l := r.l
 	B, T := l.cfg.MicroBatch, l.cfg.SeqLen
-	shard := l.shardOrder(c.Epoch)[c.Shard]
-	batch := l.batchOrder(c.Epoch, shard)[c.Batch]
-	toks := l.shards[shard].tokens
+	shard := r.shardOrder(c.Epoch)[c.Shard]
+	batch := r.batchOrder(c.Epoch, shard)[c.Batch]
 	first := batch*l.cfg.BatchSeqs + c.Micro*B
+	if err := l.shards[shard].ReadTokens(r.toks, first*T); err != nil {
+		return c, err
+	}
 	for b := 0; b < B; b++ {
-		seq := toks[(first+b)*T : (first+b)*T+T+1]
+		seq := r.toks[b*T : b*T+T+1]
 		dst := buf[b*(T+1) : (b+1)*(T+1)]
 		for i, t := range seq {
 			dst[i] = int32(t)
@@ -250,7 +291,7 @@ func (l *Loader) fill(buf []int32, c Cursor) Cursor {
 		c.Micro = 0
 		c.Batch++
 	}
-	return l.normalize(c)
+	return r.normalize(c), nil
 }
 
 // start launches the prefetcher from l.cur.
@@ -266,7 +307,7 @@ func (l *Loader) start() {
 	}
 	l.stop = make(chan struct{})
 	l.wg.Add(1)
-	go func(c Cursor, ch chan<- prefetched, free <-chan []int32, stop <-chan struct{}) {
+	go func(r *reader, c Cursor, ch chan<- prefetched, free <-chan []int32, stop <-chan struct{}) {
 		defer l.wg.Done()
 		for {
 			var buf []int32
@@ -275,14 +316,18 @@ func (l *Loader) start() {
 			case <-stop:
 				return
 			}
-			c = l.fill(buf, c)
+			next, err := r.fill(buf, c)
 			select {
-			case ch <- prefetched{buf, c}:
+			case ch <- prefetched{buf, next, err}:
 			case <-stop:
 				return
 			}
+			if err != nil {
+				return
+			}
+			c = next
 		}
-	}(l.cur, l.ch, l.free, l.stop)
+	}(l.newReader(), l.cur, l.ch, l.free, l.stop)
 }
 
 // halt stops the prefetcher and drops what it read ahead.

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -175,8 +177,20 @@ func TestValidation(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("validation inputs %v, expected %v", got, want)
 	}
-	if _, err := Validation(paths[0], 101, 8, 2); err == nil {
-		t.Error("Validation accepted nTokens without the last target")
+	// A prefix the shard cannot hold (the last target is token nTokens) is
+	// cut to the shard's 101-1 tokens, and says so.
+	for _, n := range []int{100, 101, 200000} {
+		v, err := Validation(paths[0], n, 8, 2)
+		if err != nil {
+			t.Fatalf("nTokens %d: %v", n, err)
+		}
+		if v.Tokens() != 100 || v.Sequences() != 12 || v.Cut() != (n > 100) {
+			t.Errorf("nTokens %d: Tokens %d, Sequences %d, Cut %v; expected 100, 12, %v", n, v.Tokens(), v.Sequences(), v.Cut(), n > 100)
+		}
+		v.Close()
+	}
+	if _, err := Validation(paths[0], 40, 101, 2); err == nil || !strings.Contains(err.Error(), "expected at least 102 (T+1) for one sequence, got 101") {
+		t.Errorf("a shard shorter than one sequence: %v", err)
 	}
 }
 
@@ -194,4 +208,101 @@ func BenchmarkLoader(b *testing.B) {
 		l.Next(in, tg)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")
+}
+
+// BenchmarkLoaderNoPrefetch measures reading alone, on the caller's
+// goroutine: one pread of B*T+1 tokens and the widening to int32 per
+// micro-batch.
+func BenchmarkLoaderNoPrefetch(b *testing.B) {
+	paths := makeShards(b, 16<<20)
+	l, err := NewLoader(LoaderConfig{Shards: paths, SeqLen: 1024, MicroBatch: 8, BatchSeqs: 64, Seed: 1, Prefetch: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	in, tg := make([]int32, 8*1024), make([]int32, 8*1024)
+	b.SetBytes(8 * 1025 * 2)
+	for b.Loop() {
+		l.Next(in, tg)
+	}
+}
+
+// A shard truncated while a loader reads it is an error naming the file
+// (with memory mapping it was SIGBUS, which kills the process).
+func TestLoaderTruncatedShard(t *testing.T) {
+	for _, prefetch := range []int{-1, 2} {
+		paths := makeShards(t, 4097)
+		l, err := NewLoader(LoaderConfig{Shards: paths, SeqLen: 16, MicroBatch: 2, BatchSeqs: 4, Seed: 1, Prefetch: prefetch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := Validation(paths[0], 0, 16, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(paths[0], HeaderBytes+100); err != nil {
+			t.Fatal(err)
+		}
+		in, tg := make([]int32, 32), make([]int32, 32)
+		for i := 0; ; i++ {
+			err := l.Next(in, tg)
+			if err == nil && i < 200 {
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), "truncated while in use") || !strings.Contains(err.Error(), paths[0]) {
+				t.Errorf("prefetch %d: Next after truncation: %v", prefetch, err)
+			}
+			if again := l.Next(in, tg); again == nil {
+				t.Errorf("prefetch %d: Next after the error succeeded", prefetch)
+			}
+			break
+		}
+		for i := 0; ; i++ {
+			_, err := v.Next(in, tg)
+			if err == nil && i < 200 {
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), "truncated while in use") {
+				t.Errorf("validation after truncation: %v", err)
+			}
+			break
+		}
+		// Restore clears the error; the shard is still short.
+		if err := l.Restore(Cursor{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Next(in, tg); err != nil && !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("after Restore: %v", err)
+		}
+		l.Close()
+		v.Close()
+	}
+}
+
+// Restore straight after NewLoader, while the prefetcher is filling its
+// first batches, must not share the permutation cache with it (go test
+// -race caught Restore reading the shard order the prefetcher wrote).
+func TestLoaderRestoreWhilePrefetching(t *testing.T) {
+	paths := makeShards(t, 300, 500, 90, 410)
+	cfg := LoaderConfig{Shards: paths, SeqLen: 4, MicroBatch: 3, BatchSeqs: 6, Seed: 42}
+	for _, c := range []Cursor{{Epoch: 1, Shard: 2, Batch: 1, Micro: 1}, {Epoch: 0, Shard: 1}} {
+		l, err := NewLoader(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Restore(c); err != nil {
+			t.Fatal(err)
+		}
+		got := drain(t, l, 5)
+		// The same batches from a loader that reads up to c.
+		r, _ := NewLoader(cfg)
+		for r.Cursor() != c {
+			drain(t, r, 1)
+		}
+		if want := drain(t, r, 5); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("restore to %+v: batches differ from an uninterrupted loader's", c)
+		}
+		r.Close()
+		l.Close()
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,55 +25,104 @@ const (
 	MaxShardTokens = math.MaxInt32
 )
 
-// Shard is one memory-mapped shard file. Its tokens are read-only and valid
-// until Close.
+// Shard is one open shard file. Its tokens are read on demand with pread
+// (ReadTokens), not memory-mapped: a file truncated while it is open gives
+// an error naming it, where a mapping would kill the process with SIGBUS.
+// A Shard is safe for concurrent reads.
 type Shard struct {
-	path   string
-	data   []byte // whole file, mapped
-	tokens []uint16
-	unmap  func() error
+	path  string
+	r     io.ReaderAt // the file; nil once closed
+	close func() error
+	count int
+	sum   uint32 // crc32c of the token bytes
 }
 
-// OpenShard maps the shard at path and checks its header, its size and that
-// every token is below vocab (vocab <= 0 skips that check). Errors name the
-// file and the field.
+// castagnoli is the CRC-32C table (hardware-accelerated on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// scanChunk is how many bytes OpenShard reads at a time to check tokens.
+const scanChunk = 1 << 20
+
+// OpenShard opens the shard at path and checks its header, its size and
+// that every token is below vocab (vocab <= 0 skips that check); in the
+// same pass over the file it computes the CRC-32C of the token bytes
+// (Checksum). Errors name the file and the field.
 func OpenShard(path string, vocab int) (*Shard, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard: %w", err)
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
 	}
-	size := st.Size()
+	s, err := readShard(path, f, st.Size(), vocab)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.close = f.Close
+	return s, nil
+}
+
+// readShard checks the shard of the given size that r reads (OpenShard's
+// checks, on any io.ReaderAt: the fuzz test runs them on memory).
+func readShard(path string, r io.ReaderAt, size int64, vocab int) (*Shard, error) {
 	if size < HeaderBytes {
 		return nil, fmt.Errorf("fineweb: shard %s: size: expected at least %d bytes for the header, got %d", path, HeaderBytes, size)
 	}
 	var hdr [3 * 4]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
 		return nil, fmt.Errorf("fineweb: shard %s: header: %w", path, err)
 	}
 	count, err := checkHeader(hdr[:], size)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
 	}
-	data, unmap, err := mapFile(f, int(size))
-	if err != nil {
-		return nil, fmt.Errorf("fineweb: shard %s: map: %w", path, err)
+	s := &Shard{path: path, r: r, close: func() error { return nil }, count: count}
+	raw := make([]byte, min(2*count, scanChunk))
+	var decoded []uint16
+	if !littleEndian {
+		decoded = make([]uint16, len(raw)/2)
 	}
-	s := &Shard{path: path, data: data, unmap: unmap}
-	s.tokens = uint16View(data[HeaderBytes:], count)
-	if vocab > 0 {
-		for i, t := range s.tokens {
-			if int(t) >= vocab {
-				s.Close()
-				return nil, fmt.Errorf("fineweb: shard %s: token %d: expected id below vocab size %d, got %d", path, i, vocab, t)
+	for off := 0; off < count; off += len(raw) / 2 {
+		chunk := raw[:2*min(len(raw)/2, count-off)]
+		if err := s.readRaw(chunk, off); err != nil {
+			return nil, err
+		}
+		s.sum = crc32.Update(s.sum, castagnoli, chunk)
+		if vocab <= 0 {
+			continue
+		}
+		var toks []uint16
+		if littleEndian {
+			toks = unsafe.Slice((*uint16)(unsafe.Pointer(&chunk[0])), len(chunk)/2)
+		} else {
+			toks = decoded[:len(chunk)/2]
+			for i := range toks {
+				toks[i] = binary.LittleEndian.Uint16(chunk[2*i:])
 			}
+		}
+		if i := firstAtOrAbove(toks, vocab); i >= 0 {
+			return nil, fmt.Errorf("fineweb: shard %s: token %d: expected id below vocab size %d, got %d", path, off+i, vocab, toks[i])
 		}
 	}
 	return s, nil
+}
+
+// firstAtOrAbove returns the index of the first token >= vocab, or -1.
+func firstAtOrAbove(toks []uint16, vocab int) int {
+	if vocab > math.MaxUint16 {
+		return -1
+	}
+	v := uint16(vocab)
+	for i, t := range toks {
+		if t >= v {
+			return i
+		}
+	}
+	return -1
 }
 
 // checkHeader validates the first three header ints against the file size and
@@ -95,42 +146,74 @@ func checkHeader(hdr []byte, size int64) (int, error) {
 	return int(count), nil
 }
 
-// uint16View returns the n little-endian uint16 in b without copying on
-// little-endian machines.
-func uint16View(b []byte, n int) []uint16 {
-	if n == 0 {
-		return nil
-	}
-	if littleEndian {
-		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n)
-	}
-	out := make([]uint16, n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return out
-}
-
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Path returns the file the shard was opened from.
 func (s *Shard) Path() string { return s.path }
 
 // Len returns the number of tokens in the shard.
-func (s *Shard) Len() int { return len(s.tokens) }
+func (s *Shard) Len() int { return s.count }
 
-// Tokens returns the shard's tokens; the slice is read-only and valid until
-// Close.
-func (s *Shard) Tokens() []uint16 { return s.tokens }
+// Checksum returns the CRC-32C (Castagnoli) of the shard's token bytes,
+// the 2*Len bytes after the header, as OpenShard read them.
+func (s *Shard) Checksum() uint32 { return s.sum }
 
-// Close unmaps the shard.
-func (s *Shard) Close() error {
-	if s.unmap == nil {
+// ReadTokens fills dst with the tokens at off, off+1, ... with one pread. A
+// range past Len, or a file that has shrunk since OpenShard, is an error
+// naming the file.
+func (s *Shard) ReadTokens(dst []uint16, off int) error {
+	if len(dst) == 0 {
 		return nil
 	}
-	err := s.unmap()
-	s.unmap, s.data, s.tokens = nil, nil, nil
-	return err
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst))
+	if err := s.readRaw(b, off); err != nil {
+		return err
+	}
+	if !littleEndian {
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint16(b[2*i:]) // reads dst[i]'s own two bytes first
+		}
+	}
+	return nil
+}
+
+// readRaw reads the little-endian bytes of len(b)/2 tokens from token off.
+func (s *Shard) readRaw(b []byte, off int) error {
+	n := len(b) / 2
+	if off < 0 || off+n > s.count {
+		return fmt.Errorf("fineweb: shard %s: tokens [%d, %d) outside the shard's %d", s.path, off, off+n, s.count)
+	}
+	if s.r == nil {
+		return fmt.Errorf("fineweb: shard %s: %w", s.path, os.ErrClosed)
+	}
+	at := HeaderBytes + 2*int64(off)
+	got, err := s.r.ReadAt(b, at)
+	if got < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			return fmt.Errorf("fineweb: shard %s: truncated while in use: read %d of %d bytes at offset %d (it held %d tokens when opened)",
+				s.path, got, len(b), at, s.count)
+		}
+		return fmt.Errorf("fineweb: shard %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Tokens reads all of the shard's tokens into memory (2*Len bytes).
+func (s *Shard) Tokens() ([]uint16, error) {
+	out := make([]uint16, s.count)
+	if err := s.ReadTokens(out, 0); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Close closes the file.
+func (s *Shard) Close() error {
+	if s.r == nil {
+		return nil
+	}
+	s.r = nil
+	return s.close()
 }
 
 // ShardWriter writes one shard. Tokens go to a temporary file in the same
@@ -141,6 +224,7 @@ type ShardWriter struct {
 	f     *os.File
 	w     *bufio.Writer
 	count int64
+	sum   uint32 // crc32c of the token bytes written
 	buf   [8192]byte
 	err   error
 }
@@ -172,6 +256,10 @@ func (w *ShardWriter) Path() string { return w.path }
 // Len returns the number of tokens written so far.
 func (w *ShardWriter) Len() int64 { return w.count }
 
+// Checksum returns the CRC-32C of the token bytes written so far (see
+// Shard.Checksum).
+func (w *ShardWriter) Checksum() uint32 { return w.sum }
+
 // Write appends tokens, each of which must fit in uint16.
 func (w *ShardWriter) Write(tokens []int32) error {
 	if w.err != nil {
@@ -190,6 +278,7 @@ func (w *ShardWriter) Write(tokens []int32) error {
 			}
 			binary.LittleEndian.PutUint16(w.buf[2*i:], uint16(t))
 		}
+		w.sum = crc32.Update(w.sum, castagnoli, w.buf[:2*n])
 		if _, err := w.w.Write(w.buf[:2*n]); err != nil {
 			w.err = fmt.Errorf("fineweb: shard %s: %w", w.path, err)
 			return w.err
@@ -256,7 +345,11 @@ func (w *ShardWriter) Abort() {
 	}
 }
 
-// WriteShard writes tokens as one shard at path (see CreateShard).
+// WriteShard writes tokens as one shard at path (see CreateShard) and then
+// records it in its folder's manifest (ManifestName), adding to what the
+// manifest lists, so shards written one by one form a set NewLoader
+// accepts. The shard's split is taken from its name (see WriteManifest).
+// It is not safe for concurrent use on the same folder.
 func WriteShard(path string, tokens []int32, overwrite bool) error {
 	w, err := CreateShard(path, overwrite)
 	if err != nil {
@@ -266,5 +359,15 @@ func WriteShard(path string, tokens []int32, overwrite bool) error {
 		w.Abort()
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	e := w.entry()
+	e.Split = splitOf(e.File)
+	return updateManifest(filepath.Dir(path), func(m *Manifest) { m.put(e) })
+}
+
+// entry returns the manifest entry of the shard written (Split unset).
+func (w *ShardWriter) entry() ManifestShard {
+	return ManifestShard{File: filepath.Base(w.path), Tokens: w.count, Checksum: checksumString(w.sum)}
 }

@@ -2,18 +2,21 @@ package fineweb
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"unicode/utf8"
 
 	"github.com/hilbert-ml/hilbert/tokenizer"
 )
 
-// textChunk is how much text AddTextFile reads before encoding it.
-const textChunk = 8 << 20
+// textChunk is how much text AddTextFile reads before encoding it (a
+// variable for tests).
+var textChunk = 8 << 20
 
 // countingReader reports bytes read from the file to Progress.
 type countingReader struct {
@@ -29,59 +32,240 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// AddTextFile ingests a UTF-8 text file (gzip if it ends in .gz) as one
-// document. It streams: the text is read in chunks cut at points where the
-// tokenizer's pieces cannot span (tokenizer.SafeCut), so the tokens equal
-// those of the whole text, and each chunk is encoded on all cores.
-func (b *Builder) AddTextFile(ctx context.Context, path string) error {
+// maxBadBytes is how many NUL or invalid UTF-8 bytes the first n bytes of
+// a text file may hold: a few stray bytes pass, a binary file does not.
+func maxBadBytes(n int64) int64 { return 8 + n/1000 }
+
+// magics are the starts of compressed files AddTextFile cannot read.
+var magics = []struct {
+	prefix []byte
+	name   string
+}{
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd"},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz"},
+	{[]byte{'P', 'K', 3, 4}, "zip"},
+}
+
+// isBzip2 reports whether head (10 bytes or fewer) starts a bzip2 stream:
+// "BZh", the block size '1'..'9', then a block's or the end's magic.
+func isBzip2(head []byte) bool {
+	if len(head) < 10 || string(head[:3]) != "BZh" || head[3] < '1' || head[3] > '9' {
+		return false
+	}
+	m := string(head[4:10])
+	return m == "\x31\x41\x59\x26\x53\x59" || m == "\x17\x72\x45\x38\x50\x90"
+}
+
+// OpenText opens a text file for reading: gzip-compressed files (told by
+// their first two bytes, 1f 8b, whatever their name) are decompressed;
+// zstd, xz, zip and bzip2 files are refused by name. progress, if not nil,
+// is called with the bytes read from the file. Close the returned reader.
+func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("fineweb: text: %w", err)
+		return nil, fmt.Errorf("fineweb: text: %w", err)
 	}
-	defer f.Close()
-	var r io.Reader = bufio.NewReaderSize(&countingReader{f, b.cfg.Progress}, 1<<20)
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(r)
+	br := bufio.NewReaderSize(&countingReader{f, progress}, 1<<20)
+	head, _ := br.Peek(10)
+	if bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
+		z, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("fineweb: text %s: %w", path, err)
+			f.Close()
+			return nil, fmt.Errorf("fineweb: text %s: gzip: %w", path, err)
 		}
-		defer z.Close()
-		r = z
+		return &textReader{Reader: z, close: func() error { return errors.Join(z.Close(), f.Close()) }}, nil
 	}
-	toVal, err := b.beginDocument()
+	for _, m := range magics {
+		if bytes.HasPrefix(head, m.prefix) {
+			f.Close()
+			return nil, fmt.Errorf("fineweb: text %s: %s-compressed; decompress it first (only gzip is read)", path, m.name)
+		}
+	}
+	if isBzip2(head) {
+		f.Close()
+		return nil, fmt.Errorf("fineweb: text %s: bzip2-compressed; decompress it first (only gzip is read)", path)
+	}
+	return &textReader{Reader: br, close: f.Close}, nil
+}
+
+type textReader struct {
+	io.Reader
+	close func() error
+}
+
+func (r *textReader) Close() error { return r.close() }
+
+// textChecker counts NUL and invalid UTF-8 bytes across the chunks of one
+// file and refuses the file when they pass maxBadBytes.
+type textChecker struct {
+	path      string
+	n, bad    int64
+	firstBad  int64
+	firstByte byte
+}
+
+func (c *textChecker) check(b []byte) error {
+	for i := 0; i < len(b); {
+		r, size := rune(b[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(b[i:])
+		}
+		if r == 0 || r == utf8.RuneError && size == 1 {
+			if c.bad == 0 {
+				c.firstBad, c.firstByte = c.n+int64(i), b[i]
+			}
+			c.bad++
+		}
+		i += size
+	}
+	c.n += int64(len(b))
+	if c.bad > maxBadBytes(c.n) {
+		return fmt.Errorf("fineweb: text %s: not UTF-8 text: %d NUL or invalid UTF-8 bytes in its first %d bytes (the first, 0x%02x, at byte %d); is it a binary file?",
+			c.path, c.bad, c.n, c.firstByte, c.firstBad)
+	}
+	return nil
+}
+
+// incompleteTail returns how many bytes at the end of b must wait for the
+// next chunk: a '\r' that may start "\r\n", or the start of a UTF-8
+// sequence cut by the chunk's end.
+func incompleteTail(b []byte) int {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return 1
+	}
+	for k := 1; k <= min(3, len(b)); k++ {
+		c := b[len(b)-k]
+		if c < utf8.RuneSelf {
+			return 0
+		}
+		if utf8.RuneStart(c) {
+			if utf8.FullRune(b[len(b)-k:]) {
+				return 0
+			}
+			return k
+		}
+	}
+	return 0
+}
+
+// isBlank reports whether b is only white space.
+func isBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
+
+// AddTextFile ingests a text file (see OpenText: plain or gzip UTF-8; a
+// file with more than a few NUL or invalid UTF-8 bytes is refused as
+// binary). Line ends "\r\n" become "\n", and the text is cut into one
+// document per paragraph: at every blank line "\n\n", as strings.Split
+// cuts, dropping paragraphs of white space only; each document is
+// preceded by EndOfText. train -text and prepare both read text this way.
+//
+// It streams: complete paragraphs are encoded in parallel batches, and a
+// paragraph longer than a chunk is encoded in pieces cut where the
+// tokenizer's pieces cannot span (tokenizer.SafeCut), so the tokens equal
+// those of each whole paragraph.
+func (b *Builder) AddTextFile(ctx context.Context, path string) error {
+	r, err := OpenText(path, b.cfg.Progress)
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 0, textChunk)
-	var ids []int32
+	defer r.Close()
+	chk := &textChecker{path: path}
+	raw := make([]byte, textChunk)
+	var carry, pending []byte // raw bytes held back; normalized text not yet encoded
+	var paras []string
+	inDoc, toVal := false, false // a document begun by a partial paragraph
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // no safe cut yet: grow
-		}
-		n, rerr := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		n, rerr := io.ReadFull(r, raw[len(carry):])
+		copy(raw, carry)
+		chunk := raw[:len(carry)+n]
 		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
 		if rerr != nil && !eof {
 			return fmt.Errorf("fineweb: text %s: %w", path, rerr)
 		}
-		text := string(buf)
-		cut := len(text)
+		keep := 0
 		if !eof {
-			if cut = tokenizer.SafeCut(text); cut == 0 {
-				continue
-			}
+			keep = incompleteTail(chunk)
 		}
-		ids = append(ids[:0], b.tok.EncodeParallel(text[:cut], 512<<10)...)
-		b.sum.TextBytes += int64(cut)
-		if err := b.emit(ids, toVal); err != nil {
+		body := chunk[:len(chunk)-keep]
+		if err := chk.check(body); err != nil {
 			return err
 		}
-		if eof {
-			return nil
+		pending = append(pending, bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))...)
+		carry = append(carry[:0], chunk[len(chunk)-keep:]...)
+
+		// Complete paragraphs.
+		paras = paras[:0]
+		for {
+			i := bytes.Index(pending, []byte("\n\n"))
+			if i < 0 {
+				break
+			}
+			para := pending[:i]
+			pending = pending[i+2:]
+			if inDoc {
+				// The end of a paragraph begun in an earlier chunk.
+				if err := b.flushParagraphs(paras); err != nil {
+					return err
+				}
+				paras = paras[:0]
+				if err := b.emitText(string(para), toVal); err != nil {
+					return err
+				}
+				inDoc = false
+				continue
+			}
+			if !isBlank(para) {
+				paras = append(paras, string(para))
+			}
 		}
-		buf = append(buf[:0], text[cut:]...)
+		if eof {
+			if inDoc {
+				if err := b.flushParagraphs(paras); err != nil {
+					return err
+				}
+				return b.emitText(string(pending), toVal)
+			}
+			if !isBlank(pending) {
+				paras = append(paras, string(pending))
+			}
+			return b.flushParagraphs(paras)
+		}
+		if err := b.flushParagraphs(paras); err != nil {
+			return err
+		}
+		// A paragraph longer than a chunk: encode what can be cut off. The
+		// last byte stays, as it may be the first '\n' of "\n\n".
+		if len(pending) >= textChunk {
+			text := string(pending[:len(pending)-1])
+			if cut := tokenizer.SafeCut(text); cut > 0 && (inDoc || !isBlank(pending[:cut])) {
+				if !inDoc {
+					if toVal, err = b.beginDocument(); err != nil {
+						return err
+					}
+					inDoc = true
+				}
+				if err := b.emitText(text[:cut], toVal); err != nil {
+					return err
+				}
+				pending = append(pending[:0], pending[cut:]...)
+			}
+		}
 	}
+}
+
+// flushParagraphs writes complete paragraphs as documents, encoded in
+// parallel.
+func (b *Builder) flushParagraphs(paras []string) error {
+	if len(paras) == 0 {
+		return nil
+	}
+	return b.AddTexts(paras)
+}
+
+// emitText encodes part of the current document and writes it.
+func (b *Builder) emitText(text string, toVal bool) error {
+	b.sum.TextBytes += int64(len(text))
+	return b.emit(b.tok.EncodeParallel(text, 512<<10), toVal)
 }

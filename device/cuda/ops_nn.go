@@ -141,8 +141,9 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
 		return
 	}
 	n := int64(p.Len())
+	c1, c2, decay := h.Coefficients() // 1-beta1, 1-beta2, 1-lr*wd in float64
 	d.launch1D("h_adamw_f32", n, ptrArg(p), ptrArg(g), ptrArg(m), ptrArg(v), ptrArg(step), i64arg(n),
-		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(h.Eps), f32arg(h.WeightDecay),
+		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(c1), f32arg(c2), f32arg(h.Eps), f32arg(decay),
 		f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2))
 }
 

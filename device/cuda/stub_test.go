@@ -197,7 +197,7 @@ func TestStubLaunchArguments(t *testing.T) {
 	m, _ := d.Alloc(device.Float32, 1000)
 	v, _ := d.Alloc(device.Float32, 1000)
 	step := p.Slice(10, 990)
-	s.setNParams(13)
+	s.setNParams(15)
 	defer s.setNParams(0)
 	h := device.AdamW{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-10, WeightDecay: 0.1, BiasCorrection1: 0.1, BiasCorrection2: 0.001}
 	d.AdamWStep(p, g, m, v, step, h)
@@ -207,8 +207,10 @@ func TestStubLaunchArguments(t *testing.T) {
 	var params [32]uint64
 	s.launchParams(&params)
 	ptr := func(b device.Buffer) uint64 { return b.(*Buffer).ptr }
+	// 1-beta1, 1-beta2 and 1-lr*wd computed in float64.
 	want := []uint64{ptr(p), ptr(g), ptr(m), ptr(v), ptr(p) + 40, 1000,
-		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(h.Eps), f32arg(h.WeightDecay), f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2)}
+		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(float32(1 - 0.9)), f32arg(float32(1 - 0.999)), f32arg(h.Eps),
+		f32arg(float32(1 - float64(float32(1e-3))*0.1)), f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2)}
 	for i, w := range want {
 		got := params[i]
 		if i >= 6 {

@@ -1,0 +1,128 @@
+package fineweb
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/tokenizer"
+)
+
+// paragraphTokens is the reference of AddTextFile's rule: "\r\n" to "\n",
+// split at "\n\n", blank paragraphs dropped, each encoded whole after
+// EndOfText.
+func paragraphTokens(t *testing.T, text string) []int32 {
+	tok, err := tokenizer.GPT2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int32
+	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		if strings.TrimSpace(para) != "" {
+			out = append(append(out, tokenizer.EndOfText), tok.Encode(para)...)
+		}
+	}
+	return out
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	z := gzip.NewWriter(&buf)
+	z.Write(b)
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Small chunks put every boundary case (a "\r\n", a "\n\n", a UTF-8
+// sequence or a paragraph cut by the chunk's end, long paragraphs encoded
+// in pieces) into a short text; the tokens must equal the reference's.
+func TestTextFileParagraphs(t *testing.T) {
+	defer func(n int) { textChunk = n }(textChunk)
+	pieces := []string{"a", "Bc", " ", "  ", "\n", "\n\n", "\r\n", "\r", "\t", "é", "日本", "'s", "123", ".", "\n \n"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	for trial := range 40 {
+		var sb strings.Builder
+		for sb.Len() < 300+rng.IntN(1500) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+			if rng.IntN(30) == 0 {
+				sb.WriteString(strings.Repeat("word ", 40+rng.IntN(60))) // a long paragraph
+			}
+		}
+		text := sb.String()
+		textChunk = []int{7, 16, 64, 1000, 1 << 20}[trial%5]
+		p := filepath.Join(dir, "t.txt")
+		data := []byte(text)
+		if trial%2 == 1 {
+			data = gzipped(t, data) // gzip, named .txt
+		}
+		os.WriteFile(p, data, 0o644)
+		sum, err := BuildFromFiles(context.Background(), BuildConfig{Dir: t.TempDir()}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := readAll(t, sum.TrainShards), paragraphTokens(t, text)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d (chunk %d): %d tokens, expected %d, first difference at %d\ntext %q", trial, textChunk, len(got), len(want), diffAt(got, want), text)
+		}
+	}
+}
+
+func TestTextFileFormats(t *testing.T) {
+	dir := t.TempDir()
+	text := "One paragraph.\n\nAnother one, with ünïcödé.\r\n\r\nA third.\n"
+	want := paragraphTokens(t, text)
+	binary := make([]byte, 5000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range binary {
+		binary[i] = byte(rng.Uint32())
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string // error; "" = the tokens of text
+	}{
+		{"plain.txt", []byte(text), ""},
+		{"gzip.txt", gzipped(t, []byte(text)), ""}, // gzip told by its bytes
+		{"plain.txt.gz", []byte(text), ""},         // not gzip despite the name
+		{"multi.gz", append(gzipped(t, []byte(text[:20])), gzipped(t, []byte(text[20:]))...), ""}, // gzip members
+		{"few-bad.txt", []byte("Caf\xe9 au lait.\n\nA NUL \x00 here."), "skip"},
+		{"random.bin", binary, "not UTF-8 text"},
+		{"nul.txt", make([]byte, 4096), "not UTF-8 text: 4096 NUL or invalid UTF-8 bytes in its first 4096 bytes"},
+		{"random.gz", gzipped(t, binary), "not UTF-8 text"},
+		{"x.zst", append([]byte{0x28, 0xb5, 0x2f, 0xfd}, binary[:100]...), "zstd-compressed"},
+		{"x.xz", append([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, binary[:100]...), "xz-compressed"},
+		{"broken.gz", []byte{0x1f, 0x8b, 8, 0, 1}, "gzip"},
+		{"x.bz2", append([]byte("BZh91AY&SY"), binary[:100]...), "bzip2-compressed"},
+		{"bzh.txt", []byte("BZh9 is how this text begins.\n"), "skip"}, // text, not bzip2
+	}
+	for _, tc := range tests {
+		p := filepath.Join(dir, tc.name)
+		os.WriteFile(p, tc.data, 0o644)
+		sum, err := BuildFromTextFiles(context.Background(), BuildConfig{Dir: t.TempDir()}, p)
+		switch tc.want {
+		case "":
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			} else if got := readAll(t, sum.TrainShards); !slices.Equal(got, want) {
+				t.Errorf("%s: %d tokens, expected the text's %d", tc.name, len(got), len(want))
+			}
+		case "skip": // a stray byte or two is not binary
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+		default:
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: %v, expected an error naming the file with %q", tc.name, err, tc.want)
+			}
+		}
+	}
+}
