@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -45,7 +46,7 @@ func (g *Graph) Embedding(table, ids *tensor.Tensor) *tensor.Tensor {
 	if out == nil {
 		return nil
 	}
-	g.dev.Gather(out.Buffer(), table.Buffer(), ids.Buffer(), d)
+	compose.Gather(g.dev, out.Buffer(), table.Buffer(), ids.Buffer(), d)
 	if g.wantsGrad(table) {
 		g.record(node{op: opEmbedding, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
 	}
@@ -59,12 +60,12 @@ func (g *Graph) embeddingBackward(n *node, gout *tensor.Tensor) {
 	}
 	d := table.Dim(1)
 	if isLeaf(table) {
-		g.dev.ScatterAdd(g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
+		compose.ScatterAdd(g.dev, g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
 		return
 	}
 	dt := g.scratch(table.Shape()...)
 	g.dev.Fill(dt.Buffer(), 0)
-	g.dev.ScatterAdd(dt.Buffer(), gout.Buffer(), ids.Buffer(), d)
+	compose.ScatterAdd(g.dev, dt.Buffer(), gout.Buffer(), ids.Buffer(), d)
 	g.accumulate(table, dt)
 }
 
@@ -85,7 +86,7 @@ func (g *Graph) RMSNorm(x *tensor.Tensor, eps float32) *tensor.Tensor {
 	if out == nil || rstd == nil {
 		return nil
 	}
-	g.dev.RMSNorm(out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
+	compose.RMSNorm(g.dev, out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
 	if g.wantsGrad(x) {
 		g.record(node{op: opRMSNorm, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
 	}
@@ -96,7 +97,7 @@ func (g *Graph) rmsNormBackward(n *node, gout *tensor.Tensor) {
 	x := n.in[0]
 	cols := x.Dim(-1)
 	dx := g.scratch(x.Shape()...)
-	g.dev.RMSNormBackward(dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
+	compose.RMSNormBackward(g.dev, dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
 	g.accumulate(x, dx)
 }
 
@@ -149,7 +150,7 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	cb, sb := cos.Buffer().Slice(0, s.Seq*half), sin.Buffer().Slice(0, s.Seq*half)
-	g.dev.RoPE(out.Buffer(), x.Buffer(), cb, sb, s, false)
+	compose.RoPE(g.dev, out.Buffer(), x.Buffer(), cb, sb, s, false)
 	if g.wantsGrad(x) {
 		g.record(node{op: opRoPE, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
 	}
@@ -162,7 +163,7 @@ func (g *Graph) ropeBackward(n *node, gout *tensor.Tensor) {
 	half := s.HeadDim / 2
 	dx := g.scratch(x.Shape()...)
 	cb, sb := n.saved[0].Buffer().Slice(0, s.Seq*half), n.saved[1].Buffer().Slice(0, s.Seq*half)
-	g.dev.RoPE(dx.Buffer(), gout.Buffer(), cb, sb, s, true)
+	compose.RoPE(g.dev, dx.Buffer(), gout.Buffer(), cb, sb, s, true)
 	g.accumulate(x, dx)
 }
 
@@ -179,7 +180,7 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 	if out == nil {
 		return nil
 	}
-	g.dev.SwiGLU(out.Buffer(), a.Buffer(), b.Buffer())
+	compose.SwiGLU(g.dev, out.Buffer(), a.Buffer(), b.Buffer())
 	if g.wantsGrad(a, b) {
 		g.record(node{op: opSwiGLU, out: out, in: [3]*tensor.Tensor{a, b}})
 	}
@@ -189,7 +190,7 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
 	a, b := n.in[0], n.in[1]
 	da, db := g.scratch(a.Shape()...), g.scratch(b.Shape()...)
-	g.dev.SwiGLUBackward(da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())
+	compose.SwiGLUBackward(g.dev, da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())
 	g.accumulate(a, da)
 	g.accumulate(b, db)
 }
@@ -211,7 +212,7 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 	if out == nil || lse == nil {
 		return nil
 	}
-	g.dev.Attention(out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
+	compose.Attention(g.dev, out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
 	if g.wantsGrad(q, k, v) {
 		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: scale})
 	}
@@ -222,7 +223,7 @@ func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
 	q, k, v := n.in[0], n.in[1], n.in[2]
 	s := attentionShape(q)
 	dq, dk, dv := g.scratch(q.Shape()...), g.scratch(k.Shape()...), g.scratch(v.Shape()...)
-	g.dev.AttentionBackward(dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
+	compose.AttentionBackward(g.dev, dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
 		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), s, n.f)
 	g.accumulate(q, dq)
 	g.accumulate(k, dk)

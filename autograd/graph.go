@@ -28,6 +28,7 @@ import (
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -388,7 +389,7 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 // paper's model, the core's broadcasting add for other dtypes.
 func (g *Graph) addInto(dst, src *tensor.Tensor) {
 	if dst.DType() == device.Float32 {
-		g.dev.Axpby(dst.Buffer(), src.Buffer(), 1, 1)
+		compose.Axpby(g.dev, dst.Buffer(), src.Buffer(), 1, 1)
 		return
 	}
 	dims := device.DimsOf(dst.Len())

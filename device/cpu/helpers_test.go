@@ -27,7 +27,7 @@ import (
 const u32 = 1.0 / (1 << 24)
 
 // dev is the device under test.
-var dev device.Device = cpu.New()
+var dev = cpu.New()
 
 func TestMain(m *testing.M) {
 	// Report the GEMM once so that a log of the two CI passes (OpenBLAS and
