@@ -183,6 +183,9 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	if st.step != nil {
 		compose.Scale(dev, st.step.Buffer(), out.Buffer(), alpha)
 	}
+	// The parameter changed in place: a graph that saved it for its
+	// backward pass now refuses to run it.
+	st.p.MarkModified()
 	st.done = true
 	return nil
 }

@@ -181,6 +181,9 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
 	}
 	compose.Axpby(dev, st.p.Buffer(), s.Buffer(), 1, 1)
+	// The parameter changed in place: a graph that saved it for its
+	// backward pass now refuses to run it.
+	st.p.MarkModified()
 	st.done = true
 	return nil
 }
