@@ -14,8 +14,8 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, logits, targets) {
 		return nil
 	}
-	if logits.Rank() != 2 || logits.DType() != device.Float32 {
-		return g.failf("%s: logits %v %v: want float32 [rows, vocab]", op, logits.DType(), logits.Shape())
+	if logits.Rank() != 2 || !isFloat(logits) {
+		return g.failf("%s: logits %v %v: want float32 or float64 [rows, vocab]", op, logits.DType(), logits.Shape())
 	}
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	if targets.Len() != rows || rows == 0 {
@@ -24,15 +24,17 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	if !g.checkIDs(op, "targets", targets, vocab) {
 		return nil
 	}
-	losses := g.alloc(op, rows)
-	lse := g.alloc(op, rows)
-	out := g.alloc(op)
+	dt := logits.DType()
+	losses := g.allocOf(op, dt, rows)
+	lse := g.allocOf(op, dt, rows)
+	out := g.allocOf(op, dt)
 	if losses == nil || lse == nil || out == nil {
 		return nil
 	}
-	compose.CrossEntropy(g.dev, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
-	compose.Reduce(g.dev, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	compose.Scale(g.dev, out.Buffer(), out.Buffer(), 1/float32(rows))
+	k := g.kernels(dt)
+	compose.CrossEntropy(k, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
+	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	compose.Scale(k, out.Buffer(), out.Buffer(), 1/float32(rows))
 	if g.wantsGrad(logits) {
 		g.record(node{op: opCrossEntropy, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 	}
@@ -43,9 +45,10 @@ func (g *Graph) crossEntropyBackward(n *node, gout *tensor.Tensor) {
 	logits, targets, lse, dloss := n.in[0], n.saved[0], n.saved[1], n.saved[2]
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	// The per-row losses are no longer needed: reuse them for dloss/drow.
-	compose.FillFrom(g.dev, dloss.Buffer(), gout.Buffer(), 1/float32(rows))
-	d := g.scratch(logits.Shape()...)
-	compose.CrossEntropyBackward(g.dev, d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
+	k := g.kernels(logits.DType())
+	compose.FillFrom(k, dloss.Buffer(), gout.Buffer(), 1/float32(rows))
+	d := g.scratchLike(logits, logits.Shape()...)
+	compose.CrossEntropyBackward(k, d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
 	g.accumulate(logits, d)
 }
 
