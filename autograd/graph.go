@@ -19,8 +19,13 @@
 //	    if err := g.Backward(loss); err != nil { ... }
 //	}
 //
-// This package depends on device/ and tensor/ only; it never knows which
-// backend runs.
+// Fused ops (RMSNorm, RoPE, SwiGLU, Attention, the cross-entropies,
+// Embedding, Scale, Sum) go through device/compose: the backend's fused
+// kernel when it has the capability, the composition from the core
+// otherwise, so every op runs on a backend of the core alone.
+//
+// This package depends on device/ (and device/compose) and tensor/ only;
+// it never knows which backend runs.
 package autograd
 
 import (
