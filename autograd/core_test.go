@@ -265,7 +265,8 @@ func TestCoreOpsCheckVersions(t *testing.T) {
 	}
 }
 
-// TestGradCheckMovement checks Permute, Slice, Concat and IndexSelect.
+// TestGradCheckMovement checks Permute, Slice, Concat, IndexSelect and
+// BroadcastTo.
 func TestGradCheckMovement(t *testing.T) {
 	x := func(seed uint64, shape ...int) *tensor.Tensor { return input64(t, seed, shape, 1, 0, 0) }
 	ids, _ := tensor.FromInt32(cpu.New(), []int32{2, 0, 2, 3, 2}, 5)
@@ -291,6 +292,10 @@ func TestGradCheckMovement(t *testing.T) {
 			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.IndexSelect(in[0], 0, ids) }},
 		check64{"index_select axis 1 2-D ids", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(86, 2, 3, 4)} },
 			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.IndexSelect(in[0], 1, ids2) }},
+		check64{"broadcast_to [3 1] to [2 3 4]", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(88, 3, 1)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.BroadcastTo(in[0], 2, 3, 4) }},
+		check64{"broadcast_to [4] to [3 4], weighted", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(89, 4), x(90, 3, 4)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.Mul(g.BroadcastTo(in[0], 3, 4), in[1]) }},
 		check64{"fused qkv split", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(87, 5, 9)} },
 			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
 				q, k, v := g.Slice(in[0], 1, 0, 3), g.Slice(in[0], 1, 3, 6), g.Slice(in[0], 1, 6, 9)
@@ -318,13 +323,18 @@ func TestMovementValues(t *testing.T) {
 	if got := g.IndexSelect(x, 1, ids).Float32s(); fmt.Sprint(got) != "[2 2 0 5 5 3]" {
 		t.Errorf("index_select %v", got)
 	}
+	col, _ := tensor.FromFloat32(dev, []float32{1, 2}, 2, 1)
+	if got := g.BroadcastTo(col, 2, 3); fmt.Sprint(got.Shape(), got.Float32s()) != "[2 3] [1 1 1 2 2 2]" {
+		t.Errorf("broadcast_to %v %v", got.Shape(), got.Float32s())
+	}
 	if err := g.Err(); err != nil {
 		t.Fatal(err)
 	}
 	for name, bad := range map[string]func(){
-		"permute": func() { g.Permute(x, 0, 0) },
-		"slice":   func() { g.Slice(x, 1, 2, 4) },
-		"concat":  func() { y, _ := tensor.New(dev, 3, 3); g.Concat(1, x, y) },
+		"broadcast_to": func() { g.BroadcastTo(x, 3, 3) },
+		"permute":      func() { g.Permute(x, 0, 0) },
+		"slice":        func() { g.Slice(x, 1, 2, 4) },
+		"concat":       func() { y, _ := tensor.New(dev, 3, 3); g.Concat(1, x, y) },
 	} {
 		g.Reset()
 		bad()

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -28,7 +29,7 @@ func (g *Graph) binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *te
 	if out == nil {
 		return nil
 	}
-	g.dev.Binary(kind, out.Buffer(), a.Buffer(), b.Buffer())
+	compose.Binary(g.dev, kind, out.Buffer(), a.Buffer(), b.Buffer())
 	if g.wantsGrad(a, b) {
 		g.record(node{op: binaryKinds[kind], out: out, in: [3]*tensor.Tensor{a, b}})
 	}
@@ -43,9 +44,9 @@ func (g *Graph) binaryBackward(n *node, gout *tensor.Tensor) {
 		}
 		d := g.scratch(t.Shape()...)
 		if n.op == opMul {
-			g.dev.Binary(device.Mul, d.Buffer(), gout.Buffer(), other.Buffer())
+			compose.Binary(g.dev, device.Mul, d.Buffer(), gout.Buffer(), other.Buffer())
 		} else {
-			g.dev.Scale(d.Buffer(), gout.Buffer(), sign)
+			compose.Scale(g.dev, d.Buffer(), gout.Buffer(), sign)
 		}
 		g.accumulate(t, d)
 	}
@@ -70,7 +71,7 @@ func (g *Graph) Scale(x *tensor.Tensor, alpha float32) *tensor.Tensor {
 	if out == nil {
 		return nil
 	}
-	g.dev.Scale(out.Buffer(), x.Buffer(), alpha)
+	compose.Scale(g.dev, out.Buffer(), x.Buffer(), alpha)
 	if g.wantsGrad(x) {
 		g.record(node{op: opScale, out: out, in: [3]*tensor.Tensor{x}, f: alpha})
 	}
@@ -79,7 +80,7 @@ func (g *Graph) Scale(x *tensor.Tensor, alpha float32) *tensor.Tensor {
 
 func (g *Graph) scaleBackward(n *node, gout *tensor.Tensor) {
 	d := g.scratch(n.in[0].Shape()...)
-	g.dev.Scale(d.Buffer(), gout.Buffer(), n.f)
+	compose.Scale(g.dev, d.Buffer(), gout.Buffer(), n.f)
 	g.accumulate(n.in[0], d)
 }
 
@@ -106,9 +107,9 @@ func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
 		return nil
 	}
 	if x.DType() == device.Float32 {
-		g.dev.Reduce(device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
+		compose.Reduce(g.dev, device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
 		if scale != 1 {
-			g.dev.Scale(out.Buffer(), out.Buffer(), scale)
+			compose.Scale(g.dev, out.Buffer(), out.Buffer(), scale)
 		}
 	} else {
 		g.dev.ReduceAxis(device.Sum, out.Buffer(), x.Buffer(), 1, x.Len(), 1)
@@ -135,6 +136,6 @@ func (g *Graph) sumBackward(n *node, gout *tensor.Tensor) {
 		return
 	}
 	d := g.scratch(x.Shape()...)
-	g.dev.FillFrom(d.Buffer(), gout.Buffer(), n.f)
+	compose.FillFrom(g.dev, d.Buffer(), gout.Buffer(), n.f)
 	g.accumulate(x, d)
 }

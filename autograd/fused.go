@@ -4,8 +4,21 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
+
+// kernels returns the device the fused ops of dtype dt run on: the
+// backend for float32, whose fused kernels (or their compositions) take
+// it; its Core alone for other float dtypes (float64 on the CPU), so that
+// every fused op runs, and is gradient-checked, in float64 as its
+// composition from the core.
+func (g *Graph) kernels(dt device.DType) device.Core {
+	if dt == device.Float32 {
+		return g.dev
+	}
+	return compose.CoreOnly(g.dev)
+}
 
 // checkIDs verifies that ids is an int32 tensor whose values (recorded
 // when it was filled from the host) lie in [0, limit).
@@ -34,18 +47,18 @@ func (g *Graph) Embedding(table, ids *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, table, ids) {
 		return nil
 	}
-	if table.Rank() != 2 || table.DType() != device.Float32 {
-		return g.failf("%s: table %v %v: want a float32 matrix [vocab, dim]", op, table.DType(), table.Shape())
+	if table.Rank() != 2 || !isFloat(table) {
+		return g.failf("%s: table %v %v: want a float32 or float64 matrix [vocab, dim]", op, table.DType(), table.Shape())
 	}
 	if !g.checkIDs(op, "ids", ids, table.Dim(0)) {
 		return nil
 	}
 	d := table.Dim(1)
-	out := g.alloc(op, append(ids.Shape(), d)...)
+	out := g.allocOf(op, table.DType(), append(ids.Shape(), d)...)
 	if out == nil {
 		return nil
 	}
-	g.dev.Gather(out.Buffer(), table.Buffer(), ids.Buffer(), d)
+	compose.Gather(g.kernels(table.DType()), out.Buffer(), table.Buffer(), ids.Buffer(), d)
 	if g.wantsGrad(table) {
 		g.record(node{op: opEmbedding, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
 	}
@@ -58,34 +71,35 @@ func (g *Graph) embeddingBackward(n *node, gout *tensor.Tensor) {
 		return
 	}
 	d := table.Dim(1)
-	if isLeaf(table) {
-		g.dev.ScatterAdd(g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
+	k := g.kernels(table.DType())
+	if isLeaf(table) && table.DType() == device.Float32 {
+		compose.ScatterAdd(k, g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
 		return
 	}
-	dt := g.scratch(table.Shape()...)
+	dt := g.scratchLike(table, table.Shape()...)
 	g.dev.Fill(dt.Buffer(), 0)
-	g.dev.ScatterAdd(dt.Buffer(), gout.Buffer(), ids.Buffer(), d)
+	compose.ScatterAdd(k, dt.Buffer(), gout.Buffer(), ids.Buffer(), d)
 	g.accumulate(table, dt)
 }
 
 // RMSNorm normalises x over its last axis without a gain:
-// x / sqrt(mean(x^2) + eps), in float32.
+// x / sqrt(mean(x^2) + eps), in x's float dtype.
 func (g *Graph) RMSNorm(x *tensor.Tensor, eps float32) *tensor.Tensor {
 	const op = "RMSNorm"
 	if !g.ok(op, x) {
 		return nil
 	}
-	if x.Rank() < 1 || x.Dim(-1) == 0 || x.DType() != device.Float32 {
-		return g.failf("%s: input %v %v: want float32 with a non-empty last axis", op, x.DType(), x.Shape())
+	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
+		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
 	}
 	cols := x.Dim(-1)
 	rows := x.Len() / cols
-	out := g.alloc(op, x.Shape()...)
-	rstd := g.alloc(op, rows)
+	out := g.allocOf(op, x.DType(), x.Shape()...)
+	rstd := g.allocOf(op, x.DType(), rows)
 	if out == nil || rstd == nil {
 		return nil
 	}
-	g.dev.RMSNorm(out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
+	compose.RMSNorm(g.kernels(x.DType()), out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
 	if g.wantsGrad(x) {
 		g.record(node{op: opRMSNorm, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
 	}
@@ -95,8 +109,8 @@ func (g *Graph) RMSNorm(x *tensor.Tensor, eps float32) *tensor.Tensor {
 func (g *Graph) rmsNormBackward(n *node, gout *tensor.Tensor) {
 	x := n.in[0]
 	cols := x.Dim(-1)
-	dx := g.scratch(x.Shape()...)
-	g.dev.RMSNormBackward(dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
+	dx := g.scratchLike(x, x.Shape()...)
+	compose.RMSNormBackward(g.kernels(x.DType()), dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
 	g.accumulate(x, dx)
 }
 
@@ -136,20 +150,23 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, x, cos, sin) {
 		return nil
 	}
-	if x.Rank() != 4 || x.Dim(3)%2 != 0 {
-		return g.failf("%s: input %v: want [batch, seq, heads, headDim] with an even headDim", op, x.Shape())
+	if x.Rank() != 4 || x.Dim(3)%2 != 0 || !isFloat(x) {
+		return g.failf("%s: input %v %v: want float [batch, seq, heads, headDim] with an even headDim", op, x.DType(), x.Shape())
+	}
+	if cos.DType() != x.DType() || sin.DType() != x.DType() {
+		return g.failf("%s: tables %v and %v for input %v (want the input's dtype)", op, cos.DType(), sin.DType(), x.DType())
 	}
 	s := attentionShape(x)
 	half := s.HeadDim / 2
 	if cos.Rank() != 2 || !cos.SameShape(sin) || cos.Dim(1) != half || cos.Dim(0) < s.Seq {
 		return g.failf("%s: tables %v and %v do not cover input %v (want [>=%d %d])", op, cos.Shape(), sin.Shape(), x.Shape(), s.Seq, half)
 	}
-	out := g.alloc(op, x.Shape()...)
+	out := g.allocOf(op, x.DType(), x.Shape()...)
 	if out == nil {
 		return nil
 	}
 	cb, sb := cos.Buffer().Slice(0, s.Seq*half), sin.Buffer().Slice(0, s.Seq*half)
-	g.dev.RoPE(out.Buffer(), x.Buffer(), cb, sb, s, false)
+	compose.RoPE(g.kernels(x.DType()), out.Buffer(), x.Buffer(), cb, sb, s, false)
 	if g.wantsGrad(x) {
 		g.record(node{op: opRoPE, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
 	}
@@ -160,9 +177,9 @@ func (g *Graph) ropeBackward(n *node, gout *tensor.Tensor) {
 	x := n.in[0]
 	s := attentionShape(x)
 	half := s.HeadDim / 2
-	dx := g.scratch(x.Shape()...)
+	dx := g.scratchLike(x, x.Shape()...)
 	cb, sb := n.saved[0].Buffer().Slice(0, s.Seq*half), n.saved[1].Buffer().Slice(0, s.Seq*half)
-	g.dev.RoPE(dx.Buffer(), gout.Buffer(), cb, sb, s, true)
+	compose.RoPE(g.kernels(x.DType()), dx.Buffer(), gout.Buffer(), cb, sb, s, true)
 	g.accumulate(x, dx)
 }
 
@@ -172,14 +189,14 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, a, b) {
 		return nil
 	}
-	if !a.SameShape(b) {
-		return g.failf("%s: shapes %v and %v differ", op, a.Shape(), b.Shape())
+	if !a.SameShape(b) || !isFloat(a) || a.DType() != b.DType() {
+		return g.failf("%s: %v %v and %v %v: want equal shapes of one float dtype", op, a.DType(), a.Shape(), b.DType(), b.Shape())
 	}
-	out := g.alloc(op, a.Shape()...)
+	out := g.allocOf(op, a.DType(), a.Shape()...)
 	if out == nil {
 		return nil
 	}
-	g.dev.SwiGLU(out.Buffer(), a.Buffer(), b.Buffer())
+	compose.SwiGLU(g.kernels(a.DType()), out.Buffer(), a.Buffer(), b.Buffer())
 	if g.wantsGrad(a, b) {
 		g.record(node{op: opSwiGLU, out: out, in: [3]*tensor.Tensor{a, b}})
 	}
@@ -188,8 +205,8 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 
 func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
 	a, b := n.in[0], n.in[1]
-	da, db := g.scratch(a.Shape()...), g.scratch(b.Shape()...)
-	g.dev.SwiGLUBackward(da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())
+	da, db := g.scratchLike(a, a.Shape()...), g.scratchLike(b, b.Shape()...)
+	compose.SwiGLUBackward(g.kernels(a.DType()), da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())
 	g.accumulate(a, da)
 	g.accumulate(b, db)
 }
@@ -205,13 +222,18 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 	if q.Rank() != 4 || !q.SameShape(k) || !q.SameShape(v) {
 		return g.failf("%s: q %v, k %v, v %v: want three equal [batch, seq, heads, headDim] shapes", op, q.Shape(), k.Shape(), v.Shape())
 	}
+	// Float32 only: its composition is built on Gemm, which the CPU runs
+	// in float32.
+	if q.DType() != device.Float32 || k.DType() != q.DType() || v.DType() != q.DType() {
+		return g.failf("%s: q %v, k %v, v %v: want float32", op, q.DType(), k.DType(), v.DType())
+	}
 	s := attentionShape(q)
-	out := g.alloc(op, q.Shape()...)
-	lse := g.alloc(op, s.Batch, s.Heads, s.Seq)
+	out := g.allocOf(op, q.DType(), q.Shape()...)
+	lse := g.allocOf(op, q.DType(), s.Batch, s.Heads, s.Seq)
 	if out == nil || lse == nil {
 		return nil
 	}
-	g.dev.Attention(out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
+	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
 	if g.wantsGrad(q, k, v) {
 		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: scale})
 	}
@@ -221,8 +243,8 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
 	q, k, v := n.in[0], n.in[1], n.in[2]
 	s := attentionShape(q)
-	dq, dk, dv := g.scratch(q.Shape()...), g.scratch(k.Shape()...), g.scratch(v.Shape()...)
-	g.dev.AttentionBackward(dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
+	dq, dk, dv := g.scratchLike(q, q.Shape()...), g.scratchLike(k, k.Shape()...), g.scratchLike(v, v.Shape()...)
+	compose.AttentionBackward(g.kernels(q.DType()), dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
 		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), s, n.f)
 	g.accumulate(q, dq)
 	g.accumulate(k, dk)

@@ -19,8 +19,13 @@
 //	    if err := g.Backward(loss); err != nil { ... }
 //	}
 //
-// This package depends on device/ and tensor/ only; it never knows which
-// backend runs.
+// Fused ops (RMSNorm, RoPE, SwiGLU, Attention, the cross-entropies,
+// Embedding, Scale, Sum) go through device/compose: the backend's fused
+// kernel when it has the capability, the composition from the core
+// otherwise, so every op runs on a backend of the core alone.
+//
+// This package depends on device/ (and device/compose) and tensor/ only;
+// it never knows which backend runs.
 package autograd
 
 import (
@@ -28,6 +33,7 @@ import (
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -388,7 +394,7 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 // paper's model, the core's broadcasting add for other dtypes.
 func (g *Graph) addInto(dst, src *tensor.Tensor) {
 	if dst.DType() == device.Float32 {
-		g.dev.Axpby(dst.Buffer(), src.Buffer(), 1, 1)
+		compose.Axpby(g.dev, dst.Buffer(), src.Buffer(), 1, 1)
 		return
 	}
 	dims := device.DimsOf(dst.Len())

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -258,7 +259,7 @@ func (g *Graph) transposeBackward(n *node, gout *tensor.Tensor) {
 // dtypes.
 func (g *Graph) transposeInto(dst, src *tensor.Tensor, b, r, c, in int) {
 	if src.DType() == device.Float32 {
-		g.dev.Transpose(dst.Buffer(), src.Buffer(), b, r, c, in)
+		compose.Transpose(g.dev, dst.Buffer(), src.Buffer(), b, r, c, in)
 		return
 	}
 	dims := device.DimsOf(b, c, r, in)

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -13,8 +14,8 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	if !g.ok(op, logits, targets) {
 		return nil
 	}
-	if logits.Rank() != 2 || logits.DType() != device.Float32 {
-		return g.failf("%s: logits %v %v: want float32 [rows, vocab]", op, logits.DType(), logits.Shape())
+	if logits.Rank() != 2 || !isFloat(logits) {
+		return g.failf("%s: logits %v %v: want float32 or float64 [rows, vocab]", op, logits.DType(), logits.Shape())
 	}
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	if targets.Len() != rows || rows == 0 {
@@ -23,15 +24,17 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	if !g.checkIDs(op, "targets", targets, vocab) {
 		return nil
 	}
-	losses := g.alloc(op, rows)
-	lse := g.alloc(op, rows)
-	out := g.alloc(op)
+	dt := logits.DType()
+	losses := g.allocOf(op, dt, rows)
+	lse := g.allocOf(op, dt, rows)
+	out := g.allocOf(op, dt)
 	if losses == nil || lse == nil || out == nil {
 		return nil
 	}
-	g.dev.CrossEntropy(losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
-	g.dev.Reduce(device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	g.dev.Scale(out.Buffer(), out.Buffer(), 1/float32(rows))
+	k := g.kernels(dt)
+	compose.CrossEntropy(k, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
+	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	compose.Scale(k, out.Buffer(), out.Buffer(), 1/float32(rows))
 	if g.wantsGrad(logits) {
 		g.record(node{op: opCrossEntropy, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 	}
@@ -42,9 +45,10 @@ func (g *Graph) crossEntropyBackward(n *node, gout *tensor.Tensor) {
 	logits, targets, lse, dloss := n.in[0], n.saved[0], n.saved[1], n.saved[2]
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	// The per-row losses are no longer needed: reuse them for dloss/drow.
-	g.dev.FillFrom(dloss.Buffer(), gout.Buffer(), 1/float32(rows))
-	d := g.scratch(logits.Shape()...)
-	g.dev.CrossEntropyBackward(d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
+	k := g.kernels(logits.DType())
+	compose.FillFrom(k, dloss.Buffer(), gout.Buffer(), 1/float32(rows))
+	d := g.scratchLike(logits, logits.Shape()...)
+	compose.CrossEntropyBackward(k, d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
 	g.accumulate(logits, d)
 }
 
@@ -114,11 +118,11 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 			A: hblk, LDA: d, B: wb, LDB: d, C: lb, LDC: vocab})
 		tblk := tb.Slice(r0, nr)
 		if !grad {
-			g.dev.CrossEntropy(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
+			compose.CrossEntropy(g.dev, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
 			continue
 		}
 		// Loss, and dlogits for a unit upstream gradient per row, in place.
-		g.dev.CrossEntropyWithGrad(losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab, 1)
+		compose.CrossEntropyWithGrad(g.dev, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab, 1)
 		// dh_blk = dlogits W
 		g.dev.Gemm(device.GemmArgs{M: nr, N: d, K: vocab, Alpha: 1,
 			A: lb, LDA: vocab, B: wb, LDB: d, C: dh.Buffer().Slice(r0*d, nr*d), LDC: d})
@@ -131,10 +135,10 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 			A: hblk, LDA: d, B: lb, LDB: vocab, C: dwT.Buffer(), LDC: vocab})
 	}
 	if grad {
-		g.dev.Transpose(dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
+		compose.Transpose(g.dev, dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
 	}
-	g.dev.Reduce(device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	g.dev.Scale(out.Buffer(), out.Buffer(), 1/float32(rows))
+	compose.Reduce(g.dev, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	compose.Scale(g.dev, out.Buffer(), out.Buffer(), 1/float32(rows))
 	if grad {
 		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 	}
@@ -150,11 +154,11 @@ func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
 			continue
 		}
 		if isLeaf(t) && t.Grad() != nil {
-			g.dev.Axpby(t.Grad().Buffer(), d.Buffer(), scale, 1)
+			compose.Axpby(g.dev, t.Grad().Buffer(), d.Buffer(), scale, 1)
 			continue
 		}
 		sd := g.scratch(t.Shape()...)
-		g.dev.Scale(sd.Buffer(), d.Buffer(), scale)
+		compose.Scale(g.dev, sd.Buffer(), d.Buffer(), scale)
 		g.accumulate(t, sd)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// Movement ops: Permute, Slice, Concat and IndexSelect, each one strided
+// Movement ops: Permute, Slice, Concat, IndexSelect and BroadcastTo, each one strided
 // copy (or gather) of the core, with the adjoint copy (or scatter-add) as
 // its backward pass. They take any float dtype the backend has.
 
@@ -217,4 +217,42 @@ func (g *Graph) indexSelectBackward(n *node, gout *tensor.Tensor) {
 	idx := device.View{Buf: ids.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1, 0}}}
 	g.dev.ScatterAddAxis(d.Buffer(), gout.Buffer(), idx, n.ints[0], n.ints[1], n.ints[2], ids.Len())
 	g.accumulate(x, d)
+}
+
+// BroadcastTo returns x materialised at shape by NumPy's broadcasting
+// rules (x's shape aligned with the trailing axes of shape, its size-1 and
+// missing leading axes repeated), a copy as torch's expand followed by
+// contiguous. Its gradient sums over the repeated axes.
+func (g *Graph) BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
+	const name = "BroadcastTo"
+	if !g.ok(name, x) {
+		return nil
+	}
+	if len(shape) > device.MaxDims {
+		return g.failf("%s: shape %v has more than %d axes", name, shape, device.MaxDims)
+	}
+	for _, n := range shape {
+		if n < 0 {
+			return g.failf("%s: negative size in shape %v", name, shape)
+		}
+	}
+	dims := device.DimsOf(shape...)
+	src, ok := device.Broadcast(x.Buffer(), x.Shape(), dims)
+	if !ok {
+		return g.failf("%s: shape %v does not broadcast to %v", name, x.Shape(), shape)
+	}
+	out := g.allocOf(name, x.DType(), shape...)
+	if out == nil {
+		return nil
+	}
+	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), src)
+	if g.wantsGrad(x) {
+		g.record(node{op: opBroadcastTo, out: out, in: [3]*tensor.Tensor{x}})
+	}
+	return out
+}
+
+func (g *Graph) broadcastToBackward(n *node, gout *tensor.Tensor) {
+	x := n.in[0]
+	g.accumulate(x, g.sumTo(g.copyOf(gout), x.Shape()))
 }

@@ -35,6 +35,7 @@ const (
 	opPermute
 	opSlice
 	opIndexSelect
+	opBroadcastTo
 )
 
 var opNames = [...]string{opMatMul: "MatMul", opAdd: "Add", opSub: "Sub", opMul: "Mul", opScale: "Scale",
@@ -42,7 +43,7 @@ var opNames = [...]string{opMatMul: "MatMul", opAdd: "Add", opSub: "Sub", opMul:
 	opRoPE: "RoPE", opSwiGLU: "SwiGLU", opAttention: "Attention", opCrossEntropy: "CrossEntropy",
 	opLinearCrossEntropy: "LinearCrossEntropy", opUnary: "Unary", opBroadcast: "binary op", opWhere: "Where",
 	opSumAxis: "SumAxis", opMaxAxis: "MaxAxis", opCustom: "custom op", opPermute: "Permute", opSlice: "Slice",
-	opIndexSelect: "IndexSelect"}
+	opIndexSelect: "IndexSelect", opBroadcastTo: "BroadcastTo"}
 
 // String names the op as the Graph method that records it.
 func (k opKind) String() string {
@@ -173,6 +174,8 @@ func (g *Graph) backward(n *node, gout *tensor.Tensor) {
 		g.sliceBackward(n, gout)
 	case opIndexSelect:
 		g.indexSelectBackward(n, gout)
+	case opBroadcastTo:
+		g.broadcastToBackward(n, gout)
 	default:
 		panic(fmt.Sprintf("autograd: no backward for op %d", n.op))
 	}

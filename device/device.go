@@ -4,10 +4,15 @@
 // Core is the primitive set: memory, copies, the matrix product, one
 // strided copy, elementwise unary and broadcasting binary maps, select,
 // reductions over any one axis, gather and scatter-add along an axis, and
-// counter-based random fills. Device adds the kernels of the paper's
-// transformer (norms, RoPE, SwiGLU, attention, cross-entropy, AdamW) and
-// a few older elementwise ones. device/devicetest is the conformance suite
-// every backend runs.
+// counter-based random fills. A backend implements the Core and nothing
+// else; Device is another name for it. The fused kernels of the paper's
+// transformer and optimizers (RMSNorm, RoPE, SwiGLU, attention,
+// cross-entropy, AdamW, row scaling, the pair-distance search) and a few
+// older contiguous elementwise kernels are optional capabilities: small
+// interfaces a backend may add for speed, each defined by its composition
+// from the Core in device/compose, which callers go through. device/devicetest
+// is the conformance suite every backend runs: the Core against float64
+// references, and each capability a backend has against its composition.
 //
 // Everything above this package (tensor, autograd, nn, optim, models) talks
 // to a Device only through this interface, so a model written once runs on
@@ -326,115 +331,9 @@ type Core interface {
 	Random(dist Distribution, dst Buffer, seed, offset uint64, a, b float32)
 }
 
-// Device is the full kernel set of a backend: the Core, plus the
-// elementwise, reduction and fused kernels of the paper's transformer and
-// optimizers. See the package documentation for the conventions every
-// method follows.
-//
-// The methods after Core predate it; the next steps make the fused ones
-// optional capabilities with composed fallbacks.
-type Device interface {
-	Core
-
-	// Transpose swaps the two middle axes of src viewed as
-	// [batch, rows, cols, inner]: dst[b, c, r, i] = src[b, r, c, i]. A 2-D
-	// transpose is batch = inner = 1; splitting heads [B, T, H, D] into
-	// [B, H, T, D] is batch = B, rows = T, cols = H, inner = D.
-	Transpose(dst, src Buffer, batch, rows, cols, inner int)
-
-	// FillFrom sets every element of dst to alpha * src[0], where src is a
-	// one-element buffer (broadcasts a device scalar without a host trip).
-	FillFrom(dst, src Buffer, alpha float32)
-	// Binary computes dst = a op b elementwise for Add, Sub and Mul (equal
-	// lengths); dst may alias a or b.
-	Binary(op BinaryOp, dst, a, b Buffer)
-	// Scale computes dst = alpha * src; dst may alias src.
-	Scale(dst, src Buffer, alpha float32)
-	// Axpby computes dst = alpha * x + beta * dst.
-	Axpby(dst, x Buffer, alpha, beta float32)
-	// Reduce reduces src, viewed as rows x cols, along axis 1 (each row to
-	// one value, dst has rows elements) or axis 0 (each column, dst has
-	// cols elements). Sums accumulate in float64 on the CPU backend.
-	Reduce(op ReduceOp, axis int, dst, src Buffer, rows, cols int)
-	// RowScale computes dst[i,:] = src[i,:] * alpha / (sqrt(sumsq(src[i,:])) + eps)
-	// for each row of a rows x cols matrix: row normalisation with eps added
-	// to the norm. dst may alias src.
-	RowScale(dst, src Buffer, rows, cols int, alpha, eps float32)
-	// AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
-	// matrix, v having cols elements.
-	AddRow(dst, v Buffer, rows, cols int, alpha float32)
-
-	// PairDistanceMax finds the farthest column of each row of a tile of a
-	// Gram matrix. g is a rows x cols tile of inner products a_i . b_j; na
-	// and nb hold the squared norms of the a rows (rows elements) and of
-	// the b rows (cols elements), so that x_ij = na[i] + nb[j] - 2 g[i,j],
-	// computed in float32, is the squared distance of a_i and b_j. The tile
-	// sits at row r0 and column c0 of a symmetric Gram matrix and only pairs
-	// above its diagonal count: column j of row i when c0+j > r0+i (a tile
-	// with c0 >= r0+rows counts every pair). best (Float32) and arg (Int32),
-	// rows elements each, hold a running maximum across calls (the column
-	// tiles of one row block): when row i's largest x_ij exceeds best[i],
-	// best[i] becomes it and arg[i] becomes c0+j, for the smallest such j.
-	// Rows without a counted pair, and NaN values, change nothing; start
-	// best at -Inf. This is the scan of the blocked exact row diameter in
-	// optim/geometry.
-	PairDistanceMax(best, arg, g, na, nb Buffer, rows, cols, r0, c0 int)
-
-	// Gather copies rows of table (tableRows x cols) into dst: dst[i,:] =
-	// table[idx[i],:]. idx is Int32 and every entry is in [0, tableRows).
-	Gather(dst, table, idx Buffer, cols int)
-	// ScatterAdd adds rows of src into dst: dst[idx[i],:] += src[i,:],
-	// accumulating repeated indices.
-	ScatterAdd(dst, src, idx Buffer, cols int)
-
-	// RMSNorm normalises each row of x (rows x cols) without a gain:
-	// out = x / sqrt(mean(x^2) + eps), and stores 1/sqrt(mean(x^2)+eps) in
-	// rstd (rows elements) for the backward pass.
-	RMSNorm(out, rstd, x Buffer, rows, cols int, eps float32)
-	// RMSNormBackward computes dx from dy, x and the saved rstd.
-	RMSNormBackward(dx, dy, x, rstd Buffer, rows, cols int)
-
-	// RoPE applies half-split rotary embedding to x laid out as
-	// [Batch, Seq, Heads, HeadDim]: for each head vector [l, r] (halves of
-	// HeadDim/2) at position t, out = [l*cos - r*sin, r*cos + l*sin] with
-	// cos, sin read from tables of Seq x HeadDim/2 (row t). With inverse
-	// set it rotates by the opposite angle, which is the backward pass.
-	// out may alias x.
-	RoPE(out, x, cos, sin Buffer, s AttentionShape, inverse bool)
-
-	// SwiGLU computes out = silu(a) * b elementwise, silu(a) = a*sigmoid(a).
-	SwiGLU(out, a, b Buffer)
-	// SwiGLUBackward computes da and db from dout, a and b.
-	SwiGLUBackward(da, db, dout, a, b Buffer)
-
-	// Attention computes causal scaled-dot-product attention per batch and
-	// head: out_t = sum_{u<=t} softmax_u(scale * q_t.k_u) v_u, for q, k, v
-	// and out laid out as s describes. It stores the log-sum-exp of each
-	// query's scaled scores in lse ([Batch, Heads, Seq]) for the backward
-	// pass.
-	Attention(out, lse, q, k, v Buffer, s AttentionShape, scale float32)
-	// AttentionBackward computes dq, dk and dv from dout and the forward
-	// inputs, output and lse.
-	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse Buffer, s AttentionShape, scale float32)
-
-	// CrossEntropy computes, for each row r of logits (rows x vocab), the
-	// loss lse_r - logits[r, targets[r]] into loss and the log-sum-exp into
-	// lse (both rows elements). targets is Int32 with entries in [0, vocab).
-	CrossEntropy(loss, lse, logits, targets Buffer, rows, vocab int)
-	// CrossEntropyBackward writes dlogits[r,:] = dloss[r] * (softmax(logits[r,:])
-	// - onehot(targets[r])) using the saved lse. dlogits may alias logits.
-	CrossEntropyBackward(dlogits, dloss, logits, lse, targets Buffer, rows, vocab int)
-
-	// CrossEntropyWithGrad is CrossEntropy and CrossEntropyBackward in one
-	// pass over the logits, for training: it writes loss and lse, and
-	// overwrites logits in place with gradScale * (softmax - onehot), the
-	// gradient of gradScale times each row's loss.
-	CrossEntropyWithGrad(loss, lse, logits, targets Buffer, rows, vocab int, gradScale float32)
-
-	// AdamWStep applies one decoupled-weight-decay Adam update in place:
-	// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-	// step = -lr * (m/bc1) / (sqrt(v/bc2) + eps);
-	// p = p * (1 - lr*wd) + step. When step is not nil it receives the
-	// step (excluding weight decay).
-	AdamWStep(p, g, m, v, step Buffer, h AdamW)
-}
+// Device is a backend as the layers above see it: exactly the Core. The
+// fused kernels of the paper's transformer and optimizers are optional
+// capabilities (capability.go), found by interface assertion as io finds
+// io.WriterTo; device/compose runs a backend's kernel when it has one and
+// the capability's composition from the Core otherwise.
+type Device = Core

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -80,7 +81,7 @@ func Example() {
 			panic(err)
 		}
 		for _, p := range params { // SGD: p -= lr * grad
-			dev.Axpby(p.Buffer(), p.Grad().Buffer(), -1.0, 1)
+			compose.Axpby(dev, p.Buffer(), p.Grad().Buffer(), -1.0, 1)
 		}
 	}
 	fmt.Println("initial loss within 0.1 of ln 16:", math.Abs(float64(first)-math.Log(vocab)) < 0.1)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -132,7 +133,7 @@ func (o *AdamW) Step(scale float64) error {
 		if st.step != nil {
 			step = st.step.Buffer()
 		}
-		st.p.Device().AdamWStep(st.p.Buffer(), g.Buffer(), st.m.Buffer(), st.v.Buffer(), step, h)
+		compose.AdamWStep(st.p.Device(), st.p.Buffer(), g.Buffer(), st.m.Buffer(), st.v.Buffer(), step, h)
 		st.done = true
 	}
 	return nil

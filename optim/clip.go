@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -46,7 +47,7 @@ func ClipGradNorm(params []*tensor.Tensor, maxNorm float64) (float64, error) {
 	if coef := maxNorm / (norm + 1e-6); coef < 1 {
 		for _, p := range params {
 			if g := p.Grad(); g != nil {
-				g.Device().Scale(g.Buffer(), g.Buffer(), float32(coef))
+				compose.Scale(g.Device(), g.Buffer(), g.Buffer(), float32(coef))
 			}
 		}
 	}

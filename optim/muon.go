@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -155,7 +156,7 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	mom := float32(o.cfg.Momentum)
 
 	// buf = m buf + g; x = g + m buf (Nesterov) or buf.
-	dev.Axpby(st.buf.Buffer(), g.Buffer(), 1, mom)
+	compose.Axpby(dev, st.buf.Buffer(), g.Buffer(), 1, mom)
 	x, err := tensor.NewPooled(dev, device.Float32, n)
 	if err != nil {
 		return err
@@ -163,7 +164,7 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	defer x.Release()
 	if o.cfg.Nesterov {
 		dev.Copy(x.Buffer(), g.Buffer())
-		dev.Axpby(x.Buffer(), st.buf.Buffer(), mom, 1)
+		compose.Axpby(dev, x.Buffer(), st.buf.Buffer(), mom, 1)
 	} else {
 		dev.Copy(x.Buffer(), st.buf.Buffer())
 	}
@@ -176,12 +177,15 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	shape := math.Sqrt(max(1, float64(st.rows)/float64(st.cols)))
 	alpha := float32(-lr * shape)
 	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
-		dev.Scale(st.p.Buffer(), st.p.Buffer(), decay)
+		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
 	}
-	dev.Axpby(st.p.Buffer(), out.Buffer(), alpha, 1)
+	compose.Axpby(dev, st.p.Buffer(), out.Buffer(), alpha, 1)
 	if st.step != nil {
-		dev.Scale(st.step.Buffer(), out.Buffer(), alpha)
+		compose.Scale(dev, st.step.Buffer(), out.Buffer(), alpha)
 	}
+	// The parameter changed in place: a graph that saved it for its
+	// backward pass now refuses to run it.
+	st.p.MarkModified()
 	st.done = true
 	return nil
 }
@@ -216,7 +220,7 @@ func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, steps int, e
 		return fmt.Errorf("non-finite update direction (sum of squares %v)", ss)
 	}
 	if ss > 0 || eps > 0 { // a zero direction with eps 0 stays zero
-		dev.Scale(x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+eps)))
+		compose.Scale(dev, x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+eps)))
 	}
 	return newtonSchulz(dev, x, rows, cols, steps)
 }
@@ -258,7 +262,7 @@ func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) er
 				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m})
 		}
 		// B = b A + c A A
-		dev.Scale(B.Buffer(), A.Buffer(), float32(b))
+		compose.Scale(dev, B.Buffer(), A.Buffer(), float32(b))
 		dev.Gemm(device.GemmArgs{M: m, N: m, K: m, Alpha: float32(c), Beta: 1,
 			A: A.Buffer(), LDA: m, B: A.Buffer(), LDB: m, C: B.Buffer(), LDC: m})
 		// next = a X + B X (wide) or a X + X B (tall)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -155,7 +156,7 @@ func sumSquares(dev device.Device, x device.Buffer, n, cols int) (float64, error
 		return 0, err
 	}
 	defer part.Release()
-	dev.Reduce(device.SumSquares, 1, part.Buffer(), x, rows, cols)
+	compose.Reduce(dev, device.SumSquares, 1, part.Buffer(), x, rows, cols)
 	if rows == 1 {
 		var v [1]float32
 		dev.CopyToHost(v[:], part.Buffer())
@@ -166,7 +167,7 @@ func sumSquares(dev device.Device, x device.Buffer, n, cols int) (float64, error
 		return 0, err
 	}
 	defer one.Release()
-	dev.Reduce(device.Sum, 1, one.Buffer(), part.Buffer(), 1, rows)
+	compose.Reduce(dev, device.Sum, 1, one.Buffer(), part.Buffer(), 1, rows)
 	var v [1]float32
 	dev.CopyToHost(v[:], one.Buffer())
 	return float64(v[0]), nil

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -148,7 +149,7 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 	rows, cols := st.rows, st.cols
 	beta := o.cfg.Beta
 	st.t++
-	dev.Axpby(st.b.Buffer(), g.Buffer(), float32(1-beta), float32(beta))
+	compose.Axpby(dev, st.b.Buffer(), g.Buffer(), float32(1-beta), float32(beta))
 	// RN(B / k) = B / (||B|| + k eps) with k = 1 - beta^t.
 	eps := float32(o.cfg.Eps * (1 - math.Pow(beta, float64(st.t))))
 	alpha := float32(-lr)
@@ -171,15 +172,18 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 		// s = P B, then s = -lr RN(s), then s = P s.
 		dev.Copy(s.Buffer(), st.b.Buffer())
 		center(dev, s.Buffer(), mean.Buffer(), rows, cols)
-		dev.RowScale(s.Buffer(), s.Buffer(), rows, cols, alpha, eps)
+		compose.RowScale(dev, s.Buffer(), s.Buffer(), rows, cols, alpha, eps)
 		center(dev, s.Buffer(), mean.Buffer(), rows, cols)
 	} else {
-		dev.RowScale(s.Buffer(), st.b.Buffer(), rows, cols, alpha, eps)
+		compose.RowScale(dev, s.Buffer(), st.b.Buffer(), rows, cols, alpha, eps)
 	}
 	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
-		dev.Scale(st.p.Buffer(), st.p.Buffer(), decay)
+		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
 	}
-	dev.Axpby(st.p.Buffer(), s.Buffer(), 1, 1)
+	compose.Axpby(dev, st.p.Buffer(), s.Buffer(), 1, 1)
+	// The parameter changed in place: a graph that saved it for its
+	// backward pass now refuses to run it.
+	st.p.MarkModified()
 	st.done = true
 	return nil
 }
@@ -187,8 +191,8 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 // center subtracts the mean row from x (rows x cols) in place: x = P x.
 // sum is scratch of cols elements.
 func center(dev device.Device, x, sum device.Buffer, rows, cols int) {
-	dev.Reduce(device.Sum, 0, sum, x, rows, cols)
-	dev.AddRow(x, sum, rows, cols, float32(-1/float64(rows)))
+	compose.Reduce(dev, device.Sum, 0, sum, x, rows, cols)
+	compose.AddRow(dev, x, sum, rows, cols, float32(-1/float64(rows)))
 }
 
 // LastStep returns the step last applied to p excluding weight decay, or

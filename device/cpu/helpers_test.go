@@ -12,8 +12,9 @@ import (
 )
 
 // The tests in this package compare every kernel with a float64 reference
-// written here, independently of the kernel code. They go through the
-// device.Device interface so that they test what the layers above use.
+// written here, independently of the kernel code. They call the backend's
+// own methods (the Core and every capability), the kernels device/compose
+// dispatches to.
 //
 // Tolerances: float32 has a unit roundoff u = 2^-24 ~ 6e-8. A kernel that
 // rounds each input and output once and accumulates in float64 is within a
@@ -27,7 +28,7 @@ import (
 const u32 = 1.0 / (1 << 24)
 
 // dev is the device under test.
-var dev device.Device = cpu.New()
+var dev = cpu.New()
 
 func TestMain(m *testing.M) {
 	// Report the GEMM once so that a log of the two CI passes (OpenBLAS and

@@ -72,11 +72,18 @@ type hostBuf struct {
 
 // opCase is one kernel call compared across backends: every float32 buffer
 // (inputs, which in-place kernels modify, and outputs) is compared after run.
+// fullDevice is a backend with every capability (the CPU and CUDA ones),
+// whose fused kernels the cases below compare.
+type fullDevice interface {
+	device.Device
+	device.Fused
+}
+
 type opCase struct {
 	name string
 	ins  []hostBuf
 	outs []int // lengths of zeroed float32 outputs
-	run  func(d device.Device, in, out []device.Buffer)
+	run  func(d fullDevice, in, out []device.Buffer)
 	tol  float64
 }
 
@@ -203,44 +210,44 @@ func suiteElementwise(t *testing.T, g *Device) {
 		}
 		for _, op := range []device.BinaryOp{device.Add, device.Sub, device.Mul} {
 			cases = append(cases, opCase{name: "Binary/" + op.String(), ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.Binary(op, in[0], in[1], in[2]) }})
+				run: func(d fullDevice, in, _ []device.Buffer) { d.Binary(op, in[0], in[1], in[2]) }})
 		}
 		cases = append(cases,
 			opCase{name: "Binary/alias", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.Binary(device.Mul, in[0], in[0], in[1]) }},
+				run: func(d fullDevice, in, _ []device.Buffer) { d.Binary(device.Mul, in[0], in[0], in[1]) }},
 			opCase{name: "Fill", ins: []hostBuf{h(randn(rng, n, 1))}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.Fill(in[0].Slice(7, n-20), 2.5) }},
+				run: func(d fullDevice, in, _ []device.Buffer) { d.Fill(in[0].Slice(7, n-20), 2.5) }},
 			opCase{name: "FillFrom", ins: []hostBuf{h(randn(rng, n, 1)), f([]float32{3})}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.FillFrom(in[0], in[1], -0.5) }},
+				run: func(d fullDevice, in, _ []device.Buffer) { d.FillFrom(in[0], in[1], -0.5) }},
 			opCase{name: "Scale", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.Scale(in[0], in[1], 0.3) }},
+				run: func(d fullDevice, in, _ []device.Buffer) { d.Scale(in[0], in[1], 0.3) }},
 			opCase{name: "Axpby", ins: []hostBuf{h(randn(rng, n, 1)), h(randn(rng, n, 1))}, tol: tol,
-				run: func(d device.Device, in, _ []device.Buffer) { d.Axpby(in[0], in[1], 0.7, -1.25) }},
+				run: func(d fullDevice, in, _ []device.Buffer) { d.Axpby(in[0], in[1], 0.7, -1.25) }},
 		)
 	}
 	cases = append(cases,
 		opCase{name: "AddRow", ins: []hostBuf{f(randn(rng, 300*77, 1)), f(randn(rng, 77, 1))},
-			run: func(d device.Device, in, _ []device.Buffer) { d.AddRow(in[0], in[1], 300, 77, -2) }},
+			run: func(d fullDevice, in, _ []device.Buffer) { d.AddRow(in[0], in[1], 300, 77, -2) }},
 		opCase{name: "Transpose", ins: []hostBuf{f(randn(rng, 2*33*5*64, 1))}, outs: []int{2 * 33 * 5 * 64},
-			run: func(d device.Device, in, out []device.Buffer) { d.Transpose(out[0], in[0], 2, 33, 5, 64) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.Transpose(out[0], in[0], 2, 33, 5, 64) }},
 		opCase{name: "Transpose2D", ins: []hostBuf{f(randn(rng, 129*65, 1))}, outs: []int{129 * 65},
-			run: func(d device.Device, in, out []device.Buffer) { d.Transpose(out[0], in[0], 1, 129, 65, 1) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.Transpose(out[0], in[0], 1, 129, 65, 1) }},
 		opCase{name: "Gather", ins: []hostBuf{f(randn(rng, 1000*48, 1)), ids(randIDs(rng, 517, 1000))}, outs: []int{517 * 48},
-			run: func(d device.Device, in, out []device.Buffer) { d.Gather(out[0], in[0], in[1], 48) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.Gather(out[0], in[0], in[1], 48) }},
 		opCase{name: "ScatterAdd", ins: []hostBuf{f(randn(rng, 50*48, 1)), f(randn(rng, 517*48, 1)), ids(randIDs(rng, 517, 50))},
-			run: func(d device.Device, in, _ []device.Buffer) { d.ScatterAdd(in[0], in[1], in[2], 48) }},
+			run: func(d fullDevice, in, _ []device.Buffer) { d.ScatterAdd(in[0], in[1], in[2], 48) }},
 		opCase{name: "AdamWStep", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 0.1)), f(absf(randn(rng, n, 0.01)))}, outs: []int{n},
-			run: func(d device.Device, in, out []device.Buffer) {
+			run: func(d fullDevice, in, out []device.Buffer) {
 				d.AdamWStep(in[0], in[1], in[2], in[3], out[0], device.AdamW{LR: 4e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-10, WeightDecay: 0.1, BiasCorrection1: 0.271, BiasCorrection2: 0.003})
 			}},
 		opCase{name: "AdamWStep/nostep", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 0.1)), f(absf(randn(rng, n, 0.01)))},
-			run: func(d device.Device, in, _ []device.Buffer) {
+			run: func(d fullDevice, in, _ []device.Buffer) {
 				d.AdamWStep(in[0], in[1], in[2], in[3], nil, device.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0, BiasCorrection1: 0.1, BiasCorrection2: 0.001})
 			}},
 		opCase{name: "SwiGLU", ins: []hostBuf{f(randn(rng, n, 3)), f(randn(rng, n, 1))}, outs: []int{n},
-			run: func(d device.Device, in, out []device.Buffer) { d.SwiGLU(out[0], in[0], in[1]) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.SwiGLU(out[0], in[0], in[1]) }},
 		opCase{name: "SwiGLUBackward", ins: []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 3)), f(randn(rng, n, 1))}, outs: []int{n, n},
-			run: func(d device.Device, in, out []device.Buffer) { d.SwiGLUBackward(out[0], out[1], in[0], in[1], in[2]) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.SwiGLUBackward(out[0], out[1], in[0], in[1], in[2]) }},
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkCase(t, g, c) })
@@ -255,20 +262,20 @@ func suiteRows(t *testing.T, g *Device) {
 		for _, op := range []device.ReduceOp{device.Sum, device.SumSquares, device.Max} {
 			for axis, n := range []int{c, r} {
 				cases = append(cases, opCase{name: fmt.Sprintf("Reduce/%s/axis%d/%dx%d", op, axis, r, c), ins: []hostBuf{f(randn(rng, r*c, 1))}, outs: []int{n}, tol: 1e-5,
-					run: func(d device.Device, in, out []device.Buffer) { d.Reduce(op, axis, out[0], in[0], r, c) }})
+					run: func(d fullDevice, in, out []device.Buffer) { d.Reduce(op, axis, out[0], in[0], r, c) }})
 			}
 		}
 	}
 	const rows, cols = 300, 512
 	cases = append(cases,
 		opCase{name: "RowScale", ins: []hostBuf{f(randn(rng, rows*cols, 1))}, outs: []int{rows * cols},
-			run: func(d device.Device, in, out []device.Buffer) { d.RowScale(out[0], in[0], rows, cols, 0.5, 1e-8) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.RowScale(out[0], in[0], rows, cols, 0.5, 1e-8) }},
 		opCase{name: "RowScale/alias", ins: []hostBuf{f(randn(rng, rows*cols, 1e-3))},
-			run: func(d device.Device, in, _ []device.Buffer) { d.RowScale(in[0], in[0], rows, cols, 1, 0.1) }},
+			run: func(d fullDevice, in, _ []device.Buffer) { d.RowScale(in[0], in[0], rows, cols, 1, 0.1) }},
 		opCase{name: "RMSNorm", ins: []hostBuf{f(randn(rng, rows*cols, 4))}, outs: []int{rows * cols, rows},
-			run: func(d device.Device, in, out []device.Buffer) { d.RMSNorm(out[0], out[1], in[0], rows, cols, 1e-6) }},
+			run: func(d fullDevice, in, out []device.Buffer) { d.RMSNorm(out[0], out[1], in[0], rows, cols, 1e-6) }},
 		opCase{name: "RMSNormBackward", ins: []hostBuf{f(randn(rng, rows*cols, 1)), f(randn(rng, rows*cols, 4)), f(absf(randn(rng, rows, 1)))}, outs: []int{rows * cols},
-			run: func(d device.Device, in, out []device.Buffer) {
+			run: func(d fullDevice, in, out []device.Buffer) {
 				d.RMSNormBackward(out[0], in[0], in[1], in[2], rows, cols)
 			}},
 	)
@@ -291,9 +298,9 @@ func suiteRoPE(t *testing.T, g *Device) {
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
 	for _, inv := range []bool{false, true} {
 		checkCase(t, g, opCase{name: fmt.Sprintf("RoPE/inverse=%v", inv), ins: []hostBuf{f(randn(rng, n, 1)), f(cs), f(sn)}, outs: []int{n},
-			run: func(d device.Device, in, out []device.Buffer) { d.RoPE(out[0], in[0], in[1], in[2], s, inv) }})
+			run: func(d fullDevice, in, out []device.Buffer) { d.RoPE(out[0], in[0], in[1], in[2], s, inv) }})
 		checkCase(t, g, opCase{name: fmt.Sprintf("RoPE/alias/inverse=%v", inv), ins: []hostBuf{f(randn(rng, n, 1)), f(cs), f(sn)},
-			run: func(d device.Device, in, _ []device.Buffer) { d.RoPE(in[0], in[0], in[1], in[2], s, inv) }})
+			run: func(d fullDevice, in, _ []device.Buffer) { d.RoPE(in[0], in[0], in[1], in[2], s, inv) }})
 	}
 }
 
@@ -302,7 +309,7 @@ func suiteCrossEntropy(t *testing.T, g *Device) {
 	const rows, vocab = 16, 50257
 	logits, targets := randn(rng, rows*vocab, 3), randIDs(rng, rows, vocab)
 	checkCase(t, g, opCase{name: "CrossEntropy", ins: []hostBuf{f(logits), ids(targets)}, outs: []int{rows, rows},
-		run: func(d device.Device, in, out []device.Buffer) {
+		run: func(d fullDevice, in, out []device.Buffer) {
 			d.CrossEntropy(out[0], out[1], in[0], in[1], rows, vocab)
 		}})
 	lse := make([]float32, rows)
@@ -317,11 +324,11 @@ func suiteCrossEntropy(t *testing.T, g *Device) {
 		lse[r] = float32(m + math.Log(s))
 	}
 	checkCase(t, g, opCase{name: "CrossEntropyBackward", ins: []hostBuf{f(randn(rng, rows, 1)), f(logits), f(lse), ids(targets)}, outs: []int{rows * vocab},
-		run: func(d device.Device, in, out []device.Buffer) {
+		run: func(d fullDevice, in, out []device.Buffer) {
 			d.CrossEntropyBackward(out[0], in[0], in[1], in[2], in[3], rows, vocab)
 		}})
 	checkCase(t, g, opCase{name: "CrossEntropyBackward/alias", ins: []hostBuf{f(randn(rng, rows, 1)), f(logits), f(lse), ids(targets)},
-		run: func(d device.Device, in, _ []device.Buffer) {
+		run: func(d fullDevice, in, _ []device.Buffer) {
 			d.CrossEntropyBackward(in[1], in[0], in[1], in[2], in[3], rows, vocab)
 		}})
 }
@@ -336,7 +343,7 @@ func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float6
 	q, k, v := randn(rng, n, 1), randn(rng, n, 1), randn(rng, n, 1)
 	name := fmt.Sprintf("B%dT%dH%dD%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
 	checkCase(t, g, opCase{name: "Attention/" + name, ins: []hostBuf{f(q), f(k), f(v)}, outs: []int{n, nl}, tol: tol,
-		run: func(d device.Device, in, out []device.Buffer) {
+		run: func(d fullDevice, in, out []device.Buffer) {
 			d.Attention(out[0], out[1], in[0], in[1], in[2], s, scale)
 		}})
 	c0 := cpu.New()
@@ -346,7 +353,7 @@ func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float6
 	checkCase(t, g, opCase{name: "AttentionBackward/" + name,
 		ins:  []hostBuf{f(randn(rng, n, 1)), f(q), f(k), f(v), f(cpu.Float32s(out)), f(cpu.Float32s(lse))},
 		outs: []int{n, n, n}, tol: tol,
-		run: func(d device.Device, in, o []device.Buffer) {
+		run: func(d fullDevice, in, o []device.Buffer) {
 			d.AttentionBackward(o[0], o[1], o[2], in[0], in[1], in[2], in[3], in[4], in[5], s, scale)
 		}})
 }
@@ -406,7 +413,7 @@ func gemmParity(t *testing.T, g *Device) {
 				}
 				checkCase(t, g, opCase{name: fmt.Sprintf("Gemm/%s/ta=%v/tb=%v", dt, ta, tb), tol: tol,
 					ins: []hostBuf{h(randn(rng, sa*batch, 1)), h(randn(rng, sb*batch, 1)), f(randn(rng, sc*batch, 1))},
-					run: func(d device.Device, in, _ []device.Buffer) {
+					run: func(d fullDevice, in, _ []device.Buffer) {
 						d.Gemm(device.GemmArgs{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: 0.5, Beta: 0.25,
 							A: in[0], LDA: lda, StrideA: sa, B: in[1], LDB: ldb, StrideB: sb, C: in[2], LDC: n + 3, StrideC: sc, Batch: batch})
 					}})

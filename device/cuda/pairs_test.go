@@ -27,11 +27,11 @@ func suitePairDistanceMax(t *testing.T, g *Device) {
 				inf[i] = float32(math.Inf(-1))
 			}
 			type side struct {
-				d         device.Device
+				d         fullDevice
 				best, arg device.Buffer
 			}
 			var sides []side
-			for _, d := range []device.Device{c0dev, g} {
+			for _, d := range []fullDevice{c0dev, g} {
 				best, _ := d.Alloc(device.Float32, rows)
 				arg, _ := d.Alloc(device.Int32, rows)
 				d.CopyFromHost(best, inf)

@@ -17,6 +17,11 @@
 // fills bit for bit (normals within a few units in the last place: the
 // backends' log and cos may differ in the last bit).
 //
+// Each optional capability the device has (device/capability.go) is run
+// through device/compose on the device and on its Core alone, from the
+// same buffers, and must agree with the composition that defines it
+// (float32, within a few float32 roundings; copies exactly).
+//
 // The suite uses -short to skip its largest sizes.
 package devicetest
 
@@ -29,7 +34,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 )
 
-// Run runs the conformance suite on dev.
+// Run runs the conformance suite on dev: the Core, then its capabilities.
 func Run(t *testing.T, dev device.Core) {
 	dtypes := []device.DType{device.Float32}
 	if b, err := dev.Alloc(device.Float64, 1); err == nil {
@@ -63,6 +68,7 @@ func Run(t *testing.T, dev device.Core) {
 		})
 	}
 	t.Run("RawDTypes", func(t *testing.T) { rawDTypes(t, dev) })
+	t.Run("Capabilities", func(t *testing.T) { capabilities(t, dev) })
 }
 
 // harness runs the checks of one dtype.

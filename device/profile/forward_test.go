@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/device/profile"
 )
 
-// fake is a device.Device that records which methods were called. It must
-// implement every method by hand: a method added to the interface breaks
-// this file until it is added here too, and then the test below checks
+// fake is a device.Device with every capability that records which
+// methods were called. It must implement every method by hand: a method
+// added to an interface breaks this file until it is added here too, and then the test below checks
 // that the wrapper forwards and times it.
 type fake struct{ calls []string }
 
@@ -103,7 +104,10 @@ func (f *fake) CrossEntropyWithGrad(_, _, _, _ device.Buffer, _, _ int, _ float3
 }
 func (f *fake) AdamWStep(_, _, _, _, _ device.Buffer, _ device.AdamW) { f.call("AdamWStep") }
 
-var _ device.Device = (*fake)(nil)
+var (
+	_ device.Device = (*fake)(nil)
+	_ device.Fused  = (*fake)(nil)
+)
 
 // argument returns a value of type t for a call: a fake buffer for every
 // device.Buffer (inside structs too), empty slices, zero otherwise.
@@ -125,11 +129,52 @@ func argument(t reflect.Type) reflect.Value {
 	return v
 }
 
-// TestEveryMethodForwardedAndTimed calls every method of device.Device on
-// the wrapper through reflection, with recording on, and checks that the
-// call reached the wrapped device and that an operation named after the
-// method ("Gemm", or "Binary/add" for Binary) was recorded. Only Name is
-// exempt from timing.
+// methods lists the methods of the Core and of every capability.
+func methods() []reflect.Method {
+	var ms []reflect.Method
+	for _, iface := range []reflect.Type{reflect.TypeFor[device.Core](), reflect.TypeFor[device.Fused]()} {
+		for i := range iface.NumMethod() {
+			ms = append(ms, iface.Method(i))
+		}
+	}
+	return ms
+}
+
+// callAll calls every method of the Core and the capabilities on p with
+// recording on; check sees each method's name, the calls that reached the
+// wrapped device and the operations recorded.
+func callAll(t *testing.T, p *profile.Device, f *fake, check func(name string, calls []string, ops []profile.Op)) {
+	t.Helper()
+	p.Record(true)
+	pv := reflect.ValueOf(p)
+	for _, m := range methods() {
+		args := make([]reflect.Value, m.Type.NumIn())
+		for j := range args {
+			args[j] = argument(m.Type.In(j))
+		}
+		f.calls = nil
+		p.Reset()
+		pv.MethodByName(m.Name).Call(args)
+		check(m.Name, f.calls, p.Ops())
+	}
+}
+
+// recorded reports whether ops holds one call of an operation named name
+// or name/...
+func recorded(ops []profile.Op, name string) bool {
+	for _, o := range ops {
+		if (o.Name == name || strings.HasPrefix(o.Name, name+"/")) && o.Calls == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryMethodForwardedAndTimed calls every method of device.Core and
+// of every capability on the wrapper through reflection, with recording
+// on, and checks that the call reached the wrapped device (which has every
+// capability) and that an operation named after the method ("Gemm", or
+// "Binary/add" for Binary) was recorded. Only Name is exempt from timing.
 func TestEveryMethodForwardedAndTimed(t *testing.T) {
 	st := reflect.TypeFor[profile.Device]()
 	for i := range st.NumField() {
@@ -142,32 +187,51 @@ func TestEveryMethodForwardedAndTimed(t *testing.T) {
 	if p.Unwrap() != device.Device(f) {
 		t.Error("Unwrap does not return the wrapped device")
 	}
-	p.Record(true)
-	iface := reflect.TypeFor[device.Device]()
-	pv := reflect.ValueOf(p)
-	for i := range iface.NumMethod() {
-		m := iface.Method(i)
-		args := make([]reflect.Value, m.Type.NumIn())
-		for j := range args {
-			args[j] = argument(m.Type.In(j))
+	callAll(t, p, f, func(name string, calls []string, ops []profile.Op) {
+		if !slices.Contains(calls, name) {
+			t.Errorf("%s: the call did not reach the wrapped device (it saw %v)", name, calls)
 		}
-		f.calls = nil
-		p.Reset()
-		pv.MethodByName(m.Name).Call(args)
-		if !slices.Contains(f.calls, m.Name) {
-			t.Errorf("%s: the call did not reach the wrapped device (it saw %v)", m.Name, f.calls)
+		if name == "Name" {
+			return
 		}
-		if m.Name == "Name" {
-			continue
+		if !recorded(ops, name) {
+			t.Errorf("%s: no operation recorded for the call (recorded %v)", name, ops)
 		}
-		timed := false
-		for _, o := range p.Ops() {
-			if (o.Name == m.Name || strings.HasPrefix(o.Name, m.Name+"/")) && o.Calls == 1 {
-				timed = true
+		for _, o := range ops {
+			if strings.HasSuffix(o.Name, "/composed") {
+				t.Errorf("%s: recorded %s although the wrapped device has the capability", name, o.Name)
 			}
 		}
-		if !timed {
-			t.Errorf("%s: no operation recorded for the call (recorded %v)", m.Name, p.Ops())
+	})
+}
+
+// TestCapabilitiesComposedWhenMissing wraps a device of the Core alone:
+// every capability method must still be recorded, as "Name/composed", and
+// must not reach the wrapped device under its own name (the wrapped device
+// has no such method; the composition runs core methods on it).
+func TestCapabilitiesComposedWhenMissing(t *testing.T) {
+	f := &fake{}
+	p := profile.Wrap(compose.CoreOnly(f))
+	core := reflect.TypeFor[device.Core]()
+	callAll(t, p, f, func(name string, calls []string, ops []profile.Op) {
+		if _, isCore := core.MethodByName(name); isCore {
+			if !slices.Contains(calls, name) {
+				t.Errorf("%s: the core call did not reach the wrapped device (it saw %v)", name, calls)
+			}
+			return
 		}
-	}
+		if slices.Contains(calls, name) {
+			t.Errorf("%s: reached the wrapped device's own method through a Core-only view", name)
+		}
+		if !recorded(ops, name+"/composed") && !recorded(ops, name) {
+			t.Errorf("%s: no operation recorded (recorded %v)", name, ops)
+		}
+		found := false
+		for _, o := range ops {
+			found = found || (strings.HasPrefix(o.Name, name) && strings.HasSuffix(o.Name, "/composed"))
+		}
+		if !found {
+			t.Errorf("%s: not recorded as composed (recorded %v)", name, ops)
+		}
+	})
 }

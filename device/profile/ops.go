@@ -2,12 +2,29 @@ package profile
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 )
 
 // The timed methods: each runs the wrapped device's method between start
 // and stop; the details are formatted only while recording.
+//
+// The capability methods (device/capability.go) run the wrapped device's
+// kernel when it has the capability, and otherwise the composition that
+// device/compose would have run on it, recorded under the method's name
+// with the suffix "/composed": a profile of a backend of the Core alone
+// shows what its compositions cost, and a caller (which goes through
+// device/compose) runs the same kernels with or without the wrapper.
+
+// composed marks an operation run as its composition.
+const composed = "/composed"
+
+// stopAs is stop with a suffix to the name (composed or empty).
+func (p *Device) stopAs(t0 time.Time, suffix, name, detail string, flops float64) {
+	p.stop(t0, name+suffix, detail, flops)
+}
 
 func rowsCols(rows, cols int) string { return fmt.Sprintf("%d x %d", rows, cols) }
 
@@ -130,9 +147,15 @@ func (p *Device) Gemm(g device.GemmArgs) {
 // Transpose is timed as "Transpose".
 func (p *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
 	t := p.start()
-	p.inner.Transpose(dst, src, batch, rows, cols, inner)
+	c := ""
+	if f, ok := p.inner.(device.Transposer); ok {
+		f.Transpose(dst, src, batch, rows, cols, inner)
+	} else {
+		compose.Transpose(compose.CoreOnly(p.inner), dst, src, batch, rows, cols, inner)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Transpose", "", 0)
+		p.stopAs(t, c, "Transpose", "", 0)
 	}
 }
 
@@ -148,193 +171,319 @@ func (p *Device) Fill(dst device.Buffer, v float32) {
 // FillFrom is timed as "FillFrom".
 func (p *Device) FillFrom(dst, src device.Buffer, alpha float32) {
 	t := p.start()
-	p.inner.FillFrom(dst, src, alpha)
+	c := ""
+	if f, ok := p.inner.(device.Elementwise); ok {
+		f.FillFrom(dst, src, alpha)
+	} else {
+		compose.FillFrom(compose.CoreOnly(p.inner), dst, src, alpha)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "FillFrom", "", 0)
+		p.stopAs(t, c, "FillFrom", "", 0)
 	}
 }
 
 // Binary is timed by operation.
 func (p *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
 	t := p.start()
-	p.inner.Binary(op, dst, a, b)
+	c := ""
+	if f, ok := p.inner.(device.Elementwise); ok {
+		f.Binary(op, dst, a, b)
+	} else {
+		compose.Binary(compose.CoreOnly(p.inner), op, dst, a, b)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Binary/"+op.String(), "", 0)
+		p.stopAs(t, c, "Binary/"+op.String(), "", 0)
 	}
 }
 
 // Scale is timed as "Scale".
 func (p *Device) Scale(dst, src device.Buffer, alpha float32) {
 	t := p.start()
-	p.inner.Scale(dst, src, alpha)
+	c := ""
+	if f, ok := p.inner.(device.Elementwise); ok {
+		f.Scale(dst, src, alpha)
+	} else {
+		compose.Scale(compose.CoreOnly(p.inner), dst, src, alpha)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Scale", "", 0)
+		p.stopAs(t, c, "Scale", "", 0)
 	}
 }
 
 // Axpby is timed as "Axpby".
 func (p *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	t := p.start()
-	p.inner.Axpby(dst, x, alpha, beta)
+	c := ""
+	if f, ok := p.inner.(device.Elementwise); ok {
+		f.Axpby(dst, x, alpha, beta)
+	} else {
+		compose.Axpby(compose.CoreOnly(p.inner), dst, x, alpha, beta)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Axpby", "", 0)
+		p.stopAs(t, c, "Axpby", "", 0)
 	}
 }
 
 // Reduce is timed by operation and axis.
 func (p *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
 	t := p.start()
-	p.inner.Reduce(op, axis, dst, src, rows, cols)
+	c := ""
+	if f, ok := p.inner.(device.Reducer); ok {
+		f.Reduce(op, axis, dst, src, rows, cols)
+	} else {
+		compose.Reduce(compose.CoreOnly(p.inner), op, axis, dst, src, rows, cols)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, fmt.Sprintf("Reduce/%s/%d", op, axis), "", 0)
+		p.stopAs(t, c, fmt.Sprintf("Reduce/%s/%d", op, axis), "", 0)
 	}
 }
 
 // RowScale is timed as "RowScale".
 func (p *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
 	t := p.start()
-	p.inner.RowScale(dst, src, rows, cols, alpha, eps)
+	c := ""
+	if f, ok := p.inner.(device.RowScaler); ok {
+		f.RowScale(dst, src, rows, cols, alpha, eps)
+	} else {
+		compose.RowScale(compose.CoreOnly(p.inner), dst, src, rows, cols, alpha, eps)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "RowScale", rowsCols(rows, cols), 0)
+		p.stopAs(t, c, "RowScale", rowsCols(rows, cols), 0)
 	}
 }
 
 // AddRow is timed as "AddRow".
 func (p *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
 	t := p.start()
-	p.inner.AddRow(dst, v, rows, cols, alpha)
+	c := ""
+	if f, ok := p.inner.(device.Elementwise); ok {
+		f.AddRow(dst, v, rows, cols, alpha)
+	} else {
+		compose.AddRow(compose.CoreOnly(p.inner), dst, v, rows, cols, alpha)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "AddRow", "", 0)
+		p.stopAs(t, c, "AddRow", "", 0)
 	}
 }
 
 // PairDistanceMax is timed as "PairDistanceMax".
 func (p *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols, r0, c0 int) {
 	t := p.start()
-	p.inner.PairDistanceMax(best, arg, g, na, nb, rows, cols, r0, c0)
+	c := ""
+	if f, ok := p.inner.(device.PairDistanceMaxer); ok {
+		f.PairDistanceMax(best, arg, g, na, nb, rows, cols, r0, c0)
+	} else {
+		compose.PairDistanceMax(compose.CoreOnly(p.inner), best, arg, g, na, nb, rows, cols, r0, c0)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "PairDistanceMax", "", 0)
+		p.stopAs(t, c, "PairDistanceMax", "", 0)
 	}
 }
 
 // Gather is timed as "Gather".
 func (p *Device) Gather(dst, table, idx device.Buffer, cols int) {
 	t := p.start()
-	p.inner.Gather(dst, table, idx, cols)
+	c := ""
+	if f, ok := p.inner.(device.RowGatherer); ok {
+		f.Gather(dst, table, idx, cols)
+	} else {
+		compose.Gather(compose.CoreOnly(p.inner), dst, table, idx, cols)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Gather", "", 0)
+		p.stopAs(t, c, "Gather", "", 0)
 	}
 }
 
 // ScatterAdd is timed as "ScatterAdd".
 func (p *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
 	t := p.start()
-	p.inner.ScatterAdd(dst, src, idx, cols)
+	c := ""
+	if f, ok := p.inner.(device.RowGatherer); ok {
+		f.ScatterAdd(dst, src, idx, cols)
+	} else {
+		compose.ScatterAdd(compose.CoreOnly(p.inner), dst, src, idx, cols)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "ScatterAdd", "", 0)
+		p.stopAs(t, c, "ScatterAdd", "", 0)
 	}
 }
 
 // RMSNorm is timed by shape.
 func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
 	t := p.start()
-	p.inner.RMSNorm(out, rstd, x, rows, cols, eps)
+	c := ""
+	if f, ok := p.inner.(device.RMSNormer); ok {
+		f.RMSNorm(out, rstd, x, rows, cols, eps)
+	} else {
+		compose.RMSNorm(compose.CoreOnly(p.inner), out, rstd, x, rows, cols, eps)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "RMSNorm", rowsCols(rows, cols), 0)
+		p.stopAs(t, c, "RMSNorm", rowsCols(rows, cols), 0)
 	}
 }
 
 // RMSNormBackward is timed by shape.
 func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
 	t := p.start()
-	p.inner.RMSNormBackward(dx, dy, x, rstd, rows, cols)
+	c := ""
+	if f, ok := p.inner.(device.RMSNormer); ok {
+		f.RMSNormBackward(dx, dy, x, rstd, rows, cols)
+	} else {
+		compose.RMSNormBackward(compose.CoreOnly(p.inner), dx, dy, x, rstd, rows, cols)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "RMSNormBackward", rowsCols(rows, cols), 0)
+		p.stopAs(t, c, "RMSNormBackward", rowsCols(rows, cols), 0)
 	}
 }
 
 // RoPE is timed by direction.
 func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
 	t := p.start()
-	p.inner.RoPE(out, x, cos, sin, s, inverse)
+	c := ""
+	if f, ok := p.inner.(device.RoPEr); ok {
+		f.RoPE(out, x, cos, sin, s, inverse)
+	} else {
+		compose.RoPE(compose.CoreOnly(p.inner), out, x, cos, sin, s, inverse)
+		c = composed
+	}
 	name := "RoPE"
 	if inverse {
 		name = "RoPE/inverse"
 	}
 	if !t.IsZero() {
-		p.stop(t, name, attention(s), 0)
+		p.stopAs(t, c, name, attention(s), 0)
 	}
 }
 
 // SwiGLU is timed by length.
 func (p *Device) SwiGLU(out, a, b device.Buffer) {
 	t := p.start()
-	p.inner.SwiGLU(out, a, b)
+	c := ""
+	if f, ok := p.inner.(device.SwiGLUer); ok {
+		f.SwiGLU(out, a, b)
+	} else {
+		compose.SwiGLU(compose.CoreOnly(p.inner), out, a, b)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "SwiGLU", length(out), 0)
+		p.stopAs(t, c, "SwiGLU", length(out), 0)
 	}
 }
 
 // SwiGLUBackward is timed by length.
 func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	t := p.start()
-	p.inner.SwiGLUBackward(da, db, dout, a, b)
+	c := ""
+	if f, ok := p.inner.(device.SwiGLUer); ok {
+		f.SwiGLUBackward(da, db, dout, a, b)
+	} else {
+		compose.SwiGLUBackward(compose.CoreOnly(p.inner), da, db, dout, a, b)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "SwiGLUBackward", length(dout), 0)
+		p.stopAs(t, c, "SwiGLUBackward", length(dout), 0)
 	}
 }
 
 // Attention is timed by shape.
 func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
-	p.inner.Attention(out, lse, q, k, v, s, scale)
+	c := ""
+	if f, ok := p.inner.(device.Attender); ok {
+		f.Attention(out, lse, q, k, v, s, scale)
+	} else {
+		compose.Attention(compose.CoreOnly(p.inner), out, lse, q, k, v, s, scale)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "Attention", attention(s), 0)
+		p.stopAs(t, c, "Attention", attention(s), 0)
 	}
 }
 
 // AttentionBackward is timed by shape.
 func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
-	p.inner.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+	c := ""
+	if f, ok := p.inner.(device.Attender); ok {
+		f.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+	} else {
+		compose.AttentionBackward(compose.CoreOnly(p.inner), dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "AttentionBackward", attention(s), 0)
+		p.stopAs(t, c, "AttentionBackward", attention(s), 0)
 	}
 }
 
 // CrossEntropy is timed by shape.
 func (p *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
 	t := p.start()
-	p.inner.CrossEntropy(loss, lse, logits, targets, rows, vocab)
+	c := ""
+	if f, ok := p.inner.(device.CrossEntropier); ok {
+		f.CrossEntropy(loss, lse, logits, targets, rows, vocab)
+	} else {
+		compose.CrossEntropy(compose.CoreOnly(p.inner), loss, lse, logits, targets, rows, vocab)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "CrossEntropy", rowsCols(rows, vocab), 0)
+		p.stopAs(t, c, "CrossEntropy", rowsCols(rows, vocab), 0)
 	}
 }
 
 // CrossEntropyBackward is timed by shape.
 func (p *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
 	t := p.start()
-	p.inner.CrossEntropyBackward(dlogits, dloss, logits, lse, targets, rows, vocab)
+	c := ""
+	if f, ok := p.inner.(device.CrossEntropier); ok {
+		f.CrossEntropyBackward(dlogits, dloss, logits, lse, targets, rows, vocab)
+	} else {
+		compose.CrossEntropyBackward(compose.CoreOnly(p.inner), dlogits, dloss, logits, lse, targets, rows, vocab)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "CrossEntropyBackward", rowsCols(rows, vocab), 0)
+		p.stopAs(t, c, "CrossEntropyBackward", rowsCols(rows, vocab), 0)
 	}
 }
 
 // CrossEntropyWithGrad is timed by shape.
 func (p *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
 	t := p.start()
-	p.inner.CrossEntropyWithGrad(loss, lse, logits, targets, rows, vocab, gradScale)
+	c := ""
+	if f, ok := p.inner.(device.CrossEntropier); ok {
+		f.CrossEntropyWithGrad(loss, lse, logits, targets, rows, vocab, gradScale)
+	} else {
+		compose.CrossEntropyWithGrad(compose.CoreOnly(p.inner), loss, lse, logits, targets, rows, vocab, gradScale)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "CrossEntropyWithGrad", rowsCols(rows, vocab), 0)
+		p.stopAs(t, c, "CrossEntropyWithGrad", rowsCols(rows, vocab), 0)
 	}
 }
 
 // AdamWStep is timed as "AdamWStep".
 func (p *Device) AdamWStep(pm, g, m, v, step device.Buffer, h device.AdamW) {
 	t := p.start()
-	p.inner.AdamWStep(pm, g, m, v, step, h)
+	c := ""
+	if f, ok := p.inner.(device.AdamWStepper); ok {
+		f.AdamWStep(pm, g, m, v, step, h)
+	} else {
+		compose.AdamWStep(compose.CoreOnly(p.inner), pm, g, m, v, step, h)
+		c = composed
+	}
 	if !t.IsZero() {
-		p.stop(t, "AdamWStep", "", 0)
+		p.stopAs(t, c, "AdamWStep", "", 0)
 	}
 }
 

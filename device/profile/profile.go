@@ -44,15 +44,20 @@ func (o Op) GFlops() float64 {
 	return o.Flops / o.Time.Seconds() / 1e9
 }
 
-var _ device.Device = (*Device)(nil)
+var (
+	_ device.Device = (*Device)(nil)
+	_ device.Fused  = (*Device)(nil)
+)
 
 type key struct{ name, detail string }
 
 // Device is a device.Device that records the time of its calls while
-// recording is on. It forwards every method of the interface explicitly
-// (no embedding, so that a method added to device.Device cannot go
-// untimed: the wrapper stops compiling until it forwards it) and times
-// all of them but Name. It is safe for concurrent use if the wrapped
+// recording is on. It forwards every method of the Core and of every
+// capability explicitly (no embedding, so that a method added to an
+// interface cannot go untimed: the wrapper stops compiling until it
+// forwards it) and times all of them but Name. A capability the wrapped
+// device lacks runs as its composition from device/compose, recorded as
+// "Name/composed" (see ops.go). It is safe for concurrent use if the wrapped
 // device is.
 type Device struct {
 	inner device.Device

@@ -81,7 +81,10 @@ func TestTransparent(t *testing.T) {
 	p := profile.Wrap(cpu.New())
 	p.Record(true)
 	x := []float32{3, -1, 2, 0.5, -4, 1}
-	run := func(d device.Device) []float32 {
+	run := func(d interface {
+		device.Device
+		device.Fused
+	}) []float32 {
 		in, out, rstd := alloc(t, d, 6), alloc(t, d, 6), alloc(t, d, 2)
 		d.CopyFromHost(in, x)
 		d.RMSNorm(out, rstd, in, 2, 3, 1e-6)

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -111,7 +112,7 @@ func run(vocab, dim, layers, batch, seq, steps int, lr float32, seed uint64, out
 			return err
 		}
 		for _, p := range params {
-			dev.Axpby(p.Buffer(), p.Grad().Buffer(), -lr, 1)
+			compose.Axpby(dev, p.Buffer(), p.Grad().Buffer(), -lr, 1)
 		}
 		if step%10 == 0 || step == steps-1 {
 			fmt.Printf("step %3d  loss %.4f\n", step, l)

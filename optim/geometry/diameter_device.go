@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 )
 
 // maxDeviceCandidates bounds the near-maximal pairs RowDiameterDevice
@@ -210,7 +211,7 @@ func (r *devRun) centre() (float32, error) {
 	r.dev.Fill(w, float32(1/float64(v)))
 	r.dev.Gemm(device.GemmArgs{M: 1, N: d, K: v, Alpha: 1, A: w, LDA: v, B: r.s, LDB: d, C: mean, LDC: d})
 	r.dev.Copy(r.c, r.s)
-	r.dev.AddRow(r.c, mean, v, d, -1)
+	compose.AddRow(r.dev, r.c, mean, v, d, -1)
 
 	// Scale by powers of two until the norms are finite and not all zero
 	// (float32 squares of the entries may overflow or underflow), then so
@@ -255,14 +256,14 @@ func (r *devRun) centre() (float32, error) {
 
 // rescale multiplies the centred rows by 2^k.
 func (r *devRun) rescale(k int) {
-	r.dev.Scale(r.c, r.c, float32(math.Ldexp(1, k)))
+	compose.Scale(r.dev, r.c, r.c, float32(math.Ldexp(1, k)))
 	r.scale += k
 }
 
 // measure computes the squared norms of the centred rows, copies them to
 // the host and returns the largest and whether one is NaN.
 func (r *devRun) measure() (maxN float32, nan bool, err error) {
-	r.dev.Reduce(device.SumSquares, 1, r.norms, r.c, r.v, r.d)
+	compose.Reduce(r.dev, device.SumSquares, 1, r.norms, r.c, r.v, r.d)
 	r.dev.CopyToHost(r.hn, r.norms)
 	if err := r.dev.Synchronize(); err != nil {
 		return 0, false, fmt.Errorf("geometry: RowDiameterDevice: %w", err)
@@ -283,7 +284,7 @@ func (r *devRun) nonFinite() error {
 	if err != nil {
 		return err
 	}
-	r.dev.Reduce(device.SumSquares, 1, sq, r.s, r.v, r.d)
+	compose.Reduce(r.dev, device.SumSquares, 1, sq, r.s, r.v, r.d)
 	h := make([]float32, r.v)
 	r.dev.CopyToHost(h, sq)
 	row := make([]float32, r.d)
@@ -328,7 +329,7 @@ func (r *devRun) rowMaxima() ([]float32, []int32, error) {
 			tile := g.Slice(0, ra*rb)
 			r.dev.Gemm(device.GemmArgs{TransB: true, M: ra, N: rb, K: d, Alpha: 1,
 				A: r.c.Slice(a0*d, ra*d), LDA: d, B: r.c.Slice(b0*d, rb*d), LDB: d, C: tile, LDC: rb})
-			r.dev.PairDistanceMax(best.Slice(a0, ra), arg.Slice(a0, ra), tile, r.norms.Slice(a0, ra), r.norms.Slice(b0, rb), ra, rb, a0, b0)
+			compose.PairDistanceMax(r.dev, best.Slice(a0, ra), arg.Slice(a0, ra), tile, r.norms.Slice(a0, ra), r.norms.Slice(b0, rb), ra, rb, a0, b0)
 		}
 	}
 	hb, ha := make([]float32, v), make([]int32, v)
@@ -361,7 +362,7 @@ func (r *devRun) pairsAbove(rows []int, thr float64) (cands []candidate, overflo
 			ids[k] = int32(i)
 		}
 		r.dev.CopyInt32FromHost(idx.Slice(0, n), ids[:n])
-		r.dev.Gather(panel.Slice(0, n*d), r.c, idx.Slice(0, n), d)
+		compose.Gather(r.dev, panel.Slice(0, n*d), r.c, idx.Slice(0, n), d)
 		for j0 := blk[0] + 1; j0 < v; j0 += t {
 			w := min(t, v-j0)
 			r.dev.Gemm(device.GemmArgs{TransB: true, M: n, N: w, K: d, Alpha: 1,
@@ -452,7 +453,7 @@ func (r *devRun) recheck(cands []candidate) (Diameter, error) {
 	for k0 := 0; k0 < len(uniq); k0 += t {
 		n := min(t, len(uniq)-k0)
 		r.dev.CopyInt32FromHost(idx.Slice(0, n), uniq[k0:k0+n])
-		r.dev.Gather(panel.Slice(0, n*d), r.s, idx.Slice(0, n), d)
+		compose.Gather(r.dev, panel.Slice(0, n*d), r.s, idx.Slice(0, n), d)
 		r.dev.CopyToHost(host[k0*d:(k0+n)*d], panel.Slice(0, n*d))
 	}
 	if err := r.dev.Synchronize(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 )
 
 // HilbertRMSDevice is HilbertRMS for a step s (v x d) and a panel h (n x d)
@@ -70,9 +71,9 @@ func HilbertRMSDevice(s device.Buffer, v, d int, h device.Buffer, n int) (float6
 		// z (m x v) = h[k0:k0+m] (m x d) * s^T (d x v)
 		dev.Gemm(device.GemmArgs{TransB: true, M: m, N: v, K: d, Alpha: 1,
 			A: h.Slice(k0*d, m*d), LDA: max(d, 1), B: s, LDB: max(d, 1), C: zm, LDC: v})
-		dev.Reduce(device.Max, 1, hi.Slice(0, m), zm, m, v)
-		dev.Scale(zm, zm, -1)
-		dev.Reduce(device.Max, 1, negLo.Slice(0, m), zm, m, v)
+		compose.Reduce(dev, device.Max, 1, hi.Slice(0, m), zm, m, v)
+		compose.Scale(dev, zm, zm, -1)
+		compose.Reduce(dev, device.Max, 1, negLo.Slice(0, m), zm, m, v)
 		dev.CopyToHost(hh[:m], hi.Slice(0, m))
 		dev.CopyToHost(hl[:m], negLo.Slice(0, m))
 		for i := range m {

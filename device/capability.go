@@ -1,0 +1,195 @@
+package device
+
+// The optional capabilities: kernels a backend may implement beside the
+// Core because they are faster fused than composed. None is required.
+// Callers never assert them directly: device/compose has one function per
+// method (compose.RMSNorm, compose.AdamWStep, ...) that runs the backend's
+// kernel when it has the capability and the composition from the Core
+// otherwise; the composition is the definition, and devicetest checks
+// every capability a backend has against it. Each interface below names
+// its composition. Kernels follow the package conventions (no allocation,
+// no validation, outputs written, not accumulated, unless stated).
+
+// Transposer swaps two middle axes with one kernel.
+// Composition: one CopyStrided over [batch, cols, rows, inner].
+type Transposer interface {
+	// Transpose swaps the two middle axes of src viewed as
+	// [batch, rows, cols, inner]: dst[b, c, r, i] = src[b, r, c, i]. A 2-D
+	// transpose is batch = inner = 1; splitting heads [B, T, H, D] into
+	// [B, H, T, D] is batch = B, rows = T, cols = H, inner = D.
+	Transpose(dst, src Buffer, batch, rows, cols, inner int)
+}
+
+// Elementwise is the contiguous elementwise kernels that predate the
+// Core's strided ones. Composition: BinaryStrided over the buffers' length
+// with scalars and broadcast rows as stride-0 views.
+type Elementwise interface {
+	// FillFrom sets every element of dst to alpha * src[0], where src is a
+	// one-element buffer (broadcasts a device scalar without a host trip).
+	FillFrom(dst, src Buffer, alpha float32)
+	// Binary computes dst = a op b elementwise for Add, Sub and Mul (equal
+	// lengths); dst may alias a or b.
+	Binary(op BinaryOp, dst, a, b Buffer)
+	// Scale computes dst = alpha * src; dst may alias src.
+	Scale(dst, src Buffer, alpha float32)
+	// Axpby computes dst = alpha * x + beta * dst.
+	Axpby(dst, x Buffer, alpha, beta float32)
+	// AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
+	// matrix, v having cols elements.
+	AddRow(dst, v Buffer, rows, cols int, alpha float32)
+}
+
+// Reducer reduces a matrix along one of its two axes.
+// Composition: ReduceAxis with (outer, n, inner) = (rows, cols, 1) for
+// axis 1 and (1, rows, cols) for axis 0.
+type Reducer interface {
+	// Reduce reduces src, viewed as rows x cols, along axis 1 (each row to
+	// one value, dst has rows elements) or axis 0 (each column, dst has
+	// cols elements), for Sum, SumSquares and Max. Sums accumulate in
+	// float64 on the CPU backend.
+	Reduce(op ReduceOp, axis int, dst, src Buffer, rows, cols int)
+}
+
+// RowGatherer gathers and scatter-adds whole rows (embedding lookups and
+// their gradient). Composition: GatherAxis and ScatterAddAxis with outer 1
+// and an index view of strides (0, 1, 0).
+type RowGatherer interface {
+	// Gather copies rows of table (tableRows x cols) into dst: dst[i,:] =
+	// table[idx[i],:]. idx is Int32 and every entry is in [0, tableRows).
+	Gather(dst, table, idx Buffer, cols int)
+	// ScatterAdd adds rows of src into dst: dst[idx[i],:] += src[i,:],
+	// accumulating repeated indices.
+	ScatterAdd(dst, src, idx Buffer, cols int)
+}
+
+// RowScaler normalises rows in one pass (the RowNorm optimizer).
+// Composition: ReduceAxis(SumSquares), Sqrt, add eps, Reciprocal, times
+// alpha, and a broadcast Mul.
+type RowScaler interface {
+	// RowScale computes dst[i,:] = src[i,:] * alpha / (sqrt(sumsq(src[i,:])) + eps)
+	// for each row of a rows x cols matrix: row normalisation with eps added
+	// to the norm. dst may alias src.
+	RowScale(dst, src Buffer, rows, cols int, alpha, eps float32)
+}
+
+// PairDistanceMaxer scans a tile of a Gram matrix for the farthest pairs
+// (optim/geometry's exact row diameter). Composition: broadcast
+// na + nb - 2g, a mask of the counted pairs and of NaNs through Where,
+// ReduceAxis Max and ArgMax per row, and the running maximum updated on
+// the host (rows elements).
+type PairDistanceMaxer interface {
+	// PairDistanceMax finds the farthest column of each row of a tile of a
+	// Gram matrix. g is a rows x cols tile of inner products a_i . b_j; na
+	// and nb hold the squared norms of the a rows (rows elements) and of
+	// the b rows (cols elements), so that x_ij = na[i] + nb[j] - 2 g[i,j],
+	// computed in float32, is the squared distance of a_i and b_j. The tile
+	// sits at row r0 and column c0 of a symmetric Gram matrix and only pairs
+	// above its diagonal count: column j of row i when c0+j > r0+i (a tile
+	// with c0 >= r0+rows counts every pair). best (Float32) and arg (Int32),
+	// rows elements each, hold a running maximum across calls (the column
+	// tiles of one row block): when row i's largest x_ij exceeds best[i],
+	// best[i] becomes it and arg[i] becomes c0+j, for the smallest such j.
+	// Rows without a counted pair, and NaN values, change nothing; start
+	// best at -Inf.
+	PairDistanceMax(best, arg, g, na, nb Buffer, rows, cols, r0, c0 int)
+}
+
+// RMSNormer is the gain-less RMS norm and its gradient in one pass each.
+// Composition: ReduceAxis(SumSquares), times 1/cols, add eps, Rsqrt, and
+// a broadcast Mul; the backward dx = rstd * (dy - x * rstd^2 * mean(dy*x))
+// in the same ops.
+type RMSNormer interface {
+	// RMSNorm normalises each row of x (rows x cols) without a gain:
+	// out = x / sqrt(mean(x^2) + eps), and stores 1/sqrt(mean(x^2)+eps) in
+	// rstd (rows elements) for the backward pass.
+	RMSNorm(out, rstd, x Buffer, rows, cols int, eps float32)
+	// RMSNormBackward computes dx from dy, x and the saved rstd.
+	RMSNormBackward(dx, dy, x, rstd Buffer, rows, cols int)
+}
+
+// RoPEr is half-split rotary embedding in one pass. Composition:
+// broadcast Mul, Sub and Add on the two halves read through strided views
+// (the tables broadcast over batch and heads), and two CopyStrided into
+// the halves of out.
+type RoPEr interface {
+	// RoPE applies half-split rotary embedding to x laid out as
+	// [Batch, Seq, Heads, HeadDim]: for each head vector [l, r] (halves of
+	// HeadDim/2) at position t, out = [l*cos - r*sin, r*cos + l*sin] with
+	// cos, sin read from tables of Seq x HeadDim/2 (row t). With inverse
+	// set it rotates by the opposite angle, which is the backward pass.
+	// out may alias x.
+	RoPE(out, x, cos, sin Buffer, s AttentionShape, inverse bool)
+}
+
+// SwiGLUer is the SwiGLU gate and its gradient in one pass each.
+// Composition: Sigmoid and Mul (silu(a) = a * sigmoid(a)); the backward
+// da = dout * b * (s + silu(a) * (1 - s)), s = sigmoid(a), db = dout * silu(a).
+type SwiGLUer interface {
+	// SwiGLU computes out = silu(a) * b elementwise, silu(a) = a*sigmoid(a).
+	SwiGLU(out, a, b Buffer)
+	// SwiGLUBackward computes da and db from dout, a and b.
+	SwiGLUBackward(da, db, dout, a, b Buffer)
+}
+
+// Attender is fused causal attention (no T x T matrix kept). Composition,
+// per batch: batched Gemm of the scores over heads, a causal -Inf mask
+// added by broadcast, a softmax from ReduceAxis Max and Sum, Exp and Log
+// (giving lse), and a batched Gemm with v; the backward recomputes the
+// probabilities from lse and runs the four Gemms of the softmax gradient.
+type Attender interface {
+	// Attention computes causal scaled-dot-product attention per batch and
+	// head: out_t = sum_{u<=t} softmax_u(scale * q_t.k_u) v_u, for q, k, v
+	// and out laid out as s describes. It stores the log-sum-exp of each
+	// query's scaled scores in lse ([Batch, Heads, Seq]) for the backward
+	// pass.
+	Attention(out, lse, q, k, v Buffer, s AttentionShape, scale float32)
+	// AttentionBackward computes dq, dk and dv from dout and the forward
+	// inputs, output and lse.
+	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse Buffer, s AttentionShape, scale float32)
+}
+
+// CrossEntropier is the softmax cross-entropy of logits against targets,
+// and its gradient. Composition: log-sum-exp from ReduceAxis Max and Sum,
+// Exp and Log; the target logit by GatherAxis; the gradient as
+// exp(logits - lse) * dloss with -dloss scatter-added at the targets.
+type CrossEntropier interface {
+	// CrossEntropy computes, for each row r of logits (rows x vocab), the
+	// loss lse_r - logits[r, targets[r]] into loss and the log-sum-exp into
+	// lse (both rows elements). targets is Int32 with entries in [0, vocab).
+	CrossEntropy(loss, lse, logits, targets Buffer, rows, vocab int)
+	// CrossEntropyBackward writes dlogits[r,:] = dloss[r] * (softmax(logits[r,:])
+	// - onehot(targets[r])) using the saved lse. dlogits may alias logits.
+	CrossEntropyBackward(dlogits, dloss, logits, lse, targets Buffer, rows, vocab int)
+	// CrossEntropyWithGrad is CrossEntropy and CrossEntropyBackward in one
+	// pass over the logits, for training: it writes loss and lse, and
+	// overwrites logits in place with gradScale * (softmax - onehot), the
+	// gradient of gradScale times each row's loss.
+	CrossEntropyWithGrad(loss, lse, logits, targets Buffer, rows, vocab int, gradScale float32)
+}
+
+// AdamWStepper is the AdamW update in one pass. Composition: the update's
+// formula in Square, Sqrt and broadcast scalar Mul, Add and Div.
+type AdamWStepper interface {
+	// AdamWStep applies one decoupled-weight-decay Adam update in place:
+	// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+	// step = -lr * (m/bc1) / (sqrt(v/bc2) + eps);
+	// p = p * (1 - lr*wd) + step. When step is not nil it receives the
+	// step (excluding weight decay).
+	AdamWStep(p, g, m, v, step Buffer, h AdamW)
+}
+
+// Fused is every capability: what the CPU and CUDA backends implement.
+type Fused interface {
+	Transposer
+	Elementwise
+	Reducer
+	RowGatherer
+	RowScaler
+	PairDistanceMaxer
+	RMSNormer
+	RoPEr
+	SwiGLUer
+	Attender
+	CrossEntropier
+	AdamWStepper
+}
