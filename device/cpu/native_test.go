@@ -213,3 +213,30 @@ func TestNativePacking(t *testing.T) {
 		}
 	}
 }
+
+// refGemm is C = alpha op(A) op(B) + beta C in float64 (beta 0: C not
+// read), as an m x n matrix.
+func refGemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) []float64 {
+	out := make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			var s float64
+			for l := range k {
+				ai, bi := i*lda+l, l*ldb+j
+				if tA {
+					ai = l*lda + i
+				}
+				if tB {
+					bi = j*ldb + l
+				}
+				s += float64(a[ai]) * float64(b[bi])
+			}
+			s *= float64(alpha)
+			if beta != 0 {
+				s += float64(beta) * float64(c[i*ldc+j])
+			}
+			out[i*n+j] = s
+		}
+	}
+	return out
+}
