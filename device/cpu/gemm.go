@@ -22,10 +22,10 @@ import (
 //
 // HILBERT_GEMM=native|openblas|go forces one. Unset (or auto), the choice is
 // a rule, not a measurement: native when it has an assembly kernel for this
-// CPU (on amd64 with AVX2+FMA or AVX-512 it matches or beats OpenBLAS on
-// every shape of "hilbert bench gemm"), else OpenBLAS if it loads (its own
-// kernels beat the portable Go kernel), else native on the Go kernel, which
-// outruns gonum.
+// CPU (amd64 with AVX2+FMA or AVX-512: there it matches or beats OpenBLAS
+// on the shapes of "hilbert bench gemm"), else OpenBLAS if it loads, else
+// gonum (whose SSE assembly outruns the native GEMM's portable Go kernel;
+// HILBERT_GEMM=native still runs that kernel).
 const (
 	gemmNative   = "native"
 	gemmOpenBLAS = "openblas"
@@ -60,12 +60,13 @@ func loadBLAS() (*openBLAS, error) {
 	return blasLib, blasErr
 }
 
-// Rough costs of the slow GEMMs, for the start-up line: measured on the
-// AVX-512 development machines (2 cores), against the native GEMM there.
+// What the slow GEMMs cost, for the start-up line: gonum ran at 10-19
+// GFLOP/s on the 2-core AVX-512 development machines, against 150-200 for
+// the native GEMM and OpenBLAS, and the README job took 8 to 13 times
+// longer on it.
 const (
-	gonumSlowdown    = "about 10 times slower than the native GEMM on AVX2/AVX-512 (the README job about 8 to 13 times longer)"
-	goKernelSlowdown = "several times slower than OpenBLAS"
-	installOpenBLAS  = "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) to make it the GEMM"
+	gonumSlowdown   = "about 10 times slower than the native GEMM or OpenBLAS (the README job 8 to 13 times longer)"
+	installOpenBLAS = "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) for a fast GEMM"
 )
 
 // initGemm chooses the GEMM once per process and reports the choice on
@@ -79,11 +80,14 @@ func initGemm() {
 				useNative("")
 				return
 			}
-			if lib, err := loadBLAS(); err == nil {
-				useOpenBLAS(lib, " (no AVX2 on this CPU for the native GEMM's kernels)")
+			lib, err := loadBLAS()
+			if err == nil {
+				useOpenBLAS(lib, " (this CPU has no AVX2 for the native GEMM's kernels)")
 				return
 			}
-			useNative(fmt.Sprintf("; no AVX2 for its assembly kernels and no OpenBLAS: %s; %s", goKernelSlowdown, installOpenBLAS))
+			gemmUse = gemmGo
+			gemmDesc = fmt.Sprintf("pure Go (gonum): this CPU has no AVX2 for the native GEMM's kernels and %v; gonum is %s; %s", err, gonumSlowdown, installOpenBLAS)
+			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
 		case gemmNative:
 			useNative(", forced by HILBERT_GEMM")
 		case gemmOpenBLAS:
@@ -107,6 +111,9 @@ func initGemm() {
 
 func useNative(note string) {
 	gemmUse = gemmNative
+	if nativeBest == goKernel {
+		note += "; this CPU has no AVX2, and the portable Go kernel is slower than gonum: " + installOpenBLAS
+	}
 	gemmDesc = fmt.Sprintf("native (%s kernel %dx%d)%s", nativeBest.name, nativeBest.mr, nativeBest.nr, note)
 	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 }

@@ -26,7 +26,7 @@ import (
 //
 //	avx512  12 x 32, 24 zmm accumulators (amd64 with AVX-512F)
 //	avx2     6 x 16, 12 ymm accumulators (amd64 with AVX2 and FMA)
-//	go       4 x 16, portable Go (everything else)
+//	go        4 x 4, portable Go (everything else)
 //
 // Blocking, from the cache sizes Linux reports in /sys (32 KiB L1d and
 // 1 MiB L2 when unknown):
@@ -58,6 +58,9 @@ type nativeKernel struct {
 	// packAT writes the interleaved micro-panel dst[l mr + r] = a[l lda +
 	// r] (r < rows, zero beyond) of a transposed A, l < k.
 	packAT func(dst, a []float32, lda, k, rows int)
+	// packATG packs the ceil(rows/mr) consecutive micro-panels of rows
+	// rows at once, panel g at dst[g mr k:], the last zero-padded.
+	packATG func(dst, a []float32, lda, k, rows int)
 	// packBN writes a panel dst[l nr + j] = b[l ldb + j] (j < cols, zero
 	// beyond) of a B stored k x n; packBT the same from b[j ldb + l] of a
 	// transposed B.
@@ -137,6 +140,10 @@ func (kn *nativeKernel) blocking() (kc, nc int) {
 // non-transposed A, so that rows kc*4 bytes apart do not all fall on the
 // same L1 sets.
 const aPad = 16
+
+// aGroup is how many micro-panels of a transposed A are packed at once:
+// A's rows are then read in runs of aGroup*mr floats rather than mr.
+const aGroup = 8
 
 // nativeWorker is one worker's packing buffers.
 type nativeWorker struct {
@@ -262,11 +269,12 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 	mr, nr := kn.mr, kn.nr
 	panels := (j1 - j0 + nr - 1) / nr
 	aStride := j.kc + aPad
+	aSize := mr * aStride
 	if j.tA {
-		aStride = j.kc // interleaved: mr floats per k
+		aSize = aGroup * mr * j.kc // interleaved: mr floats per k
 	}
 	w.b = aligned(&w.bMem, panels*j.kc*nr)
-	w.a = aligned(&w.aMem, mr*aStride)
+	w.a = aligned(&w.aMem, aSize)
 	for p0 := 0; p0 < j.k; p0 += j.kc {
 		kc := min(j.kc, j.k-p0)
 		beta := j.beta
@@ -286,17 +294,22 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 		}
 		for i := i0; i < i1; i += mr {
 			rows := min(mr, i1-i)
+			var ap []float32
 			var rs, cs int
 			if j.tA {
-				kn.packAT(w.a, j.a[p0*j.lda+i:], j.lda, kc, rows)
-				rs, cs = 1, mr
+				// Micro-panels in groups of aGroup, packed together.
+				g := (i - i0) / mr % aGroup
+				if g == 0 {
+					kn.packATG(w.a, j.a[p0*j.lda+i:], j.lda, kc, min(aGroup*mr, i1-i))
+				}
+				ap, rs, cs = w.a[g*mr*kc:(g+1)*mr*kc], 1, mr
 			} else {
 				packAN(w.a, j.a[i*j.lda+p0:], j.lda, kc, rows, mr, aStride)
-				rs, cs = aStride, 1
+				ap, rs, cs = w.a, aStride, 1
 			}
 			for q := 0; q < panels; q++ {
 				jq := j0 + q*nr
-				kn.micro(kc, w.a, rs, cs, w.b[q*kc*nr:(q+1)*kc*nr], j.c[i*j.ldc+jq:], j.ldc, j.alpha, beta, rows, min(nr, j1-jq))
+				kn.micro(kc, ap, rs, cs, w.b[q*kc*nr:(q+1)*kc*nr], j.c[i*j.ldc+jq:], j.ldc, j.alpha, beta, rows, min(nr, j1-jq))
 			}
 		}
 	}
@@ -361,38 +374,54 @@ func nativeHelper(j *nativeJob) {
 
 // The portable kernel.
 
-const goMR, goNR = 4, 16
+const goMR, goNR = 4, 4
 
 var goKernel = &nativeKernel{
 	name: "go", mr: goMR, nr: goNR,
-	micro:  microGo,
-	packAT: packATGo(goMR),
-	packBN: packBNGo(goNR),
-	packBT: packBTGo(goNR),
+	micro:   microGo,
+	packAT:  packATGo(goMR),
+	packATG: packATGGo(goMR, packATGo(goMR)),
+	packBN:  packBNGo(goNR),
+	packBT:  packBTGo(goNR),
 }
 
-// microGo is the portable micro-kernel (4 x 16).
+// microGo is the portable micro-kernel: a 4 x 4 block of C in 16 local
+// variables, which the compiler keeps in registers (arm64 has 32).
 func microGo(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
-	var acc [goMR][goNR]float32
+	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
+	b = b[:4*k]
 	for l := 0; l < k; l++ {
-		bl := (*[goNR]float32)(b[l*goNR : (l+1)*goNR])
-		for r := range goMR {
-			av := a[r*rs+l*cs]
-			row := &acc[r]
-			for jj := range goNR {
-				row[jj] += av * bl[jj]
-			}
-		}
+		bl := (*[4]float32)(b[4*l:])
+		b0, b1, b2, b3 := bl[0], bl[1], bl[2], bl[3]
+		o := l * cs
+		a0, a1, a2, a3 := a[o], a[o+rs], a[o+2*rs], a[o+3*rs]
+		c00 += a0 * b0
+		c01 += a0 * b1
+		c02 += a0 * b2
+		c03 += a0 * b3
+		c10 += a1 * b0
+		c11 += a1 * b1
+		c12 += a1 * b2
+		c13 += a1 * b3
+		c20 += a2 * b0
+		c21 += a2 * b1
+		c22 += a2 * b2
+		c23 += a2 * b3
+		c30 += a3 * b0
+		c31 += a3 * b1
+		c32 += a3 * b2
+		c33 += a3 * b3
 	}
-	storeTile(acc[:], c, ldc, alpha, beta, rows, cols)
+	acc := [goMR * goNR]float32{c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33}
+	storeTile(acc[:], goNR, c, ldc, alpha, beta, rows, cols)
 }
 
-// storeTile writes C = alpha acc + beta C on rows x cols of c (beta 0:
-// C not read).
-func storeTile(acc [][goNR]float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
+// storeTile writes C = alpha acc + beta C on rows x cols of c (acc with
+// row pitch pitch; beta 0: C not read).
+func storeTile(acc []float32, pitch int, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 	for r := 0; r < rows; r++ {
 		crow := c[r*ldc : r*ldc+cols]
-		t := acc[r][:cols]
+		t := acc[r*pitch : r*pitch+cols]
 		if beta == 0 {
 			for jj := range crow {
 				crow[jj] = alpha * t[jj]
@@ -443,6 +472,16 @@ func packBTGo(nr int) func(dst, b []float32, ldb, k, cols int) {
 			for l, v := range row {
 				dst[l*nr+jj] = v
 			}
+		}
+	}
+}
+
+// packATGGo returns a packATG that packs one micro-panel after the other
+// with packAT.
+func packATGGo(mr int, packAT func(dst, a []float32, lda, k, rows int)) func(dst, a []float32, lda, k, rows int) {
+	return func(dst, a []float32, lda, k, rows int) {
+		for g := 0; g*mr < rows; g++ {
+			packAT(dst[g*mr*k:(g+1)*mr*k], a[g*mr:], lda, k, min(mr, rows-g*mr))
 		}
 	}
 }

@@ -14,6 +14,9 @@ func sgemmKernel6x16(k int, a *float32, rs, cs uintptr, b, c *float32, ldc int, 
 func packA12T(dst, src *float32, lda uintptr, k int, mask uint16)
 
 //go:noescape
+func packA12TG(dst, src *float32, lda uintptr, k, panels int, mask uint16)
+
+//go:noescape
 func packB32N(dst, src *float32, ldb uintptr, k int, mask uint32)
 
 //go:noescape
@@ -39,10 +42,11 @@ func archKernels() []*nativeKernel {
 
 var avx512Kernel = &nativeKernel{
 	name: "avx512", mr: 12, nr: 32,
-	micro:  micro12x32,
-	packAT: packAT12,
-	packBN: packBN32,
-	packBT: packBT32,
+	micro:   micro12x32,
+	packAT:  packAT12,
+	packATG: packATG12,
+	packBN:  packBN32,
+	packBT:  packBT32,
 }
 
 func micro12x32(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
@@ -53,6 +57,13 @@ func micro12x32(k int, a []float32, rs, cs int, b []float32, c []float32, ldc in
 func packAT12(dst, a []float32, lda, k, rows int) {
 	_ = dst[12*k-1]
 	packA12T(&dst[0], &a[0], uintptr(lda*4), k, uint16(1<<rows-1))
+}
+
+func packATG12(dst, a []float32, lda, k, rows int) {
+	panels := (rows + 11) / 12
+	_ = dst[12*k*panels-1]
+	last := rows - 12*(panels-1)
+	packA12TG(&dst[0], &a[0], uintptr(lda*4), k, panels, uint16(1<<last-1))
 }
 
 func packBN32(dst, b []float32, ldb, k, cols int) {
@@ -85,10 +96,11 @@ func packBT32(dst, b []float32, ldb, k, cols int) {
 
 var avx2Kernel = &nativeKernel{
 	name: "avx2", mr: 6, nr: 16,
-	micro:  micro6x16,
-	packAT: packATGo(6),
-	packBN: packBNGo(16),
-	packBT: packBTGo(16),
+	micro:   micro6x16,
+	packAT:  packATGo(6),
+	packATG: packATGGo(6, packATGo(6)),
+	packBN:  packBNGo(16),
+	packBT:  packBTGo(16),
 }
 
 func micro6x16(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
@@ -98,7 +110,7 @@ func micro6x16(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int
 		sgemmKernel6x16(k, &a[0], uintptr(rs*4), uintptr(cs*4), &b[0], &c[0], ldc, alpha, beta)
 		return
 	}
-	var tile [6][16]float32
-	sgemmKernel6x16(k, &a[0], uintptr(rs*4), uintptr(cs*4), &b[0], &tile[0][0], 16, 1, 0)
-	storeTile(tile[:], c, ldc, alpha, beta, rows, cols)
+	var tile [6 * 16]float32
+	sgemmKernel6x16(k, &a[0], uintptr(rs*4), uintptr(cs*4), &b[0], &tile[0], 16, 1, 0)
+	storeTile(tile[:], 16, c, ldc, alpha, beta, rows, cols)
 }

@@ -744,6 +744,46 @@ pa12done:
 	VZEROUPPER
 	RET
 
+// func packA12TG(dst, src *float32, lda uintptr, k, panels int, mask uint16)
+// For g < panels, l < k, r < 12: dst[g*12*k + l*12 + r] = src[l*lda + 12 g
+// + r] (lda in bytes); in the last panel only the rows of mask, zero for the
+// others. panels >= 1.
+TEXT ·packA12TG(SB), NOSPLIT, $0-42
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), R8
+	MOVQ k+24(FP), CX
+	MOVQ panels+32(FP), R9
+	DECQ R9
+	MOVWLZX mask+40(FP), AX
+	KMOVW AX, K3
+	MOVL $0x0fff, AX
+	KMOVW AX, K2
+	MOVQ CX, R10
+	IMULQ $48, R10
+pa12grow:
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ R9, R13
+	TESTQ R13, R13
+	JZ pa12glast
+pa12gpanel:
+	VMOVUPS.Z (R11), K2, Z0
+	VMOVUPS Z0, K2, (R12)
+	ADDQ $48, R11
+	ADDQ R10, R12
+	DECQ R13
+	JNZ pa12gpanel
+pa12glast:
+	VMOVUPS.Z (R11), K3, Z0
+	VMOVUPS Z0, K2, (R12)
+	ADDQ R8, SI
+	ADDQ $48, DI
+	DECQ CX
+	JNZ pa12grow
+	VZEROUPPER
+	RET
+
 // func packB32N(dst, src *float32, ldb uintptr, k int, mask uint32)
 // dst[l*32 + j] = src[l*ldb + j] (ldb in bytes) for the columns j of mask,
 // 0 for the others, l < k.

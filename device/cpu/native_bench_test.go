@@ -63,3 +63,36 @@ func BenchmarkNative(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNativeKernels times every kernel this CPU has (the AVX2 and Go
+// kernels are forced here as in the tests) and gonum on two shapes.
+//
+//	go test -run '^$' -bench NativeKernels ./device/cpu/
+func BenchmarkNativeKernels(b *testing.B) {
+	for _, s := range [][3]int{{512, 512, 512}, {2048, 768, 768}} {
+		m, n, k := s[0], s[1], s[2]
+		a, bb, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+		for i := range a {
+			a[i] = float32(i%7) - 3
+		}
+		for i := range bb {
+			bb[i] = float32(i%5) - 2
+		}
+		flops := 2 * float64(m) * float64(n) * float64(k)
+		name := fmt.Sprintf("%dx%dx%d", m, n, k)
+		for _, kn := range nativeKernels {
+			b.Run(name+"/"+kn.name, func(b *testing.B) {
+				for b.Loop() {
+					sgemmNative(kn, Threads(), false, false, m, n, k, 1, a, k, bb, n, 0, c, n)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+		b.Run(name+"/gonum", func(b *testing.B) {
+			for b.Loop() {
+				sgemmWith(gemmGo, Threads(), false, false, m, n, k, 1, a, k, bb, n, 0, c, n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,9 +1,13 @@
 package cpu
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -195,6 +199,29 @@ func TestNativePacking(t *testing.T) {
 						}
 					}
 				}
+				for _, rows := range []int{1, kn.mr, 2*kn.mr + 3, aGroup * kn.mr} {
+					lda := rows + 7
+					srcA := make([]float32, k*lda)
+					for i := range srcA {
+						srcA[i] = float32(rng.NormFloat64())
+					}
+					panels := (rows + kn.mr - 1) / kn.mr
+					dg := make([]float32, panels*kn.mr*k)
+					kn.packATG(dg, srcA, lda, k, rows)
+					for g := range panels {
+						for l := range k {
+							for r := range kn.mr {
+								want := float32(0)
+								if g*kn.mr+r < rows {
+									want = srcA[l*lda+g*kn.mr+r]
+								}
+								if got := dg[g*kn.mr*k+l*kn.mr+r]; got != want {
+									t.Fatalf("%s packATG k%d rows%d: panel %d [%d,%d] = %v, want %v", kn.name, k, rows, g, l, r, got, want)
+								}
+							}
+						}
+					}
+				}
 				rows := min(part, kn.mr)
 				da := make([]float32, k*kn.mr)
 				kn.packAT(da, src, ld, k, rows)
@@ -239,4 +266,30 @@ func refGemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []
 		}
 	}
 	return out
+}
+
+// TestNativeAsmGenerated checks that native_amd64.s is the output of
+// native_gen.go (run go generate in device/cpu after editing the
+// generator).
+func TestNativeAsmGenerated(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to run the generator")
+	}
+	out := filepath.Join(t.TempDir(), "native_amd64.s")
+	cmd := exec.Command(goTool, "run", "native_gen.go", "-o", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run native_gen.go: %v\n%s", err, msg)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("native_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("native_amd64.s differs from what native_gen.go writes: run go generate in device/cpu")
+	}
 }
