@@ -2,10 +2,12 @@ package cpu
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -168,66 +170,111 @@ func aligned(mem *[]float32, n int) []float32 {
 
 // nativeJob is one GEMM call split into tasks.
 type nativeJob struct {
-	kn             *nativeKernel
-	tA, tB         bool
-	m, n, k        int
-	alpha, beta    float32
-	a, b, c        []float32
-	lda, ldb, ldc  int
-	kc             int // K step
-	rowsPer        int // rows of C per task (a multiple of mr)
-	colsPer        int // columns of C per task (a multiple of nr)
-	ms, nb         int // row blocks, column blocks
-	next           atomic.Int64
-	wg             sync.WaitGroup
-	helpersStarted int
+	kn            *nativeKernel
+	tA, tB        bool
+	m, n, k       int
+	alpha, beta   float32
+	a, b, c       []float32
+	lda, ldb, ldc int
+	kc            int // K step
+	rowsPer       int // rows of C per task (a multiple of mr)
+	colsPer       int // columns of C per task (a multiple of nr)
+	ms, nb        int // row blocks, column blocks
+	next          atomic.Int64
+	// state is jobClosed, the helper slots left (times slotUnit) and the
+	// helpers working (the low 32 bits); done receives one value when the
+	// last helper leaves a closed job.
+	state atomic.Int64
+	done  chan struct{}
 }
 
-var nativeJobs = sync.Pool{New: func() any { return new(nativeJob) }}
+const (
+	jobClosed  = 1 << 62
+	slotUnit   = 1 << 32
+	activeMask = slotUnit - 1
+)
 
-// minWorkerFlops is the least work, in flops, worth waking a helper for.
-const minWorkerFlops = 2e6
+var nativeJobs = sync.Pool{New: func() any { return &nativeJob{done: make(chan struct{}, 1)} }}
+
+// join takes a helper slot of j, reporting false when there is none or j
+// is closed.
+func (j *nativeJob) join() bool {
+	for {
+		s := j.state.Load()
+		if s&jobClosed != 0 || s < slotUnit {
+			return false
+		}
+		if j.state.CompareAndSwap(s, s-slotUnit+1) {
+			return true
+		}
+	}
+}
+
+// leave ends a helper's part in j.
+func (j *nativeJob) leave() {
+	if s := j.state.Add(-1); s&jobClosed != 0 && s&activeMask == 0 {
+		j.done <- struct{}{}
+	}
+}
+
+// close refuses further helpers and waits for those working to leave.
+func (j *nativeJob) close() {
+	if s := j.state.Or(jobClosed); s&activeMask != 0 {
+		<-j.done
+	}
+}
+
+// minWorkerFlops is the least work, in flops, worth a helper; taskFlops is
+// the work per task below which workers get fewer than three tasks each.
+const (
+	minWorkerFlops = 2e6
+	taskFlops      = 6e6
+)
 
 // sgemmNative computes C = alpha op(A) op(B) + beta C (row-major, as
 // Sgemm) with kernel kn on up to threads workers. alpha != 0, k >= 1,
 // m, n >= 1.
 func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	j := nativeJobs.Get().(*nativeJob)
-	*j = nativeJob{kn: kn, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+	j.kn, j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = kn, tA, tB, m, n, k, alpha, beta
+	j.a, j.b, j.c, j.lda, j.ldb, j.ldc = a, b, c, lda, ldb, ldc
+	j.next.Store(0)
 	kcMax, ncMax := kn.blocking()
 	steps := (k + kcMax - 1) / kcMax
 	j.kc = (k + steps - 1) / steps
 	flops := 2 * float64(m) * float64(n) * float64(k)
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
-	j.plan(workers, ncMax)
-	tasks := j.ms * j.nb
-	workers = min(workers, tasks)
+	j.plan(workers, min(3, max(1, int(flops/(float64(workers)*taskFlops)))), ncMax)
+	workers = min(workers, j.ms*j.nb)
 	if workers > 1 {
-		j.wg.Add(workers - 1)
-		for range workers - 1 {
-			if !nativeHelp(j) {
-				j.wg.Done()
-			}
+		j.state.Store(int64(workers-1) * slotUnit)
+		if nativeBoard.CompareAndSwap(nil, j) {
+			callHelpers(workers - 1)
+			j.work()
+			nativeBoard.CompareAndSwap(j, nil)
+			j.close()
+		} else {
+			j.work() // another GEMM has the helpers
 		}
+	} else {
+		j.work()
 	}
-	j.work()
-	j.wg.Wait()
-	*j = nativeJob{}
+	j.state.Store(jobClosed)
+	j.a, j.b, j.c = nil, nil, nil
 	nativeJobs.Put(j)
 }
 
 // plan chooses the task grid: ms row blocks by nb column blocks, at least
-// 3 tasks per worker when there are several, column blocks at most ncMax
-// wide, and the least repacking (rows split: B packed ms times; columns
-// split: A packed nb times).
-func (j *nativeJob) plan(workers, ncMax int) {
+// perWorker tasks per worker when there are several, column blocks at most
+// ncMax wide, and the least repacking (rows split: B packed ms times;
+// columns split: A packed nb times).
+func (j *nativeJob) plan(workers, perWorker, ncMax int) {
 	mr, nr := j.kn.mr, j.kn.nr
 	mp, np := (j.m+mr-1)/mr, (j.n+nr-1)/nr
 	nbMin := (j.n + ncMax - 1) / ncMax
 	want := 1
 	if workers > 1 {
-		want = 3 * workers
+		want = perWorker * workers
 	}
 	// Among grids with enough tasks, the cheapest; with none, the most tasks.
 	bestMs, bestNb, bestOK, bestCost := 1, nbMin, false, 0.0
@@ -328,47 +375,69 @@ func packAN(dst, a []float32, lda, k, rows, mr, stride int) {
 	}
 }
 
-// Helpers: goroutines that wait for jobs, so that a parallel GEMM starts
-// no goroutine and allocates nothing. A caller claims an idle helper
-// (nativeIdle) before handing it a job over the unbuffered channel, so a
-// hand-over never waits for a busy helper; with none idle, it starts a new
-// one, up to nativeMaxHelpers, or does without.
+// Helpers: goroutines that work on other callers' GEMMs, so that a
+// parallel GEMM starts no goroutine and allocates nothing. A caller with
+// work for several workers posts its job on nativeBoard (one job at a time;
+// a caller that finds the board taken works alone), wakes sleeping helpers
+// and starts new ones up to the workers it wants, and works on the job
+// itself. Helpers join a posted job while it has slots left, and between
+// jobs poll the board for helperSpin (yielding the processor) before they
+// sleep, so that back-to-back GEMMs do not wait for a wake-up.
 var (
-	nativeJobCh    = make(chan *nativeJob)
-	nativeIdle     atomic.Int32
-	nativeHelpers  atomic.Int32
-	nativeMaxHelps = int32(64)
+	nativeBoard    atomic.Pointer[nativeJob]
+	nativeHelpers  atomic.Int32 // helpers started
+	nativeSleepers atomic.Int32 // helpers asleep (or about to be)
+	nativeWake     = make(chan struct{}, nativeMaxHelpers)
 )
 
-// nativeHelp hands j to a helper and reports whether one took it.
-func nativeHelp(j *nativeJob) bool {
-	for {
-		n := nativeIdle.Load()
-		if n <= 0 {
+const (
+	nativeMaxHelpers = 256
+	helperSpin       = 500 * time.Microsecond
+)
+
+// callHelpers wakes or starts up to n helpers for the job on the board.
+func callHelpers(n int) {
+	for s := min(int(nativeSleepers.Load()), n); s > 0; s-- {
+		select {
+		case nativeWake <- struct{}{}:
+		default:
+		}
+	}
+	for have := int(nativeHelpers.Load()); have < n; have = int(nativeHelpers.Load()) {
+		if have >= nativeMaxHelpers || !nativeHelpers.CompareAndSwap(int32(have), int32(have+1)) {
 			break
 		}
-		if nativeIdle.CompareAndSwap(n, n-1) {
-			nativeJobCh <- j
-			return true
-		}
+		go nativeHelper()
 	}
-	if nativeHelpers.Add(1) > nativeMaxHelps {
-		nativeHelpers.Add(-1)
-		return false
-	}
-	go nativeHelper(j)
-	return true
 }
 
-// nativeHelper runs its first job, then any job handed to it. It counts
-// itself idle before signalling the end of a job, so that the caller's
-// next GEMM finds it.
-func nativeHelper(j *nativeJob) {
+// nativeHelper works on posted jobs forever.
+func nativeHelper() {
 	for {
-		j.work()
-		nativeIdle.Add(1)
-		j.wg.Done()
-		j = <-nativeJobCh
+		deadline := time.Now().Add(helperSpin)
+		for spins := 0; ; spins++ {
+			if j := nativeBoard.Load(); j != nil && j.join() {
+				j.work()
+				j.leave()
+				deadline, spins = time.Now().Add(helperSpin), 0
+				continue
+			}
+			if spins%32 == 31 && time.Now().After(deadline) {
+				break
+			}
+			runtime.Gosched()
+		}
+		nativeSleepers.Add(1)
+		// A job posted after the last look but before the caller counted
+		// the sleepers would find none: look once more.
+		if j := nativeBoard.Load(); j != nil && j.join() {
+			nativeSleepers.Add(-1)
+			j.work()
+			j.leave()
+			continue
+		}
+		<-nativeWake
+		nativeSleepers.Add(-1)
 	}
 }
 
