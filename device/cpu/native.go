@@ -68,6 +68,9 @@ type nativeKernel struct {
 	// transposed B.
 	packBN func(dst, b []float32, ldb, k, cols int)
 	packBT func(dst, b []float32, ldb, k, cols int)
+	// packBNB packs the ceil(cols/nr) panels of cols columns of a B stored
+	// k x n at once, panel q at dst[q nr k:], the last zero-padded.
+	packBNB func(dst, b []float32, ldb, k, cols int)
 }
 
 // nativeKernels lists the kernels this CPU can run, fastest first; the
@@ -142,6 +145,10 @@ func (kn *nativeKernel) blocking() (kc, nc int) {
 // non-transposed A, so that rows kc*4 bytes apart do not all fall on the
 // same L1 sets.
 const aPad = 16
+
+// directPanels is the most B panels per task for which the micro-kernel
+// reads A in place rather than packed.
+const directPanels = 4
 
 // aGroup is how many micro-panels of a transposed A are packed at once:
 // A's rows are then read in runs of aGroup*mr floats rather than mr.
@@ -322,6 +329,10 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 	}
 	w.b = aligned(&w.bMem, panels*j.kc*nr)
 	w.a = aligned(&w.aMem, aSize)
+	// With few B panels to reuse a packed A micro-panel on, packing costs
+	// more than reading A where it is, unless A's rows are a multiple of 4
+	// KiB apart (they would then share L1 sets).
+	direct := panels <= directPanels && (j.tA || j.lda%1024 != 0)
 	for p0 := 0; p0 < j.k; p0 += j.kc {
 		kc := min(j.kc, j.k-p0)
 		beta := j.beta
@@ -329,27 +340,38 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 			beta = 1
 		}
 		// Pack op(B)[p0:p0+kc, j0:j1] into panels of nr columns.
-		for q := 0; q < panels; q++ {
-			jq := j0 + q*nr
-			cols := min(nr, j1-jq)
-			dst := w.b[q*kc*nr : (q+1)*kc*nr]
-			if j.tB {
-				kn.packBT(dst, j.b[jq*j.ldb+p0:], j.ldb, kc, cols)
-			} else {
-				kn.packBN(dst, j.b[p0*j.ldb+jq:], j.ldb, kc, cols)
+		if j.tB {
+			for q := 0; q < panels; q++ {
+				jq := j0 + q*nr
+				kn.packBT(w.b[q*kc*nr:(q+1)*kc*nr], j.b[jq*j.ldb+p0:], j.ldb, kc, min(nr, j1-jq))
 			}
+		} else {
+			kn.packBNB(w.b, j.b[p0*j.ldb+j0:], j.ldb, kc, j1-j0)
 		}
 		for i := i0; i < i1; i += mr {
 			rows := min(mr, i1-i)
 			var ap []float32
 			var rs, cs int
-			if j.tA {
-				// Micro-panels in groups of aGroup, packed together.
-				g := (i - i0) / mr % aGroup
-				if g == 0 {
-					kn.packATG(w.a, j.a[p0*j.lda+i:], j.lda, kc, min(aGroup*mr, i1-i))
+			if direct && rows == mr {
+				// Read A in place: its rows (or, transposed, its columns)
+				// are the micro-panel.
+				if j.tA {
+					ap, rs, cs = j.a[p0*j.lda+i:], 1, j.lda
+				} else {
+					ap, rs, cs = j.a[i*j.lda+p0:], j.lda, 1
 				}
-				ap, rs, cs = w.a[g*mr*kc:(g+1)*mr*kc], 1, mr
+			} else if j.tA {
+				if direct { // the last, partial micro-panel
+					kn.packAT(w.a, j.a[p0*j.lda+i:], j.lda, kc, rows)
+					ap, rs, cs = w.a, 1, mr
+				} else {
+					// Micro-panels in groups of aGroup, packed together.
+					g := (i - i0) / mr % aGroup
+					if g == 0 {
+						kn.packATG(w.a, j.a[p0*j.lda+i:], j.lda, kc, min(aGroup*mr, i1-i))
+					}
+					ap, rs, cs = w.a[g*mr*kc:(g+1)*mr*kc], 1, mr
+				}
 			} else {
 				packAN(w.a, j.a[i*j.lda+p0:], j.lda, kc, rows, mr, aStride)
 				ap, rs, cs = w.a, aStride, 1
@@ -452,6 +474,7 @@ var goKernel = &nativeKernel{
 	packATG: packATGGo(goMR, packATGo(goMR)),
 	packBN:  packBNGo(goNR),
 	packBT:  packBTGo(goNR),
+	packBNB: packBNBGo(goNR, packBNGo(goNR)),
 }
 
 // microGo is the portable micro-kernel: a 4 x 4 block of C in 16 local
@@ -551,6 +574,16 @@ func packATGGo(mr int, packAT func(dst, a []float32, lda, k, rows int)) func(dst
 	return func(dst, a []float32, lda, k, rows int) {
 		for g := 0; g*mr < rows; g++ {
 			packAT(dst[g*mr*k:(g+1)*mr*k], a[g*mr:], lda, k, min(mr, rows-g*mr))
+		}
+	}
+}
+
+// packBNBGo returns a packBNB that packs one panel after the other with
+// packBN.
+func packBNBGo(nr int, packBN func(dst, b []float32, ldb, k, cols int)) func(dst, b []float32, ldb, k, cols int) {
+	return func(dst, b []float32, ldb, k, cols int) {
+		for q := 0; q*nr < cols; q++ {
+			packBN(dst[q*nr*k:(q+1)*nr*k], b[q*nr:], ldb, k, min(nr, cols-q*nr))
 		}
 	}
 }

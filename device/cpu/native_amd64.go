@@ -20,6 +20,9 @@ func packA12TG(dst, src *float32, lda uintptr, k, panels int, mask uint16)
 func packB32N(dst, src *float32, ldb uintptr, k int, mask uint32)
 
 //go:noescape
+func packB32NB(dst, src *float32, ldb uintptr, k, panels int, mask uint32)
+
+//go:noescape
 func packB32T16(dst, src *float32, ldb uintptr)
 
 var (
@@ -47,6 +50,7 @@ var avx512Kernel = &nativeKernel{
 	packATG: packATG12,
 	packBN:  packBN32,
 	packBT:  packBT32,
+	packBNB: packBNB32,
 }
 
 func micro12x32(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
@@ -72,6 +76,13 @@ func packBN32(dst, b []float32, ldb, k, cols int) {
 }
 
 var packBT32Go = packBTGo(32)
+
+func packBNB32(dst, b []float32, ldb, k, cols int) {
+	panels := (cols + 31) / 32
+	_ = dst[32*k*panels-1]
+	last := cols - 32*(panels-1)
+	packB32NB(&dst[0], &b[0], uintptr(ldb*4), k, panels, uint32(1<<last-1))
+}
 
 func packBT32(dst, b []float32, ldb, k, cols int) {
 	if cols < 32 || k < 16 {
@@ -101,6 +112,7 @@ var avx2Kernel = &nativeKernel{
 	packATG: packATGGo(6, packATGo(6)),
 	packBN:  packBNGo(16),
 	packBT:  packBTGo(16),
+	packBNB: packBNBGo(16, packBNGo(16)),
 }
 
 func micro6x16(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {

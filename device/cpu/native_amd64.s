@@ -85,6 +85,8 @@ TEXT ·sgemmKernel12x32(SB), NOSPLIT, $0-76
 	TESTQ AX, AX
 	JZ k512tail
 k512loop4:
+	PREFETCHT0 1024(DI)
+	PREFETCHT0 1088(DI)
 	VMOVUPS (DI), Z28
 	VMOVUPS 64(DI), Z29
 	VBROADCASTSS (SI), Z30
@@ -127,6 +129,8 @@ k512loop4:
 	ADDQ R12, R10
 	ADDQ R12, R11
 	ADDQ $128, DI
+	PREFETCHT0 1024(DI)
+	PREFETCHT0 1088(DI)
 	VMOVUPS (DI), Z28
 	VMOVUPS 64(DI), Z29
 	VBROADCASTSS (SI), Z30
@@ -169,6 +173,8 @@ k512loop4:
 	ADDQ R12, R10
 	ADDQ R12, R11
 	ADDQ $128, DI
+	PREFETCHT0 1024(DI)
+	PREFETCHT0 1088(DI)
 	VMOVUPS (DI), Z28
 	VMOVUPS 64(DI), Z29
 	VBROADCASTSS (SI), Z30
@@ -211,6 +217,8 @@ k512loop4:
 	ADDQ R12, R10
 	ADDQ R12, R11
 	ADDQ $128, DI
+	PREFETCHT0 1024(DI)
+	PREFETCHT0 1088(DI)
 	VMOVUPS (DI), Z28
 	VMOVUPS 64(DI), Z29
 	VBROADCASTSS (SI), Z30
@@ -259,6 +267,8 @@ k512tail:
 	TESTQ CX, CX
 	JZ k512done
 k512loop1:
+	PREFETCHT0 1024(DI)
+	PREFETCHT0 1088(DI)
 	VMOVUPS (DI), Z28
 	VMOVUPS 64(DI), Z29
 	VBROADCASTSS (SI), Z30
@@ -761,6 +771,11 @@ TEXT ·packA12TG(SB), NOSPLIT, $0-42
 	KMOVW AX, K2
 	MOVQ CX, R10
 	IMULQ $48, R10
+	// Rows but the last: the full panels move 16 floats, the 4 past the
+	// panel's 12 overwritten by the next row (or, from A, left unused);
+	// the last row stores 12 only.
+	DECQ CX
+	JZ pa12glastrow
 pa12grow:
 	MOVQ SI, R11
 	MOVQ DI, R12
@@ -768,8 +783,8 @@ pa12grow:
 	TESTQ R13, R13
 	JZ pa12glast
 pa12gpanel:
-	VMOVUPS.Z (R11), K2, Z0
-	VMOVUPS Z0, K2, (R12)
+	VMOVUPS (R11), Z0
+	VMOVUPS Z0, (R12)
 	ADDQ $48, R11
 	ADDQ R10, R12
 	DECQ R13
@@ -781,6 +796,20 @@ pa12glast:
 	ADDQ $48, DI
 	DECQ CX
 	JNZ pa12grow
+pa12glastrow:
+	MOVQ R9, R13
+	TESTQ R13, R13
+	JZ pa12glastlast
+pa12glastpanel:
+	VMOVUPS.Z (SI), K2, Z0
+	VMOVUPS Z0, K2, (DI)
+	ADDQ $48, SI
+	ADDQ R10, DI
+	DECQ R13
+	JNZ pa12glastpanel
+pa12glastlast:
+	VMOVUPS.Z (SI), K3, Z0
+	VMOVUPS Z0, K2, (DI)
 	VZEROUPPER
 	RET
 
@@ -834,6 +863,50 @@ pb32nloop1:
 	DECQ CX
 	JNZ pb32nloop1
 pb32ndone:
+	VZEROUPPER
+	RET
+
+// func packB32NB(dst, src *float32, ldb uintptr, k, panels int, mask uint32)
+// For q < panels, l < k, j < 32: dst[q*32*k + l*32 + j] = src[l*ldb + 32 q
+// + j] (ldb in bytes); in the last panel only the columns of mask, zero for
+// the others. panels >= 1.
+TEXT ·packB32NB(SB), NOSPLIT, $0-44
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), R8
+	MOVQ k+24(FP), CX
+	MOVQ panels+32(FP), R9
+	DECQ R9
+	MOVL mask+40(FP), AX
+	KMOVW AX, K1
+	SHRL $16, AX
+	KMOVW AX, K2
+	MOVQ CX, R10
+	SHLQ $7, R10
+pb32nbrow:
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ R9, R13
+	TESTQ R13, R13
+	JZ pb32nblast
+pb32nbpanel:
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ $128, R11
+	ADDQ R10, R12
+	DECQ R13
+	JNZ pb32nbpanel
+pb32nblast:
+	VMOVUPS.Z (R11), K1, Z0
+	VMOVUPS.Z 64(R11), K2, Z1
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ R8, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ pb32nbrow
 	VZEROUPPER
 	RET
 

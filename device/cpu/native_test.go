@@ -187,6 +187,29 @@ func TestNativePacking(t *testing.T) {
 						}
 					}
 				}
+				for _, cols := range []int{1, kn.nr, 2*kn.nr + 3, 5 * kn.nr} {
+					ldb := cols + 5
+					srcB := make([]float32, k*ldb)
+					for i := range srcB {
+						srcB[i] = float32(rng.NormFloat64())
+					}
+					panels := (cols + kn.nr - 1) / kn.nr
+					db := make([]float32, panels*kn.nr*k)
+					kn.packBNB(db, srcB, ldb, k, cols)
+					for q := range panels {
+						for l := range k {
+							for jj := range kn.nr {
+								want := float32(0)
+								if q*kn.nr+jj < cols {
+									want = srcB[l*ldb+q*kn.nr+jj]
+								}
+								if got := db[q*kn.nr*k+l*kn.nr+jj]; got != want {
+									t.Fatalf("%s packBNB k%d cols%d: panel %d [%d,%d] = %v, want %v", kn.name, k, cols, q, l, jj, got, want)
+								}
+							}
+						}
+					}
+				}
 				kn.packBT(dst, src, ld, k, part)
 				for l := range k {
 					for j := range kn.nr {
