@@ -120,7 +120,13 @@ func useNative(note string) {
 
 func useOpenBLAS(lib *openBLAS, note string) {
 	gemmUse = gemmOpenBLAS
-	gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s%s", lib.path, lib.configString(), note)
+	config := lib.configString()
+	if strings.Contains(config, " Prescott ") {
+		// OpenBLAS 0.3.21's DYNAMIC_ARCH falls back to its generic SSE3
+		// kernels on CPUs it does not know (Emerald Rapids among them).
+		note += "; OpenBLAS did not recognise this CPU and runs its generic Prescott kernels, about 5 times slower: set OPENBLAS_CORETYPE (SkylakeX for AVX-512, Haswell for AVX2) or use the native GEMM"
+	}
+	gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s%s", lib.path, config, note)
 	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 }
 

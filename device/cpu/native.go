@@ -150,6 +150,29 @@ const aPad = 16
 // reads A in place rather than packed.
 const directPanels = 4
 
+// directOK reports whether an A micro-panel read in place (pitch lda,
+// kc deep) stays in a 64-set L1 cache: the mr rows of a non-transposed A
+// must not all be a multiple of 4 KiB apart; the kc rows of a transposed A,
+// one or two lines each, must spread over enough sets to take at most
+// half of their ways (taking 12 ways per set).
+func directOK(tA bool, lda, kc int) bool {
+	if !tA {
+		return lda%1024 != 0
+	}
+	sets := 64
+	if lda%16 == 0 {
+		sets = 64 / gcd(lda/16, 64)
+	}
+	return 2*kc <= sets*6
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
 // aGroup is how many micro-panels of a transposed A are packed at once:
 // A's rows are then read in runs of aGroup*mr floats rather than mr.
 const aGroup = 8
@@ -330,9 +353,9 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 	w.b = aligned(&w.bMem, panels*j.kc*nr)
 	w.a = aligned(&w.aMem, aSize)
 	// With few B panels to reuse a packed A micro-panel on, packing costs
-	// more than reading A where it is, unless A's rows are a multiple of 4
-	// KiB apart (they would then share L1 sets).
-	direct := panels <= directPanels && (j.tA || j.lda%1024 != 0)
+	// more than reading A where it is, if the micro-panel in place stays
+	// in L1 (directOK).
+	direct := panels <= directPanels && directOK(j.tA, j.lda, j.kc)
 	for p0 := 0; p0 < j.k; p0 += j.kc {
 		kc := min(j.kc, j.k-p0)
 		beta := j.beta
