@@ -60,12 +60,12 @@ func loadBLAS() (*openBLAS, error) {
 	return blasLib, blasErr
 }
 
-// What the slow GEMMs cost, for the start-up line: gonum ran at 10-19
-// GFLOP/s on the 2-core AVX-512 development machines, against 150-200 for
-// the native GEMM and OpenBLAS, and the README job took 8 to 13 times
-// longer on it.
+// What gonum costs, for the start-up line: it ran at 10-19 GFLOP/s on the
+// 2-core AVX-512 development machines, against 150-200 for the native GEMM
+// (and OpenBLAS on its AVX-512 kernels), and the README job took 8 to 13
+// times longer on it.
 const (
-	gonumSlowdown   = "about 10 times slower than the native GEMM or OpenBLAS (the README job 8 to 13 times longer)"
+	gonumSlowdown   = "10 to 20 times slower than the native GEMM (the README job 8 to 13 times longer)"
 	installOpenBLAS = "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) for a fast GEMM"
 )
 
@@ -86,7 +86,7 @@ func initGemm() {
 				return
 			}
 			gemmUse = gemmGo
-			gemmDesc = fmt.Sprintf("pure Go (gonum): this CPU has no AVX2 for the native GEMM's kernels and %v; gonum is %s; %s", err, gonumSlowdown, installOpenBLAS)
+			gemmDesc = fmt.Sprintf("pure Go (gonum): this CPU has no AVX2 for the native GEMM's kernels and %v; gonum is several times slower than OpenBLAS: %s", err, installOpenBLAS)
 			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
 		case gemmNative:
 			useNative(", forced by HILBERT_GEMM")

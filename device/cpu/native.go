@@ -282,7 +282,10 @@ func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 			nativeBoard.CompareAndSwap(j, nil)
 			j.close()
 		} else {
-			j.work() // another GEMM has the helpers
+			// Another GEMM has the helpers. A helper that still holds this
+			// job from its last use may join: close waits for it.
+			j.work()
+			j.close()
 		}
 	} else {
 		j.work()
