@@ -245,20 +245,6 @@ func scaleMatrix(c []float32, m, n, ldc int, beta float32) {
 func (d *Device) Gemm(g device.GemmArgs) {
 	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
 	batch := max(g.Batch, 1)
-	rowsA, colsA := g.M, g.K
-	if g.TransA {
-		rowsA, colsA = colsA, rowsA
-	}
-	rowsB, colsB := g.K, g.N
-	if g.TransB {
-		rowsB, colsB = colsB, rowsB
-	}
-	entry := func(i, threads int) {
-		sgemmWith(gemmUse, threads, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
-			window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
-			window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,
-			g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
-	}
 	initGemm()
 	// Small native products of a batch whose C entries do not overlap run
 	// side by side, one worker each; the rest one after the other, each on
@@ -268,14 +254,30 @@ func (d *Device) Gemm(g device.GemmArgs) {
 		flops < float64(Threads())*8*minWorkerFlops {
 		parallelFor(batch, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				entry(i, 1)
+				gemmEntry(&g, a, b, c, i, 1)
 			}
 		})
 		return
 	}
 	for i := 0; i < batch; i++ {
-		entry(i, Threads())
+		gemmEntry(&g, a, b, c, i, Threads())
 	}
+}
+
+// gemmEntry runs batch entry i of g on threads workers.
+func gemmEntry(g *device.GemmArgs, a, b, c []float32, i, threads int) {
+	rowsA, colsA := g.M, g.K
+	if g.TransA {
+		rowsA, colsA = colsA, rowsA
+	}
+	rowsB, colsB := g.K, g.N
+	if g.TransB {
+		rowsB, colsB = colsB, rowsB
+	}
+	sgemmWith(gemmUse, threads, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
+		window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
+		window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,
+		g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
 }
 
 // window returns the part of s holding a rows x cols matrix with row pitch

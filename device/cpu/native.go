@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -183,7 +182,27 @@ type nativeWorker struct {
 	bMem []float32
 }
 
-var nativeWorkers = sync.Pool{New: func() any { return new(nativeWorker) }}
+// nativeWorkers keeps idle workers' buffers. Unlike a sync.Pool it is not
+// emptied by the garbage collector, which would make the next GEMMs
+// reallocate their (up to L2-sized) buffers; it holds at most as many as
+// ever worked at once, up to its capacity.
+var nativeWorkers = make(chan *nativeWorker, 2*nativeMaxHelpers)
+
+func getWorker() *nativeWorker {
+	select {
+	case w := <-nativeWorkers:
+		return w
+	default:
+		return new(nativeWorker)
+	}
+}
+
+func putWorker(w *nativeWorker) {
+	select {
+	case nativeWorkers <- w:
+	default:
+	}
+}
 
 // aligned returns n floats starting at a 64-byte boundary within *mem,
 // growing it when needed.
@@ -222,7 +241,8 @@ const (
 	activeMask = slotUnit - 1
 )
 
-var nativeJobs = sync.Pool{New: func() any { return &nativeJob{done: make(chan struct{}, 1)} }}
+// nativeJobs keeps finished jobs for reuse (as nativeWorkers).
+var nativeJobs = make(chan *nativeJob, 2*nativeMaxHelpers)
 
 // join takes a helper slot of j, reporting false when there is none or j
 // is closed.
@@ -263,7 +283,12 @@ const (
 // Sgemm) with kernel kn on up to threads workers. alpha != 0, k >= 1,
 // m, n >= 1.
 func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	j := nativeJobs.Get().(*nativeJob)
+	var j *nativeJob
+	select {
+	case j = <-nativeJobs:
+	default:
+		j = &nativeJob{done: make(chan struct{}, 1)}
+	}
 	j.kn, j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = kn, tA, tB, m, n, k, alpha, beta
 	j.a, j.b, j.c, j.lda, j.ldb, j.ldc = a, b, c, lda, ldb, ldc
 	j.next.Store(0)
@@ -292,7 +317,10 @@ func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 	}
 	j.state.Store(jobClosed)
 	j.a, j.b, j.c = nil, nil, nil
-	nativeJobs.Put(j)
+	select {
+	case nativeJobs <- j:
+	default:
+	}
 }
 
 // plan chooses the task grid: ms row blocks by nb column blocks, at least
@@ -328,7 +356,7 @@ func (j *nativeJob) plan(workers, perWorker, ncMax int) {
 
 // work runs tasks until none are left.
 func (j *nativeJob) work() {
-	w := nativeWorkers.Get().(*nativeWorker)
+	w := getWorker()
 	tasks := int64(j.ms * j.nb)
 	for {
 		t := j.next.Add(1) - 1
@@ -338,7 +366,7 @@ func (j *nativeJob) work() {
 		ib, jb := int(t)%j.ms, int(t)/j.ms
 		j.task(w, ib*j.rowsPer, min(j.m, (ib+1)*j.rowsPer), jb*j.colsPer, min(j.n, (jb+1)*j.colsPer))
 	}
-	nativeWorkers.Put(w)
+	putWorker(w)
 }
 
 // task computes rows [i0, i1) by columns [j0, j1) of C.
