@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
@@ -35,7 +34,7 @@ type benchTarget struct {
 // here; each parses its own flags.
 var benchTargets = map[string]benchTarget{
 	"gemm": {
-		summary: "framework GEMM (Device.Gemm) vs a direct OpenBLAS call, one JSON line per shape",
+		summary: "native, OpenBLAS and gonum GEMM GFLOP/s on the model's products, one JSON line per shape with native_over_openblas",
 		run:     runBenchGemm,
 	},
 	"model": {
@@ -69,7 +68,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("unknown bench target %q (want one of %s)", args[0], strings.Join(benchTargetNames(), ", "))
 	}
-	return t.run(args[1:], stdout, stderr)
+	err := t.run(args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h printed the target's flags
+	}
+	return err
 }
 
 // gemmShape is one product to time: C (M x N) = op(A) (M x K) * op(B) (K x N).
@@ -120,35 +123,94 @@ func parseGemmShapes(list string) ([]gemmShape, error) {
 	return shapes, nil
 }
 
-// gemmResult is the JSON line printed for one shape. GFLOP/s are from the
-// best of the timed repetitions; the medians show the spread. OpenBLAS
-// fields are null when OpenBLAS is not loaded.
-type gemmResult struct {
-	Shape           string   `json:"shape"`
-	M               int      `json:"m"`
-	N               int      `json:"n"`
-	K               int      `json:"k"`
-	Trans           string   `json:"trans"`
-	FrameworkGFLOPS float64  `json:"framework_gflops"`
-	OpenBLASGFLOPS  *float64 `json:"openblas_gflops"`
-	Ratio           *float64 `json:"ratio"`
-	FrameworkMedian float64  `json:"framework_gflops_median"`
-	OpenBLASMedian  *float64 `json:"openblas_gflops_median"`
-	Reps            int      `json:"reps"`
-	Gemm            string   `json:"gemm"`
-	Threads         int      `json:"threads"`
+// defaultGemmShapes are the products of the model's training step, each
+// with the transposes the code uses: a GPT-2-small projection, a square, the
+// LM head at d 128 and 512 in its three products (autograd's fused
+// LinearCrossEntropy: logits = X W^T, dX = dlogits W, dW^T = X^T dlogits,
+// W stored vocab x d), and attention's per-(batch, head) products at T 256
+// and 2048, head dim 64 and 128 (S = Q K^T and dP = dO V^T; O = P V and
+// dQ = dS K; dV = P^T dO and dK = dS^T Q), run as whole T x T products.
+var defaultGemmShapes = []struct{ shape, role string }{
+	{"2048x768x768", "projection (tokens x d x d)"},
+	{"512x512x512", "square"},
+	{"2048x50257x128:nt", "head d128 forward: logits = X W^T"},
+	{"2048x128x50257:nn", "head d128 dX = dlogits W"},
+	{"128x50257x2048:tn", "head d128 dW^T = X^T dlogits"},
+	{"2048x50257x512:nt", "head d512 forward: logits = X W^T"},
+	{"2048x512x50257:nn", "head d512 dX = dlogits W"},
+	{"512x50257x2048:tn", "head d512 dW^T = X^T dlogits"},
+	{"256x256x64:nt", "attention T256 D64: Q K^T, dO V^T"},
+	{"256x64x256:nn", "attention T256 D64: P V, dS K"},
+	{"256x64x256:tn", "attention T256 D64: P^T dO, dS^T Q"},
+	{"256x256x128:nt", "attention T256 D128: Q K^T, dO V^T"},
+	{"256x128x256:nn", "attention T256 D128: P V, dS K"},
+	{"256x128x256:tn", "attention T256 D128: P^T dO, dS^T Q"},
+	{"2048x2048x64:nt", "attention T2048 D64: Q K^T, dO V^T"},
+	{"2048x64x2048:nn", "attention T2048 D64: P V, dS K"},
+	{"2048x64x2048:tn", "attention T2048 D64: P^T dO, dS^T Q"},
+	{"2048x2048x128:nt", "attention T2048 D128: Q K^T, dO V^T"},
+	{"2048x128x2048:nn", "attention T2048 D128: P V, dS K"},
+	{"2048x128x2048:tn", "attention T2048 D128: P^T dO, dS^T Q"},
 }
 
-// runBenchGemm times the framework's GEMM against a direct OpenBLAS call
-// on the same operands. After a warm-up the two alternate, each going
-// first on every other repetition, so that a noisy machine penalises both
-// alike.
+func defaultGemmShapeList() string {
+	var s []string
+	for _, d := range defaultGemmShapes {
+		s = append(s, d.shape)
+	}
+	return strings.Join(s, ",")
+}
+
+// gemmImpl is one GEMM the bench can time.
+type gemmImpl struct {
+	name string
+	run  func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+}
+
+// gemmResult is the JSON line printed for one shape. GFLOP/s are from the
+// fastest timed repetition, the medians show the spread; a GEMM that is
+// not available or not asked for is null. native_over_openblas is the
+// ratio of the two best rates from the same run.
+type gemmResult struct {
+	Shape              string   `json:"shape"`
+	Role               string   `json:"role,omitempty"`
+	M                  int      `json:"m"`
+	N                  int      `json:"n"`
+	K                  int      `json:"k"`
+	Trans              string   `json:"trans"`
+	NativeGFLOPS       *float64 `json:"native_gflops"`
+	OpenBLASGFLOPS     *float64 `json:"openblas_gflops"`
+	GoGFLOPS           *float64 `json:"go_gflops"`
+	NativeOverOpenBLAS *float64 `json:"native_over_openblas"`
+	NativeMedian       *float64 `json:"native_gflops_median"`
+	OpenBLASMedian     *float64 `json:"openblas_gflops_median"`
+	GoMedian           *float64 `json:"go_gflops_median"`
+	MedianRatio        *float64 `json:"native_over_openblas_median"`
+	Reps               gemmReps `json:"reps"`
+	Gemm               string   `json:"gemm"`
+	NativeKernel       string   `json:"native_kernel"`
+	Threads            int      `json:"threads"`
+}
+
+// gemmReps is how many timed repetitions each GEMM ran.
+type gemmReps struct {
+	Native   int `json:"native,omitempty"`
+	OpenBLAS int `json:"openblas,omitempty"`
+	Go       int `json:"go,omitempty"`
+}
+
+// runBenchGemm times each available GEMM (native, OpenBLAS, gonum) on the
+// same operands. After a warm-up they take turns, the order rotating every
+// repetition, so that a noisy machine penalises all alike; each stops after
+// -reps repetitions or once it has used -budget (at least one).
 func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	shapeList := fs.String("shapes", "2048x768x768,512x512x512", "comma-separated MxNxK[:nt] shapes (op letters: n as stored, t transposed)")
-	reps := fs.Int("reps", 10, "timed repetitions per GEMM and shape")
-	warmup := fs.Int("warmup", 2, "untimed repetitions per GEMM and shape before timing")
+	shapeList := fs.String("shapes", defaultGemmShapeList(), "comma-separated MxNxK[:nt] shapes (op letters: n as stored, t transposed); the default is the model's training-step products")
+	gemmList := fs.String("gemms", "native,openblas,go", "GEMMs to time: native, openblas (when it loads), go (gonum)")
+	reps := fs.Int("reps", 10, "most timed repetitions per GEMM and shape")
+	warmup := fs.Int("warmup", 1, "untimed repetitions per GEMM and shape before timing")
+	budget := fs.Duration("budget", 5*time.Second, "timed repetitions stop once a GEMM has used this long on a shape (after at least one)")
 	threads := fs.Int("threads", 0, "kernel and OpenBLAS threads (0: GOMAXPROCS)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -163,18 +225,38 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dev := cpu.New()
+	cpu.New()
 	if err := cpu.GemmError(); err != nil {
 		fmt.Fprintf(stderr, "hilbert bench gemm: warning: %v\n", err)
 	}
 	cpu.SetThreads(*threads)
-	haveBLAS := cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1)
-	if !haveBLAS {
-		fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS is not loaded (GEMM %s); openblas_gflops is null\n", cpu.GemmName())
+	var impls []gemmImpl
+	for _, name := range strings.Split(*gemmList, ",") {
+		switch strings.TrimSpace(name) {
+		case "native":
+			impls = append(impls, gemmImpl{"native", cpu.SgemmNative})
+		case "openblas":
+			if !cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1) {
+				fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS is not loaded; openblas_gflops is null\n")
+				continue
+			}
+			fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS: %s\n", cpu.OpenBLASDescription())
+			impls = append(impls, gemmImpl{"openblas", func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+				cpu.SgemmOpenBLAS(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			}})
+		case "go", "gonum":
+			impls = append(impls, gemmImpl{"go", cpu.SgemmGonum})
+		case "":
+		default:
+			return fmt.Errorf("-gemms: unknown GEMM %q (want native, openblas or go)", name)
+		}
+	}
+	if len(impls) == 0 {
+		return fmt.Errorf("-gemms %q: no GEMM to time", *gemmList)
 	}
 	enc := json.NewEncoder(stdout)
 	for _, s := range shapes {
-		res, err := benchGemmShape(dev, s, *reps, *warmup, haveBLAS)
+		res, err := benchGemmShape(s, impls, *reps, *warmup, *budget)
 		if err != nil {
 			return err
 		}
@@ -185,8 +267,8 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// benchGemmShape measures one shape.
-func benchGemmShape(dev device.Device, s gemmShape, reps, warmup int, haveBLAS bool) (gemmResult, error) {
+// benchGemmShape measures one shape on each GEMM.
+func benchGemmShape(s gemmShape, impls []gemmImpl, reps, warmup int, budget time.Duration) (gemmResult, error) {
 	lda, ldb := s.k, s.n
 	if s.transA {
 		lda = s.m
@@ -195,59 +277,64 @@ func benchGemmShape(dev device.Device, s gemmShape, reps, warmup int, haveBLAS b
 		ldb = s.k
 	}
 	a, b := benchFill(s.m*s.k, 1), benchFill(s.k*s.n, 2)
-	cFw, cBLAS := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
-	g := device.GemmArgs{
-		TransA: s.transA, TransB: s.transB, M: s.m, N: s.n, K: s.k, Alpha: 1,
-		A: cpu.NewFloat32(a), LDA: lda, B: cpu.NewFloat32(b), LDB: ldb, C: cpu.NewFloat32(cFw), LDC: s.n,
-	}
-	framework := func() time.Duration {
+	outs := make([][]float32, len(impls))
+	times := make([][]time.Duration, len(impls))
+	spent := make([]time.Duration, len(impls))
+	once := func(i int) time.Duration {
 		t0 := time.Now()
-		dev.Gemm(g)
-		if err := dev.Synchronize(); err != nil {
-			panic(err) // the CPU device never reports one
-		}
+		impls[i].run(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, outs[i], s.n)
 		return time.Since(t0)
 	}
-	direct := func() time.Duration {
-		t0 := time.Now()
-		cpu.SgemmOpenBLAS(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, cBLAS, s.n)
-		return time.Since(t0)
-	}
-	for i := 0; i < warmup; i++ {
-		framework()
-		if haveBLAS {
-			direct()
-		}
-	}
-	var tFw, tBLAS []time.Duration
-	for i := 0; i < reps; i++ {
-		if i%2 == 0 || !haveBLAS {
-			tFw = append(tFw, framework())
-			if haveBLAS {
-				tBLAS = append(tBLAS, direct())
+	for i := range impls {
+		outs[i] = make([]float32, s.m*s.n)
+		for w := 0; w < warmup; w++ {
+			if once(i) > budget/2 {
+				break // a slow GEMM: one warm-up is enough
 			}
-		} else {
-			tBLAS = append(tBLAS, direct())
-			tFw = append(tFw, framework())
+		}
+	}
+	for r := 0; r < reps; r++ {
+		for j := range impls {
+			i := (j + r) % len(impls)
+			if len(times[i]) > 0 && spent[i] >= budget {
+				continue
+			}
+			d := once(i)
+			times[i] = append(times[i], d)
+			spent[i] += d
 		}
 	}
 	trans := map[bool]string{false: "n", true: "t"}
-	flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-	best, median := gflops(flops, tFw)
 	res := gemmResult{
 		Shape: s.name, M: s.m, N: s.n, K: s.k, Trans: trans[s.transA] + trans[s.transB],
-		FrameworkGFLOPS: best, FrameworkMedian: median,
-		Reps: reps, Gemm: cpu.GemmName(), Threads: cpu.Threads(),
+		Gemm: cpu.GemmName(), Threads: cpu.Threads(),
 	}
-	if haveBLAS {
-		// Both computed the same product: they must agree to float32
-		// rounding (identical when the framework runs OpenBLAS too).
-		if d := maxRelDiff(cFw, cBLAS); d > 1e-3 {
-			return res, fmt.Errorf("shape %s: framework and OpenBLAS products differ (max relative difference %.3g)", s.name, d)
+	res.NativeKernel, _, _ = cpu.NativeKernel()
+	for _, d := range defaultGemmShapes {
+		if d.shape == s.name || d.shape == s.name+":nn" {
+			res.Role = d.role
 		}
-		b, m := gflops(flops, tBLAS)
-		ratio := round3(best / b)
-		res.OpenBLASGFLOPS, res.OpenBLASMedian, res.Ratio = &b, &m, &ratio
+	}
+	flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+	for i, im := range impls {
+		// Every GEMM computed the same product: they must agree to float32
+		// rounding.
+		if d := maxRelDiff(outs[i], outs[0]); d > 1e-3 {
+			return res, fmt.Errorf("shape %s: %s and %s products differ (max relative difference %.3g)", s.name, im.name, impls[0].name, d)
+		}
+		best, median := gflops(flops, times[i])
+		switch im.name {
+		case "native":
+			res.NativeGFLOPS, res.NativeMedian, res.Reps.Native = &best, &median, len(times[i])
+		case "openblas":
+			res.OpenBLASGFLOPS, res.OpenBLASMedian, res.Reps.OpenBLAS = &best, &median, len(times[i])
+		case "go":
+			res.GoGFLOPS, res.GoMedian, res.Reps.Go = &best, &median, len(times[i])
+		}
+	}
+	if res.NativeGFLOPS != nil && res.OpenBLASGFLOPS != nil {
+		r, rm := round3(*res.NativeGFLOPS / *res.OpenBLASGFLOPS), round3(*res.NativeMedian / *res.OpenBLASMedian)
+		res.NativeOverOpenBLAS, res.MedianRatio = &r, &rm
 	}
 	return res, nil
 }

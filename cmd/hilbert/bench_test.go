@@ -26,6 +26,7 @@ func TestBenchGemm(t *testing.T) {
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), stdout.String())
 	}
+	haveBLAS := cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1)
 	for i, line := range lines {
 		var r map[string]any
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
@@ -35,33 +36,47 @@ func TestBenchGemm(t *testing.T) {
 		if r["shape"] != w.shape || r["trans"] != w.trans || r["m"] != float64(w.m) || r["n"] != float64(w.n) || r["k"] != float64(w.k) {
 			t.Errorf("line %d = %s, want shape %s (%s) m=%d n=%d k=%d", i, line, w.shape, w.trans, w.m, w.n, w.k)
 		}
-		if g, ok := r["framework_gflops"].(float64); !ok || g <= 0 {
-			t.Errorf("line %d: framework_gflops = %v, want a positive number", i, r["framework_gflops"])
+		for _, key := range []string{"native_gflops", "go_gflops", "native_gflops_median", "go_gflops_median"} {
+			if g, ok := r[key].(float64); !ok || g <= 0 {
+				t.Errorf("line %d: %s = %v, want a positive number", i, key, r[key])
+			}
 		}
-		if r["gemm"] != cpu.GemmName() || r["threads"] != float64(1) || r["reps"] != float64(3) {
-			t.Errorf("line %d: gemm %v threads %v reps %v, want %s, 1, 3", i, r["gemm"], r["threads"], r["reps"], cpu.GemmName())
+		kernel, _, _ := cpu.NativeKernel()
+		if r["gemm"] != cpu.GemmName() || r["native_kernel"] != kernel || r["threads"] != float64(1) {
+			t.Errorf("line %d: gemm %v kernel %v threads %v, want %s, %s, 1", i, r["gemm"], r["native_kernel"], r["threads"], cpu.GemmName(), kernel)
 		}
-		for _, key := range []string{"openblas_gflops", "ratio", "openblas_gflops_median"} {
+		if reps, _ := r["reps"].(map[string]any); reps["native"] != float64(3) || reps["go"] != float64(3) {
+			t.Errorf("line %d: reps %v, want 3 for native and go", i, r["reps"])
+		}
+		for _, key := range []string{"openblas_gflops", "native_over_openblas", "openblas_gflops_median", "native_over_openblas_median"} {
 			v, present := r[key]
 			if !present {
 				t.Errorf("line %d: no %s", i, key)
 			}
-			switch cpu.GemmName() {
-			case "openblas":
+			if haveBLAS {
 				if g, ok := v.(float64); !ok || g <= 0 {
 					t.Errorf("line %d: %s = %v with OpenBLAS loaded, want a positive number", i, key, v)
 				}
-			case "go":
-				if v != nil {
-					t.Errorf("line %d: %s = %v without OpenBLAS, want null", i, key, v)
-				}
+			} else if v != nil {
+				t.Errorf("line %d: %s = %v without OpenBLAS, want null", i, key, v)
 			}
 		}
 	}
-	if cpu.GemmName() == "go" && !strings.Contains(stderr.String(), "OpenBLAS is not loaded") {
+	if !haveBLAS && !strings.Contains(stderr.String(), "OpenBLAS is not loaded") {
 		t.Errorf("no note on stderr that OpenBLAS is absent; stderr:\n%s", stderr.String())
 	}
 	cpu.SetThreads(0)
+}
+
+// TestBenchHelp checks that -h on a bench target prints its flags and
+// succeeds.
+func TestBenchHelp(t *testing.T) {
+	for _, target := range []string{"gemm", "model"} {
+		var stdout, stderr bytes.Buffer
+		if code := runMain([]string{"bench", target, "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-threads") && !strings.Contains(stderr.String(), "-preset") {
+			t.Errorf("bench %s -h: exit %d, stderr %q; want 0 and the flags", target, code, stderr.String())
+		}
+	}
 }
 
 func TestBenchErrors(t *testing.T) {
@@ -74,6 +89,7 @@ func TestBenchErrors(t *testing.T) {
 		{"bench", "gemm", "-reps", "0"},
 		{"bench", "gemm", "-nosuchflag"},
 		{"bench", "gemm", "extra"},
+		{"bench", "gemm", "-gemms", "nosuchgemm"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := runMain(args, &stdout, &stderr); code == 0 {

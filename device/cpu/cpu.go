@@ -1,15 +1,18 @@
 // Package cpu is Hilbert's CPU backend: a device.Device whose kernels are
 // plain Go loops, parallel over row blocks with at most Threads()
-// goroutines, and whose matrix products go through OpenBLAS loaded at run
-// time (github.com/ebitengine/purego, so the module builds with
-// CGO_ENABLED=0) or, when OpenBLAS is absent or not wanted, through gonum's
-// pure-Go GEMM.
+// goroutines, and whose matrix products go through Hilbert's native GEMM
+// (Go and Go assembly: AVX-512 or AVX2+FMA micro-kernels chosen at run
+// time, see native.go), through OpenBLAS loaded at run time
+// (github.com/ebitengine/purego, so the module builds with CGO_ENABLED=0),
+// or through gonum's pure-Go GEMM.
 //
-// The environment variable HILBERT_GEMM forces the GEMM: "openblas" (fail
-// if the library cannot be loaded) or "go" (never load it). HILBERT_OPENBLAS
-// names the shared library to load instead of the system's
-// libopenblas.so.0. Which GEMM is in use is printed once, on stderr, the
-// first time a device is created.
+// The environment variable HILBERT_GEMM forces the GEMM: "native",
+// "openblas" (an error, and the native GEMM, if the library cannot be
+// loaded) or "go" (gonum). Unset, the native GEMM runs where it has an
+// assembly kernel, OpenBLAS elsewhere when it loads (see gemm.go).
+// HILBERT_OPENBLAS names the shared library to load instead of the
+// system's libopenblas.so.0. Which GEMM is in use is printed once, on
+// stderr, the first time a device is created.
 //
 // This package depends only on device/.
 package cpu

@@ -12,12 +12,61 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 )
 
+// The GEMM behind Sgemm and Device.Gemm is one of three:
+//
+//	native    Hilbert's own (native.go): Go and Go assembly, AVX-512 or
+//	          AVX2+FMA micro-kernels chosen from the CPU's features, a
+//	          portable Go kernel elsewhere; safe for concurrent calls
+//	openblas  OpenBLAS's sgemm_, loaded at run time (openblas.go)
+//	go        gonum's pure-Go GEMM
+//
+// HILBERT_GEMM=native|openblas|go forces one. Unset (or auto), the choice is
+// a rule, not a measurement: native when it has an assembly kernel for this
+// CPU (amd64 with AVX2+FMA or AVX-512: there it matches or beats OpenBLAS
+// on the shapes of "hilbert bench gemm"), else OpenBLAS if it loads, else
+// gonum (whose SSE assembly outruns the native GEMM's portable Go kernel;
+// HILBERT_GEMM=native still runs that kernel).
+const (
+	gemmNative   = "native"
+	gemmOpenBLAS = "openblas"
+	gemmGo       = "go"
+)
+
 var (
 	gemmOnce sync.Once
-	blasLib  *openBLAS // nil when the pure-Go GEMM is in use
-	gemmErr  error     // set when HILBERT_GEMM=openblas could not be honoured
-	gemmDesc string    // what GemmDescription returns
+	gemmUse  string // gemmNative, gemmOpenBLAS or gemmGo
+	gemmErr  error  // set when HILBERT_GEMM could not be honoured
+	gemmDesc string // what GemmDescription returns
 	goBLAS   gonum.Implementation
+
+	blasOnce sync.Once
+	blasMu   sync.Mutex // guards blasLib against SetThreads during loading
+	blasLib  *openBLAS  // nil until loaded, or when it cannot be
+	blasErr  error      // why OpenBLAS did not load
+)
+
+// loadBLAS loads OpenBLAS once, on first need: the native GEMM does not
+// need it, but the benchmarks compare against it.
+func loadBLAS() (*openBLAS, error) {
+	blasOnce.Do(func() {
+		lib, err := loadOpenBLAS()
+		blasMu.Lock()
+		defer blasMu.Unlock()
+		blasLib, blasErr = lib, err
+		if lib != nil && lib.setThreads != nil {
+			lib.setThreads(int32(Threads()))
+		}
+	})
+	return blasLib, blasErr
+}
+
+// What gonum costs, for the start-up line: it ran at 10-19 GFLOP/s on the
+// 2-core AVX-512 development machines, against 150-200 for the native GEMM
+// (and OpenBLAS on its AVX-512 kernels), and the README job took 8 to 13
+// times longer on it.
+const (
+	gonumSlowdown   = "10 to 20 times slower than the native GEMM (the README job 8 to 13 times longer)"
+	installOpenBLAS = "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) for a fast GEMM"
 )
 
 // initGemm chooses the GEMM once per process and reports the choice on
@@ -26,47 +75,69 @@ func initGemm() {
 	gemmOnce.Do(func() {
 		mode := strings.ToLower(os.Getenv("HILBERT_GEMM"))
 		switch mode {
-		case "", "auto", "openblas":
-			lib, err := loadOpenBLAS()
-			if err != nil {
-				if mode == "openblas" {
-					gemmErr = fmt.Errorf("HILBERT_GEMM=openblas: %w", err)
-					gemmDesc = fmt.Sprintf("pure Go (gonum): %v", gemmErr)
-					fmt.Fprintf(os.Stderr, "hilbert: %v; falling back to the pure-Go GEMM\n", gemmErr)
-				} else {
-					gemmDesc = fmt.Sprintf("pure Go (gonum); OpenBLAS not loaded: %v", err)
-					fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s\n", gemmDesc)
-				}
+		case "", "auto":
+			if nativeBest != goKernel {
+				useNative("")
 				return
 			}
-			blasLib = lib
-			if lib.setThreads != nil {
-				lib.setThreads(int32(Threads()))
+			lib, err := loadBLAS()
+			if err == nil {
+				useOpenBLAS(lib, " (this CPU has no AVX2 for the native GEMM's kernels)")
+				return
 			}
-			gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s", lib.path, lib.configString())
-			fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
-		case "go", "gonum":
-			gemmDesc = "pure Go (gonum), forced by HILBERT_GEMM"
+			gemmUse = gemmGo
+			gemmDesc = fmt.Sprintf("pure Go (gonum): this CPU has no AVX2 for the native GEMM's kernels and %v; gonum is several times slower than OpenBLAS: %s", err, installOpenBLAS)
+			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
+		case gemmNative:
+			useNative(", forced by HILBERT_GEMM")
+		case gemmOpenBLAS:
+			lib, err := loadBLAS()
+			if err != nil {
+				gemmErr = fmt.Errorf("HILBERT_GEMM=openblas: %w", err)
+				useNative(fmt.Sprintf(" (%v)", gemmErr))
+				return
+			}
+			useOpenBLAS(lib, ", forced by HILBERT_GEMM")
+		case gemmGo, "gonum":
+			gemmUse = gemmGo
+			gemmDesc = "pure Go (gonum), forced by HILBERT_GEMM: " + gonumSlowdown + "; unset HILBERT_GEMM for the native GEMM"
 			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
 		default:
-			gemmErr = fmt.Errorf("HILBERT_GEMM=%q: want openblas, go or auto", mode)
-			gemmDesc = fmt.Sprintf("pure Go (gonum): %v", gemmErr)
-			fmt.Fprintf(os.Stderr, "hilbert: %v; using the pure-Go GEMM\n", gemmErr)
+			gemmErr = fmt.Errorf("HILBERT_GEMM=%q: want native, openblas, go or auto", mode)
+			useNative(fmt.Sprintf(" (%v)", gemmErr))
 		}
 	})
 }
 
-// GemmName reports the GEMM in use: "openblas" or "go".
-func GemmName() string {
-	initGemm()
-	if blasLib != nil {
-		return "openblas"
+func useNative(note string) {
+	gemmUse = gemmNative
+	if nativeBest == goKernel {
+		note += "; this CPU has no AVX2, and the portable Go kernel is slower than gonum: " + installOpenBLAS
 	}
-	return "go"
+	gemmDesc = fmt.Sprintf("native (%s kernel %dx%d)%s", nativeBest.name, nativeBest.mr, nativeBest.nr, note)
+	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 }
 
-// GemmDescription says which GEMM is in use and why: the OpenBLAS library
-// and its build, or the pure-Go GEMM and the reason.
+func useOpenBLAS(lib *openBLAS, note string) {
+	gemmUse = gemmOpenBLAS
+	config := lib.configString()
+	if strings.Contains(config, " Prescott ") {
+		// OpenBLAS 0.3.21's DYNAMIC_ARCH falls back to its generic SSE3
+		// kernels on CPUs it does not know (Emerald Rapids among them).
+		note += "; OpenBLAS did not recognise this CPU and runs its generic Prescott kernels, about 5 times slower: set OPENBLAS_CORETYPE (SkylakeX for AVX-512, Haswell for AVX2) or use the native GEMM"
+	}
+	gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s%s", lib.path, config, note)
+	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
+}
+
+// GemmName reports the GEMM in use: "native", "openblas" or "go".
+func GemmName() string {
+	initGemm()
+	return gemmUse
+}
+
+// GemmDescription says which GEMM is in use and why: the native kernel, the
+// OpenBLAS library and its build, or gonum and what it costs.
 func GemmDescription() string {
 	initGemm()
 	return gemmDesc
@@ -78,22 +149,35 @@ func GemmError() error {
 	return gemmErr
 }
 
+// NativeKernel names the native GEMM's micro-kernel on this CPU ("avx512",
+// "avx2" or "go") and its register block.
+func NativeKernel() (name string, mr, nr int) {
+	return nativeBest.name, nativeBest.mr, nativeBest.nr
+}
+
 func setBLASThreads(n int) {
-	initGemm()
+	blasMu.Lock()
+	defer blasMu.Unlock()
 	if blasLib != nil && blasLib.setThreads != nil {
 		blasLib.setThreads(int32(n))
 	}
 }
 
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major host slices
-// with the framework's GEMM (OpenBLAS or pure Go). It is the entry point for
+// with the framework's GEMM (see GemmName). It is the entry point for
 // host-side numerics (diagnostics, benchmarks) that work on plain slices.
-// Calls must not overlap: with an OpenMP build of OpenBLAS, concurrent
-// calls from two threads share per-thread buffers and return wrong results
-// now and then (seen as a flaky bit-exact resume when attention ran its
-// (batch, head) pairs on two goroutines).
+// With beta 0, C is not read (NaNs in it are dropped). The native and
+// gonum GEMMs may be called from several goroutines at once; with
+// OpenBLAS, calls must not overlap: its OpenMP build shares per-thread
+// buffers between concurrent calls and returns wrong results now and then.
 func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	initGemm()
+	sgemmWith(gemmUse, Threads(), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmWith runs one GEMM with the named implementation (native on
+// threads workers).
+func sgemmWith(use string, threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -101,22 +185,36 @@ func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 		scaleMatrix(c, m, n, ldc, beta)
 		return
 	}
-	if blasLib != nil {
+	switch use {
+	case gemmOpenBLAS:
 		blasLib.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
+	case gemmGo:
+		goBLAS.Sgemm(gonumTranspose(tA), gonumTranspose(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	default:
+		sgemmNative(nativeBest, threads, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
-	goBLAS.Sgemm(gonumTranspose(tA), gonumTranspose(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// SgemmOpenBLAS calls OpenBLAS directly, bypassing the framework's dispatch;
-// it reports false when OpenBLAS is not loaded. Benchmarks use it as the
-// reference the framework's GEMM is measured against.
+// SgemmNative runs the native GEMM whatever GemmName says, on Threads()
+// workers; benchmarks compare it with SgemmOpenBLAS and SgemmGonum.
+func SgemmNative(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmWith(gemmNative, Threads(), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmGonum runs gonum's pure-Go GEMM whatever GemmName says.
+func SgemmGonum(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmWith(gemmGo, Threads(), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmOpenBLAS calls OpenBLAS directly, bypassing the framework's dispatch
+// (loading it on first use); it reports false when OpenBLAS cannot be
+// loaded. Benchmarks use it as the reference the other GEMMs are measured
+// against.
 func SgemmOpenBLAS(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
-	initGemm()
-	if blasLib == nil {
+	if lib, _ := loadBLAS(); lib == nil {
 		return false
 	}
-	blasLib.gemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemmWith(gemmOpenBLAS, Threads(), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	return true
 }
 
@@ -147,6 +245,27 @@ func scaleMatrix(c []float32, m, n, ldc int, beta float32) {
 func (d *Device) Gemm(g device.GemmArgs) {
 	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
 	batch := max(g.Batch, 1)
+	initGemm()
+	// Small native products of a batch whose C entries do not overlap run
+	// side by side, one worker each; the rest one after the other, each on
+	// every worker.
+	flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
+	if gemmUse == gemmNative && batch > 1 && g.M > 0 && g.N > 0 && g.StrideC >= (g.M-1)*g.LDC+g.N &&
+		flops < float64(Threads())*8*minWorkerFlops {
+		parallelFor(batch, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gemmEntry(&g, a, b, c, i, 1)
+			}
+		})
+		return
+	}
+	for i := 0; i < batch; i++ {
+		gemmEntry(&g, a, b, c, i, Threads())
+	}
+}
+
+// gemmEntry runs batch entry i of g on threads workers.
+func gemmEntry(g *device.GemmArgs, a, b, c []float32, i, threads int) {
 	rowsA, colsA := g.M, g.K
 	if g.TransA {
 		rowsA, colsA = colsA, rowsA
@@ -155,12 +274,10 @@ func (d *Device) Gemm(g device.GemmArgs) {
 	if g.TransB {
 		rowsB, colsB = colsB, rowsB
 	}
-	for i := 0; i < batch; i++ {
-		Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
-			window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
-			window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,
-			g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
-	}
+	sgemmWith(gemmUse, threads, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
+		window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
+		window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,
+		g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
 }
 
 // window returns the part of s holding a rows x cols matrix with row pitch
@@ -182,4 +299,15 @@ func gemmOperand(b device.Buffer) []float32 {
 	f := make([]float32, len(h))
 	fromBFloat16(f, h)
 	return f
+}
+
+// OpenBLASDescription loads OpenBLAS if need be and describes it: the
+// library and its build (with the kernel set it picked for this CPU), or why
+// it did not load.
+func OpenBLASDescription() string {
+	lib, err := loadBLAS()
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s %s", lib.path, lib.configString())
 }

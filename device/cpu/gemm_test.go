@@ -221,9 +221,8 @@ func TestGemmViews(t *testing.T) {
 	checkCloseTol(t, "C", got[5:], want, func(i int) float64 { return float64(k+2) * 2 * u32 * mag[i] })
 }
 
-// TestSgemmOpenBLASAgrees checks the direct OpenBLAS entry point against the
-// framework's GEMM (skipped when OpenBLAS is not loaded, e.g. under
-// HILBERT_GEMM=go).
+// TestSgemmOpenBLASAgrees checks the direct OpenBLAS entry point against a
+// float64 reference (skipped when OpenBLAS cannot be loaded).
 func TestSgemmOpenBLASAgrees(t *testing.T) {
 	r := newRand(7)
 	m, n, k := 37, 29, 41
@@ -275,9 +274,17 @@ func TestGemmSelection(t *testing.T) {
 		if err := cpu.GemmError(); err != nil || cpu.GemmName() != "openblas" {
 			t.Errorf("HILBERT_GEMM=openblas but GEMM is %s (error %v)", cpu.GemmName(), err)
 		}
+	case "native":
+		if err := cpu.GemmError(); err != nil || cpu.GemmName() != "native" {
+			t.Errorf("HILBERT_GEMM=native but GEMM is %s (error %v)", cpu.GemmName(), err)
+		}
 	case "", "auto":
 		if err := cpu.GemmError(); err != nil {
 			t.Errorf("GemmError() = %v with automatic selection", err)
+		}
+		// The documented rule: native wherever it has an assembly kernel.
+		if name, _, _ := cpu.NativeKernel(); name != "go" && cpu.GemmName() != "native" {
+			t.Errorf("automatic selection chose %s although the native GEMM has the %s kernel", cpu.GemmName(), name)
 		}
 	default:
 		if cpu.GemmError() == nil {
