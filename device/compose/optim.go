@@ -15,15 +15,16 @@ func AdamWStep(d device.Core, p, g, m, v, step device.Buffer, h device.AdamW) {
 	const op = "AdamWStep"
 	dt, n := p.DType(), p.Len()
 	dims := device.DimsOf(n)
+	c1, c2, decay := h.Coefficients() // the kernels' coefficients, from float64
 	t := temp(d, op, dt, n)
 	u := temp(d, op, dt, n)
 	// m = b1 m + (1-b1) g
-	scaleInto(d, op, t, g, 1-float64(h.Beta1))
+	scaleInto(d, op, t, g, float64(c1))
 	scaleInto(d, op, m, m, float64(h.Beta1))
 	d.BinaryStrided(device.Add, dims, m, flat(m), flat(t))
 	// v = b2 v + (1-b2) g^2
 	d.Unary(device.Square, t, g)
-	scaleInto(d, op, t, t, 1-float64(h.Beta2))
+	scaleInto(d, op, t, t, float64(c2))
 	scaleInto(d, op, v, v, float64(h.Beta2))
 	d.BinaryStrided(device.Add, dims, v, flat(v), flat(t))
 	// step = -lr (m/bc1) / (sqrt(v/bc2) + eps)
@@ -34,7 +35,7 @@ func AdamWStep(d device.Core, p, g, m, v, step device.Buffer, h device.AdamW) {
 	d.BinaryStrided(device.Div, dims, t, flat(t), flat(u))
 	// p = p (1 - lr wd) + step
 	if h.WeightDecay != 0 {
-		scaleInto(d, op, p, p, 1-float64(h.LR)*float64(h.WeightDecay))
+		scaleInto(d, op, p, p, float64(decay))
 	}
 	d.BinaryStrided(device.Add, dims, p, flat(p), flat(t))
 	if step != nil {
