@@ -5,16 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/cuda"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/safetensors"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // A checkpoint is a folder RunsDir/Name/checkpoints/step-NNNNNNN holding
@@ -28,28 +35,35 @@ import (
 // written to a temporary name, synced and renamed; latest.json is replaced
 // last, so a crash at any point leaves the previous checkpoint in force.
 
-const checkpointVersion = 1
+// checkpointVersion 2 adds the settings map and the data fingerprints;
+// version 1 checkpoints still resume, compared on the settings they hold.
+const checkpointVersion = 2
 
 // checkpointState is state.json.
 type checkpointState struct {
-	Version   int              `json:"version"`
-	Step      int              `json:"step"`
-	Tokens    int64            `json:"tokens"`
-	ElapsedS  float64          `json:"elapsed_s"`
-	Cursor    fineweb.Cursor   `json:"cursor"`
-	Counters  map[string]int64 `json:"counters"`
-	Model     models.Config    `json:"model"`
-	Head      string           `json:"head"`
-	Projected bool             `json:"projected"`
-	SeqLen    int              `json:"seq_len"`
-	Micro     int              `json:"micro_batch"`
-	BatchSeqs int              `json:"batch_seqs"`
-	Steps     int              `json:"steps"`
-	Warmup    int              `json:"warmup"`
-	Seed      uint64           `json:"seed"`
-	DataSeed  uint64           `json:"data_seed"`
-	Shards    []string         `json:"train_shards"`
-	SavedAt   time.Time        `json:"saved_at"`
+	Version  int              `json:"version"`
+	Step     int              `json:"step"`
+	Tokens   int64            `json:"tokens"`
+	ElapsedS float64          `json:"elapsed_s"`
+	Cursor   fineweb.Cursor   `json:"cursor"`
+	Counters map[string]int64 `json:"counters"`
+	// Settings holds every setting that changes the numbers (see
+	// Trainer.settings), formatted; a resumed run must match them all.
+	Settings map[string]string `json:"settings,omitempty"`
+
+	// The fields of version 1, still written for people and old readers.
+	Model     models.Config `json:"model"`
+	Head      string        `json:"head"`
+	Projected bool          `json:"projected"`
+	SeqLen    int           `json:"seq_len"`
+	Micro     int           `json:"micro_batch"`
+	BatchSeqs int           `json:"batch_seqs"`
+	Steps     int           `json:"steps"`
+	Warmup    int           `json:"warmup"`
+	Seed      uint64        `json:"seed"`
+	DataSeed  uint64        `json:"data_seed"`
+	Shards    []string      `json:"train_shards"`
+	SavedAt   time.Time     `json:"saved_at"`
 }
 
 type latestPointer struct {
@@ -62,6 +76,10 @@ func (t *Trainer) checkpointRoot() string { return filepath.Join(t.Dir(), "check
 // SaveCheckpoint writes a checkpoint of the current state and makes it the
 // latest; older checkpoint folders are removed afterwards.
 func (t *Trainer) SaveCheckpoint() error {
+	settings, err := t.settings()
+	if err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
 	root := t.checkpointRoot()
 	name := fmt.Sprintf("step-%07d", t.step)
 	dir := filepath.Join(root, name)
@@ -86,10 +104,18 @@ func (t *Trainer) SaveCheckpoint() error {
 	if err := safetensors.Save(filepath.Join(dir, "optim.safetensors"), st, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	state := t.stateForCheckpoint(counters)
+	state := t.stateForCheckpoint(counters, settings)
 	data, _ := json.MarshalIndent(state, "", "  ")
-	if err := writeFileAtomic(filepath.Join(dir, "state.json"), data); err != nil {
+	statePath := filepath.Join(dir, "state.json")
+	if err := writeFileAtomic(statePath, data); err != nil {
 		return err
+	}
+	// The tensor files get the mode of the other outputs (safetensors
+	// writes them 0600): 0644 less the umask, as state.json was created.
+	if info, err := os.Stat(statePath); err == nil {
+		for _, f := range []string{"model.safetensors", "optim.safetensors"} {
+			os.Chmod(filepath.Join(dir, f), info.Mode().Perm())
+		}
 	}
 	if err := t.metrics.Sync(); err != nil {
 		return fmt.Errorf("train: checkpoint: metrics: %w", err)
@@ -108,31 +134,112 @@ func (t *Trainer) SaveCheckpoint() error {
 	return nil
 }
 
-func (t *Trainer) stateForCheckpoint(counters map[string]int64) checkpointState {
+func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setting) checkpointState {
+	m := make(map[string]string, len(settings))
+	for _, s := range settings {
+		m[s.name] = s.value
+	}
 	return checkpointState{
 		Version: checkpointVersion, Step: t.step, Tokens: t.tokens, ElapsedS: t.elapsed.Seconds(),
-		Cursor: t.loader.Cursor(), Counters: counters,
+		Cursor: t.loader.Cursor(), Counters: counters, Settings: m,
 		Model: t.cfg.Model, Head: strings.ToLower(t.cfg.Head), Projected: t.cfg.Projected,
 		SeqLen: t.cfg.SeqLen, Micro: t.cfg.MicroBatch, BatchSeqs: t.cfg.BatchSeqs,
-		Steps: t.cfg.Steps, Warmup: t.cfg.Warmup, Seed: t.cfg.Seed, DataSeed: t.cfg.DataSeed,
+		Steps: t.cfg.ScheduleSteps, Warmup: t.cfg.WarmupSteps(), Seed: t.cfg.Seed, DataSeed: t.cfg.DataSeed,
 		Shards: t.cfg.TrainShards, SavedAt: time.Now().UTC(),
 	}
 }
 
+// setting is one value that changes a run's numbers.
+type setting struct{ name, value string }
+
+// settings lists every setting that changes the run's numbers, with the
+// values in force (defaults resolved, learning rates as the optimizer
+// groups hold them), and the fingerprints of the data: what a resumed run
+// must share with its checkpoint to continue it bit for bit. What only
+// changes what is logged or when (intervals, steps) is not in it.
+func (t *Trainer) settings() ([]setting, error) {
+	c, m := t.cfg, t.cfg.Model
+	i := strconv.Itoa
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	autocast := "off"
+	if dt, _ := c.AutocastDType(); dt != 0 {
+		autocast = "bf16"
+	}
+	s := []setting{
+		{"layers", i(m.Layers)}, {"dim", i(m.Dim)}, {"head_dim", i(m.HeadDim)}, {"mlp_hidden", i(m.MLPHidden)},
+		{"vocab", i(m.Vocab)}, {"context", i(m.Context)}, {"rope_base", f(m.RoPEBase)}, {"init_std", f(m.InitStd)},
+		{"head", strings.ToLower(c.Head)}, {"projected", strconv.FormatBool(c.Projected)},
+		{"muon_lr", f(t.peakLRs["blocks"])}, {"embed_lr", f(t.peakLRs["embed"])}, {"head_lr", f(t.peakLRs["head"])},
+		{"seed", strconv.FormatUint(c.Seed, 10)}, {"data_seed", strconv.FormatUint(c.DataSeed, 10)},
+		{"seq_len", i(c.SeqLen)}, {"micro_batch", i(c.MicroBatch)}, {"batch_seqs", i(c.BatchSeqs)},
+		{"clip", f(c.ClipNorm)}, {"schedule_steps", i(c.ScheduleSteps)}, {"warmup", i(c.WarmupSteps())},
+		{"val_tokens", i(c.ValTokens)}, {"panel_seqs", i(c.PanelSeqs)}, {"panel_positions", i(c.PanelPositions)},
+		{"autocast", autocast}, {"block_rows", i(c.BlockRows)},
+	}
+	s = append(s, deviceSettings(t.dev)...)
+	if t.dataID[0] == "" {
+		var err error
+		if t.dataID[0], err = fingerprint(c.TrainShards); err != nil {
+			return nil, err
+		}
+		if t.dataID[1], err = fingerprint([]string{c.ValShard}); err != nil {
+			t.dataID[0] = ""
+			return nil, err
+		}
+	}
+	s = append(s, setting{"train_data", t.dataID[0]}, setting{"val_data", t.dataID[1]})
+	return s, nil
+}
+
+// deviceSettings names what of the device changes the numbers: the kind
+// (not the ordinal), and on the CPU the GEMM library and the thread count
+// (which splits reductions), on CUDA the architecture and TF32.
+func deviceSettings(dev device.Device) []setting {
+	name := dev.Name()
+	kind, _, _ := strings.Cut(name, ":")
+	s := []setting{{"device", kind}}
+	switch kind {
+	case "cpu":
+		s = append(s, setting{"gemm", cpu.GemmName()}, setting{"threads", strconv.Itoa(cpu.Threads())})
+	case "cuda":
+		if a, ok := dev.(interface{ Arch() string }); ok {
+			s = append(s, setting{"gpu_arch", a.Arch()})
+		}
+		s = append(s, setting{"tf32", strconv.FormatBool(os.Getenv(cuda.TF32Env) == "1")})
+	}
+	return s
+}
+
 // HasCheckpoint reports whether the run's folder holds a checkpoint.
 func HasCheckpoint(cfg Config) bool {
-	cfg, err := cfg.WithDefaults()
-	if err != nil {
-		return false
+	if cfg.Name == "" {
+		cfg.Name = "run"
 	}
-	_, err = os.Stat(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "latest.json"))
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = "runs"
+	}
+	_, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "latest.json"))
 	return err == nil
 }
 
 // Resume restores the latest checkpoint of the run: model, optimizer
 // state, step, data cursor and the metrics logged up to it. A missing,
 // corrupt or mismatched checkpoint is an error that names the file or the
-// setting; nothing is changed unless every check passes.
+// settings; nothing is changed unless every check passes.
+//
+// Every setting that changes the numbers (see the settings list in
+// state.json: model shape, seeds, learning rates, clip, batch, schedule,
+// validation length, autocast, device, and the fingerprints of the
+// training and validation data) must equal the checkpoint's; the error
+// lists each that differs with both values. Steps may change: the run then
+// stops at the new count. The learning-rate schedule is part of the run:
+// when ScheduleSteps and Warmup were left at their defaults, they are the
+// checkpoint's (so a run extended past its horizon continues at the final
+// 0.1 of the peak rate, exactly as a run started with ScheduleSteps set to
+// the original Steps would).
+//
+// Parameters and optimizer moments that are not finite are refused with
+// the tensor's name.
 func (t *Trainer) Resume() error {
 	root := t.checkpointRoot()
 	ptrPath := filepath.Join(root, "latest.json")
@@ -157,74 +264,163 @@ func (t *Trainer) Resume() error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("train: resume: %s is corrupt: %w", statePath, err)
 	}
-	if st.Version != checkpointVersion {
-		return fmt.Errorf("train: resume: %s: version %d, this build reads %d", statePath, st.Version, checkpointVersion)
+	if st.Version < 1 || st.Version > checkpointVersion {
+		return fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", statePath, st.Version, checkpointVersion)
 	}
 	if st.Step != ptr.Step {
 		return fmt.Errorf("train: resume: %s says step %d but %s says %d", ptrPath, ptr.Step, statePath, st.Step)
 	}
-	if err := t.checkCompatible(st, statePath); err != nil {
-		return err
-	}
-	// Optimizer state first into host memory, so nothing is written to
-	// the model unless both files check.
-	tensors, err := readOptimState(filepath.Join(dir, "optim.safetensors"), t.opt.SaveState)
+	cfg, sched, err := t.checkCompatible(st, statePath)
 	if err != nil {
 		return err
 	}
-	if _, err := nn.LoadTensors(filepath.Join(dir, "model.safetensors"), t.model.Parameters()); err != nil {
-		return fmt.Errorf("train: resume: %w", err)
+	// Optimizer state and parameters first into host memory, so nothing
+	// is written to the model unless both files check.
+	optimPath := filepath.Join(dir, "optim.safetensors")
+	tensors, err := readOptimState(optimPath, t.opt.SaveState)
+	if err != nil {
+		return err
+	}
+	params := t.model.Parameters()
+	values, err := readParameters(filepath.Join(dir, "model.safetensors"), params)
+	if err != nil {
+		return err
+	}
+	hist, torn, err := readMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), st.Step)
+	if err != nil {
+		return err
 	}
 	if err := t.opt.LoadState(tensors, st.Counters); err != nil {
-		return fmt.Errorf("train: resume: %s: %w", filepath.Join(dir, "optim.safetensors"), err)
+		return fmt.Errorf("train: resume: %s: %w", optimPath, err)
 	}
 	if err := t.loader.Restore(st.Cursor); err != nil {
 		return fmt.Errorf("train: resume: data cursor: %w", err)
 	}
+	for i, p := range params {
+		p.SetFloat32(values[i])
+	}
+	t.cfg, t.sched = cfg, sched
 	t.step, t.tokens = st.Step, st.Tokens
 	t.elapsed = time.Duration(st.ElapsedS * float64(time.Second))
-	hist, err := readMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), t.step)
-	if err != nil {
-		return err
-	}
 	t.history = hist
+	t.resumed = true
+	if torn != "" {
+		t.warnings = append(t.warnings, torn)
+	}
 	return nil
 }
 
-// checkCompatible compares the settings a resumed run must share with the
-// checkpoint and names the first that differs.
-func (t *Trainer) checkCompatible(st checkpointState, path string) error {
+// checkCompatible compares every setting a resumed run must share with the
+// checkpoint and lists all that differ. It returns the run's config with
+// the checkpoint's schedule adopted where the run left it at its default,
+// and that schedule.
+func (t *Trainer) checkCompatible(st checkpointState, path string) (Config, optim.Cosine, error) {
 	c := t.cfg
-	type field struct {
-		name      string
-		have, got any
+	// The schedule: the checkpoint's unless the run asked for another.
+	ckSched, ckWarmup := st.Steps, st.Warmup // version 1: the horizon was Steps
+	if v, ok := st.Settings["schedule_steps"]; ok {
+		ckSched, _ = strconv.Atoi(v)
 	}
-	fields := []field{
-		{"model", c.Model, st.Model},
-		{"head", strings.ToLower(c.Head), st.Head},
-		{"projected", c.Projected, st.Projected},
-		{"seq_len", c.SeqLen, st.SeqLen},
-		{"micro_batch", c.MicroBatch, st.Micro},
-		{"batch_seqs", c.BatchSeqs, st.BatchSeqs},
-		{"steps", c.Steps, st.Steps},
-		{"warmup", c.Warmup, st.Warmup},
-		{"seed", c.Seed, st.Seed},
-		{"data_seed", c.DataSeed, st.DataSeed},
-		{"train_shards", len(c.TrainShards), len(st.Shards)},
+	if v, ok := st.Settings["warmup"]; ok {
+		ckWarmup, _ = strconv.Atoi(v)
 	}
-	for _, f := range fields {
-		if fmt.Sprint(f.have) != fmt.Sprint(f.got) {
-			return fmt.Errorf("train: resume: %s: checkpoint has %s = %v, this run %v", path, f.name, f.got, f.have)
+	if t.raw.ScheduleSteps == 0 && ckSched > 0 {
+		c.ScheduleSteps = ckSched
+	}
+	if t.raw.Warmup == 0 {
+		c.Warmup = ckWarmup
+		if ckWarmup == 0 {
+			c.Warmup = NoWarmup
 		}
 	}
+	saved := t.cfg
+	t.cfg = c
+	have, err := t.settings()
+	t.cfg = saved
+	if err != nil {
+		return c, optim.Cosine{}, fmt.Errorf("train: resume: %w", err)
+	}
+	want := st.Settings
+	if st.Version == 1 {
+		want = v1Settings(st)
+	}
+	var diffs []string
+	for _, s := range have {
+		ck, ok := want[s.name]
+		if ok && ck != s.value {
+			diffs = append(diffs, fmt.Sprintf("%s: checkpoint %s, this run %s", s.name, ck, s.value))
+		}
+	}
+	if len(diffs) > 0 {
+		return c, optim.Cosine{}, fmt.Errorf("train: resume: %s: this run's settings differ from the checkpoint's in %d (they change the numbers, so the result would not be a continuation; use the checkpoint's values, or start over with -overwrite or another -name):\n  %s",
+			path, len(diffs), strings.Join(diffs, "\n  "))
+	}
 	if st.Step > c.Steps {
-		return fmt.Errorf("train: resume: %s: checkpoint at step %d is past steps = %d", path, st.Step, c.Steps)
+		return c, optim.Cosine{}, fmt.Errorf("train: resume: %s: the checkpoint is at update %d, past steps = %d", path, st.Step, c.Steps)
+	}
+	if err := c.Validate(); err != nil {
+		return c, optim.Cosine{}, fmt.Errorf("train: resume: with the checkpoint's schedule: %w", err)
+	}
+	sched, err := optim.NewCosine(c.ScheduleSteps, c.WarmupSteps())
+	if err != nil {
+		return c, sched, fmt.Errorf("train: resume: schedule: %w", err)
+	}
+	return c, sched, nil
+}
+
+// v1Settings is what a version-1 checkpoint recorded, in settings' terms.
+func v1Settings(st checkpointState) map[string]string {
+	m, i := st.Model, strconv.Itoa
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return map[string]string{
+		"layers": i(m.Layers), "dim": i(m.Dim), "head_dim": i(m.HeadDim), "mlp_hidden": i(m.MLPHidden),
+		"vocab": i(m.Vocab), "context": i(m.Context), "rope_base": f(m.RoPEBase), "init_std": f(m.InitStd),
+		"head": st.Head, "projected": strconv.FormatBool(st.Projected),
+		"seq_len": i(st.SeqLen), "micro_batch": i(st.Micro), "batch_seqs": i(st.BatchSeqs),
+		"schedule_steps": i(st.Steps), "warmup": i(st.Warmup),
+		"seed": strconv.FormatUint(st.Seed, 10), "data_seed": strconv.FormatUint(st.DataSeed, 10),
+	}
+}
+
+// readParameters reads every parameter from a model file into host memory
+// (checking names, shapes and that every value is finite) without touching
+// the parameters.
+func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("train: resume: %w", err)
+	}
+	defer f.Close()
+	out := make([][]float32, len(params))
+	for i, p := range params {
+		dst := make([]float32, p.Len())
+		if err := f.ReadFloat32(p.Name, p.Shape(), dst); err != nil {
+			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
+		}
+		if err := checkFinite(path, p.Name, dst); err != nil {
+			return nil, err
+		}
+		out[i] = dst
+	}
+	if n := len(f.Tensors()); n != len(params) {
+		return nil, fmt.Errorf("train: resume: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
+	}
+	return out, nil
+}
+
+// checkFinite names the first NaN or infinity of a tensor.
+func checkFinite(path, name string, v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("train: resume: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; resume an earlier checkpoint or start over", path, name, x, i)
+		}
 	}
 	return nil
 }
 
 // readOptimState reads every state tensor the optimizer set expects, with
-// the lengths it expects (taken from saveState's current copy).
+// the lengths it expects (taken from saveState's current copy), and
+// refuses non-finite values.
 func readOptimState(path string, saveState func() (map[string][]float32, map[string]int64)) (map[string][]float32, error) {
 	f, err := safetensors.Open(path)
 	if err != nil {
@@ -232,11 +428,19 @@ func readOptimState(path string, saveState func() (map[string][]float32, map[str
 	}
 	defer f.Close()
 	want, _ := saveState()
+	names := make([]string, 0, len(want))
+	for name := range want {
+		names = append(names, name)
+	}
+	sort.Strings(names)
 	out := make(map[string][]float32, len(want))
-	for name, cur := range want {
-		dst := make([]float32, len(cur))
-		if err := f.ReadFloat32(name, []int{len(cur)}, dst); err != nil {
+	for _, name := range names {
+		dst := make([]float32, len(want[name]))
+		if err := f.ReadFloat32(name, []int{len(dst)}, dst); err != nil {
 			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
+		}
+		if err := checkFinite(path, name, dst); err != nil {
+			return nil, err
 		}
 		out[name] = dst
 	}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"path/filepath"
 	"sort"
@@ -127,14 +128,34 @@ func (c Comparison) Markdown() string {
 	return b.String()
 }
 
-// WriteComparison writes compare.md and the overlay plots
-// (compare_val_loss.png, compare_diameter.png, compare_hilbert_rms.png)
-// into dir.
-func WriteComparison(dir, title string, runs []RunResult) (Comparison, error) {
-	c := Compare(runs)
-	var val, diam, rms []Series
+// comparisonSeries are the lines of the comparison plots: validation loss,
+// D(S_t) (with RowNorm's bound, dashed, last) and Hilbert RMS, one series
+// per run in its head's colour, the first run of each head labelled.
+func comparisonSeries(runs []RunResult) (val, diam, rms []Series) {
+	var heads []string
+	seeds := map[string]int{}
 	for _, r := range runs {
-		label := fmt.Sprintf("%s seed %d", r.Summary.Head, r.Summary.Seed)
+		h := strings.ToLower(r.Summary.Head)
+		if seeds[h] == 0 {
+			heads = append(heads, h)
+		}
+		seeds[h]++
+	}
+	sort.Strings(heads)
+	labelled := map[string]bool{}
+	var bound plotter.XYs
+	for _, r := range runs {
+		head := strings.ToLower(r.Summary.Head)
+		label := ""
+		if !labelled[head] {
+			labelled[head] = true
+			if n := seeds[head]; n > 1 {
+				label = fmt.Sprintf("%s (%d seeds)", head, n)
+			} else {
+				label = fmt.Sprintf("%s (seed %d)", head, r.Summary.Seed)
+			}
+		}
+		col := headColor(heads, head)
 		var v, d, h plotter.XYs
 		for _, rec := range r.History {
 			x := float64(rec.Step)
@@ -143,19 +164,50 @@ func WriteComparison(dir, title string, runs []RunResult) (Comparison, error) {
 			}
 			if rec.Diameter != nil && *rec.Diameter > 0 {
 				d = append(d, plotter.XY{X: x, Y: *rec.Diameter})
+				if head == "rownorm" && label != "" && rec.LR != nil && *rec.LR > 0 {
+					bound = append(bound, plotter.XY{X: x, Y: 2 * *rec.LR})
+				}
 			}
 			if rec.HilbertRMS != nil && *rec.HilbertRMS > 0 {
 				h = append(h, plotter.XY{X: x, Y: *rec.HilbertRMS})
 			}
 		}
-		val, diam, rms = append(val, Series{label, v, false}), append(diam, Series{label, d, false}), append(rms, Series{label, h, false})
+		val = append(val, Series{Label: label, XY: v, Color: col})
+		diam = append(diam, Series{Label: label, XY: d, Color: col})
+		rms = append(rms, Series{Label: label, XY: h, Color: col})
 	}
+	if len(bound) > 0 {
+		diam = append(diam, Series{Label: "2 lr_t (RowNorm bound)", XY: bound, Dashed: true, Color: boundColor})
+	}
+	return val, diam, rms
+}
+
+// headColor gives each head optimizer its own colour in comparison plots,
+// the same in every plot: AdamW blue, RowNorm red, others after them.
+func headColor(heads []string, head string) color.Color {
+	i := sort.SearchStrings(heads, head)
+	switch head {
+	case "adamw":
+		return palette[0]
+	case "rownorm":
+		return palette[1]
+	}
+	return palette[2+i%(len(palette)-2)]
+}
+
+// WriteComparison writes compare.md and the overlay plots
+// (compare_val_loss.png, compare_diameter.png, compare_hilbert_rms.png)
+// into dir. Every seed of a head is drawn in that head's colour, with one
+// legend entry per head; RowNorm's bound 2 lr_t is drawn dashed.
+func WriteComparison(dir, title string, runs []RunResult) (Comparison, error) {
+	c := Compare(runs)
+	val, diam, rms := comparisonSeries(runs)
 	for _, p := range []struct {
 		file, title, y string
 		log            bool
 		s              []Series
 	}{
-		{"compare_val_loss.png", "Validation loss", "loss", false, val},
+		{"compare_val_loss.png", "Validation loss", "loss (nats/token)", false, val},
 		{"compare_diameter.png", "Head step row diameter D(S_t)", "D(S_t)", true, diam},
 		{"compare_hilbert_rms.png", "Hilbert RMS of the head step", "Hilbert RMS", true, rms},
 	} {

@@ -16,6 +16,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -24,12 +25,13 @@ import (
 )
 
 // Config is everything a run needs. Zero fields take the defaults named in
-// their comments (see WithDefaults).
+// their comments (see WithDefaults). The YAML keys are those of the hilbert
+// CLI's flags (with _ for -).
 type Config struct {
 	// Name names the run; its files go to RunsDir/Name. Default "run".
 	Name string `yaml:"name"`
 	// RunsDir holds one folder per run. Default "runs".
-	RunsDir string `yaml:"runs_dir"`
+	RunsDir string `yaml:"runs"`
 
 	// Preset names a model configuration from models.Preset; Model, when
 	// its Layers is set, is used instead.
@@ -42,7 +44,7 @@ type Config struct {
 	// Projected selects RowNorm's exact projected form P RN(P .).
 	Projected bool `yaml:"projected"`
 	// MuonLR, EmbedLR and HeadLR override the paper's peak learning rates
-	// when positive.
+	// when positive (0: the paper's).
 	MuonLR  float64 `yaml:"muon_lr"`
 	EmbedLR float64 `yaml:"embed_lr"`
 	HeadLR  float64 `yaml:"head_lr"`
@@ -52,8 +54,8 @@ type Config struct {
 	DataSeed uint64 `yaml:"data_seed"`
 
 	// TrainShards are llm.c shard files; ValShard is the validation shard.
-	TrainShards []string `yaml:"train_shards"`
-	ValShard    string   `yaml:"val_shard"`
+	TrainShards []string `yaml:"train"`
+	ValShard    string   `yaml:"val"`
 
 	// SeqLen is T. Default: the model's context.
 	SeqLen int `yaml:"seq_len"`
@@ -63,18 +65,23 @@ type Config struct {
 	// a multiple of MicroBatch. Default MicroBatch.
 	BatchSeqs int `yaml:"batch_seqs"`
 
-	// Steps is the number of updates T. Required.
+	// Steps is the number of updates to train to. Required.
 	Steps int `yaml:"steps"`
-	// Warmup is W, the number of linear-warmup updates; 0 or negative
-	// means the paper's floor(0.1 T).
+	// ScheduleSteps is the horizon T of the learning-rate schedule: linear
+	// warmup, then cosine decay to 0.1 of the peak at update T. Updates
+	// past it run at 0.1 of the peak. Default: Steps. (A run extended on
+	// resume keeps the horizon it started with; see Resume.)
+	ScheduleSteps int `yaml:"schedule_steps"`
+	// Warmup is W, the number of linear-warmup updates: 0 means the paper's
+	// floor(0.1 T) of the schedule's horizon, NoWarmup (-1) none.
 	Warmup int `yaml:"warmup"`
 	// ClipNorm is the global gradient-norm threshold. Default 1.0.
-	ClipNorm float64 `yaml:"clip_norm"`
+	ClipNorm float64 `yaml:"clip"`
 
-	// ValEvery runs validation every so many updates (and always at the
-	// end); 0 means only at the end. ValTokens is the validation prefix
-	// length in tokens. Default: 500 updates, 5,242,880 tokens (the
-	// paper's), both cut to what the data holds.
+	// ValEvery runs validation every so many updates (and always before
+	// the first update and at the end). ValTokens is the validation prefix
+	// length in tokens, cut to what the shard holds. Defaults: 500 updates
+	// and 5,242,880 tokens (the paper's).
 	ValEvery  int `yaml:"val_every"`
 	ValTokens int `yaml:"val_tokens"`
 	// DiagEvery computes the exact D(S_t) of the head step every so many
@@ -97,12 +104,15 @@ type Config struct {
 	// optimizer state, norms and logits stay float32), or "" / "off".
 	Autocast string `yaml:"autocast"`
 	// BlockRows bounds the logits rows the fused head holds at once
-	// (0: the default of about 16M logits).
+	// (0: equal blocks of at most 64M logits).
 	BlockRows int `yaml:"block_rows"`
 }
 
+// NoWarmup as Config.Warmup asks for no warmup at all.
+const NoWarmup = -1
+
 // WithDefaults returns c with zero fields set to their defaults and the
-// model resolved from Preset.
+// model resolved from Preset. It is idempotent.
 func (c Config) WithDefaults() (Config, error) {
 	if c.Name == "" {
 		c.Name = "run"
@@ -132,8 +142,14 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.BatchSeqs == 0 {
 		c.BatchSeqs = c.MicroBatch
 	}
-	if c.Warmup <= 0 {
-		c.Warmup = c.Steps / 10
+	if c.ScheduleSteps == 0 {
+		c.ScheduleSteps = c.Steps
+	}
+	if c.Warmup == 0 {
+		c.Warmup = c.ScheduleSteps / 10
+		if c.Warmup == 0 {
+			c.Warmup = NoWarmup // keeps WithDefaults idempotent
+		}
 	}
 	if c.ClipNorm == 0 {
 		c.ClipNorm = 1
@@ -153,14 +169,20 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.PanelPositions == 0 {
 		c.PanelPositions = 1024
 	}
-	c.PanelPositions = min(c.PanelPositions, c.SeqLen)
+	if c.PanelPositions > 0 {
+		c.PanelPositions = min(c.PanelPositions, c.SeqLen)
+	}
 	if c.LogEvery == 0 {
 		c.LogEvery = 1
 	}
 	return c, c.Validate()
 }
 
-// Validate reports the first inconsistent field, by its name.
+// WarmupSteps is the number of warmup updates of a config with defaults
+// applied (NoWarmup counts 0).
+func (c Config) WarmupSteps() int { return max(c.Warmup, 0) }
+
+// Validate reports every inconsistent field, by its name.
 func (c Config) Validate() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -173,8 +195,14 @@ func (c Config) Validate() error {
 	if c.Steps < 1 {
 		bad("steps = %d: want at least 1", c.Steps)
 	}
-	if c.Warmup >= c.Steps && c.Steps > 0 {
-		bad("warmup = %d: want fewer than steps (%d)", c.Warmup, c.Steps)
+	if c.ScheduleSteps < 1 {
+		bad("schedule_steps = %d: want at least 1", c.ScheduleSteps)
+	}
+	if c.Warmup < NoWarmup {
+		bad("warmup = %d: want a count of updates (or NoWarmup)", c.Warmup)
+	}
+	if c.Warmup >= c.ScheduleSteps && c.ScheduleSteps > 0 {
+		bad("warmup = %d: want fewer than the schedule's %d updates", c.Warmup, c.ScheduleSteps)
 	}
 	if c.SeqLen < 1 || c.SeqLen > c.Model.Context {
 		bad("seq_len = %d: want 1..%d (the model's context)", c.SeqLen, c.Model.Context)
@@ -183,16 +211,39 @@ func (c Config) Validate() error {
 		bad("batch_seqs = %d, micro_batch = %d: want batch_seqs a positive multiple of micro_batch", c.BatchSeqs, c.MicroBatch)
 	}
 	if len(c.TrainShards) == 0 {
-		bad("train_shards: none given")
+		bad("train: no training shards given")
 	}
 	if c.ValShard == "" {
-		bad("val_shard: not given")
+		bad("val: no validation shard given")
 	}
-	if c.ClipNorm <= 0 {
-		bad("clip_norm = %g: want > 0", c.ClipNorm)
+	for _, lr := range []struct {
+		name string
+		v    float64
+	}{{"muon_lr", c.MuonLR}, {"embed_lr", c.EmbedLR}, {"head_lr", c.HeadLR}} {
+		if !(lr.v >= 0) || math.IsInf(lr.v, 0) {
+			bad("%s = %g: want a finite learning rate >= 0 (0: the paper's)", lr.name, lr.v)
+		}
+	}
+	if !(c.ClipNorm > 0) || math.IsInf(c.ClipNorm, 0) {
+		bad("clip = %g: want a finite norm > 0", c.ClipNorm)
 	}
 	if c.ValTokens < c.SeqLen+1 {
 		bad("val_tokens = %d: want at least seq_len+1 = %d", c.ValTokens, c.SeqLen+1)
+	}
+	for _, iv := range []struct {
+		name string
+		v    int
+	}{{"val_every", c.ValEvery}, {"diag_every", c.DiagEvery}, {"log_every", c.LogEvery},
+		{"panel_seqs", c.PanelSeqs}, {"panel_positions", c.PanelPositions}} {
+		if iv.v < 1 {
+			bad("%s = %d: want at least 1", iv.name, iv.v)
+		}
+	}
+	if c.CheckpointEvery < 0 {
+		bad("checkpoint_every = %d: want >= 0 (0: only at the end and on interrupt)", c.CheckpointEvery)
+	}
+	if c.BlockRows < 0 {
+		bad("block_rows = %d: want >= 0 (0: automatic)", c.BlockRows)
 	}
 	if _, err := c.AutocastDType(); err != nil {
 		bad("%v", err)

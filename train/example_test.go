@@ -13,7 +13,7 @@ import (
 )
 
 // Example trains a tiny model on two shards written on the spot, with a
-// hook that watches every update.
+// hook that watches every update (and update 0, the initial validation).
 func Example() {
 	dir, _ := os.MkdirTemp("", "hilbert-example")
 	defer os.RemoveAll(dir)
@@ -44,6 +44,7 @@ func Example() {
 	})
 	fmt.Println("error:", err)
 	// Output:
+	// update 0: validation true, diameter false
 	// update 1: validation false, diameter false
 	// update 2: validation false, diameter false
 	// update 3: validation true, diameter true

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 )
 
 // Record is one logged update: one JSON line of metrics.jsonl. Optional
@@ -37,17 +40,42 @@ type Record struct {
 	HilbertRMS *float64 `json:"hilbert_rms,omitempty"`
 }
 
+// MarshalJSON writes the record of update 0 (the initial model's
+// validation, before any update) as its step, tokens, time and validation
+// loss alone; the other records field by field.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	if r.Step == 0 {
+		return json.Marshal(struct {
+			Step     int      `json:"step"`
+			Tokens   int64    `json:"tokens"`
+			ElapsedS float64  `json:"elapsed_s"`
+			ValLoss  *float64 `json:"val_loss,omitempty"`
+		}{r.Step, r.Tokens, r.ElapsedS, r.ValLoss})
+	}
+	return json.Marshal(plain(r))
+}
+
 // metricsWriter appends records to metrics.jsonl.
 type metricsWriter struct {
 	f *os.File
 	w *bufio.Writer
 }
 
+// createMetrics starts an empty metrics file (a fresh run), replacing any
+// earlier one without reading it.
+func createMetrics(path string) (*metricsWriter, error) {
+	if err := writeFileAtomic(path, nil); err != nil {
+		return nil, err
+	}
+	return appendMetrics(path)
+}
+
 // openMetrics opens path for appending after keeping only the records of
 // updates <= keepSteps (a resumed run drops what the interrupted one logged
 // after its checkpoint). The trimmed file replaces the old one atomically.
 func openMetrics(path string, keepSteps int) (*metricsWriter, error) {
-	kept, err := readMetrics(path, keepSteps)
+	kept, _, err := readMetrics(path, keepSteps)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +88,10 @@ func openMetrics(path string, keepSteps int) (*metricsWriter, error) {
 	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
+	return appendMetrics(path)
+}
+
+func appendMetrics(path string) (*metricsWriter, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("train: metrics: %w", err)
@@ -68,29 +100,39 @@ func openMetrics(path string, keepSteps int) (*metricsWriter, error) {
 }
 
 // readMetrics reads the records of a metrics file with Step <= maxStep; a
-// missing file is empty. A malformed line is an error naming its number.
-func readMetrics(path string, maxStep int) ([]Record, error) {
+// missing file is empty. A last line that does not parse is an append cut
+// short (a full disk, a crash): it is dropped and described in torn. Any
+// other malformed line is an error naming its number.
+func readMetrics(path string, maxStep int) (recs []Record, torn string, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("train: metrics: %w", err)
+		return nil, "", fmt.Errorf("train: metrics: %w", err)
 	}
-	var out []Record
-	for i, line := range bytes.Split(data, []byte("\n")) {
+	lines := bytes.Split(data, []byte("\n"))
+	last := len(lines) - 1
+	for last >= 0 && len(bytes.TrimSpace(bytes.Trim(lines[last], "\x00"))) == 0 {
+		last--
+	}
+	for i, line := range lines[:last+1] {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("train: %s line %d: %w", path, i+1, err)
+			if i == last {
+				torn = fmt.Sprintf("%s: dropped its last line %d, cut short (%v): %q", path, i+1, err, truncateString(string(line), 60))
+				break
+			}
+			return nil, "", fmt.Errorf("train: %s line %d: %w (a damaged line before the last: remove it, or start over with -overwrite)", path, i+1, err)
 		}
 		if r.Step <= maxStep {
-			out = append(out, r)
+			recs = append(recs, r)
 		}
 	}
-	return out, nil
+	return recs, torn, nil
 }
 
 // Write appends one record as a JSON line.
@@ -125,8 +167,9 @@ func (m *metricsWriter) Close() error {
 
 // writeFileAtomic writes data to a temporary file beside path, syncs it and
 // renames it over path, so a crash leaves either the old or the new file.
+// The file is created 0644 (less the umask), like any output file.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".tmp-*")
+	tmp, err := createTemp(filepath.Dir(path), ".tmp-")
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
@@ -148,11 +191,16 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[:i+1]
+// createTemp creates a new file in dir with a random name after prefix,
+// mode 0644 less the umask (os.CreateTemp's files are 0600).
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
 		}
+		return f, err
 	}
-	return "."
+	return nil, fmt.Errorf("creating a temporary file in %s: too many collisions", dir)
 }

@@ -68,7 +68,7 @@ func runToEnd(t *testing.T, cfg Config, resume bool, stopAfter int) (*Trainer, e
 
 // runToEndOn trains cfg on dev (resuming first if asked), cancelling as
 // SIGINT would after update stopAfter (0: never), and returns the trainer,
-// closed when the test ends.
+// closed (its lock released) once the run returns.
 func runToEndOn(t *testing.T, dev device.Device, cfg Config, resume bool, stopAfter int) (*Trainer, error) {
 	t.Helper()
 	tr, err := New(dev, cfg)
@@ -89,7 +89,11 @@ func runToEndOn(t *testing.T, dev device.Device, cfg Config, resume bool, stopAf
 		}
 		return nil
 	}
-	return tr, tr.Run(ctx, hook)
+	err = tr.Run(ctx, hook)
+	if cerr := tr.Close(); err == nil {
+		err = cerr
+	}
+	return tr, err
 }
 
 func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
@@ -116,8 +120,12 @@ func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
 	}
 
 	a, b := straight.History(), resumed.History()
-	if len(a) != len(b) || len(a) != straightCfg.Steps {
-		t.Fatalf("records: uninterrupted %d, resumed %d, want %d", len(a), len(b), straightCfg.Steps)
+	// Update 0 (the initial validation) and every update.
+	if len(a) != len(b) || len(a) != straightCfg.Steps+1 {
+		t.Fatalf("records: uninterrupted %d, resumed %d, want %d", len(a), len(b), straightCfg.Steps+1)
+	}
+	if a[0].Step != 0 || a[0].ValLoss == nil || a[1].Step != 1 {
+		t.Errorf("the first records are %+v, %+v: want update 0 with a validation loss, then update 1", a[0], a[1])
 	}
 	for i := range a {
 		if !sameRecord(a[i], b[i]) {
@@ -126,7 +134,7 @@ func TestInterruptAndResumeMatchesUninterruptedRun(t *testing.T) {
 	}
 	// The model learned something and the diagnostics ran.
 	s := straight.Summary()
-	first := a[0].Loss
+	first := a[1].Loss
 	if !(s.ValLoss < first-0.5) {
 		t.Errorf("validation loss %.3f did not fall from the first training loss %.3f", s.ValLoss, first)
 	}
@@ -178,7 +186,7 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 		want   []string
 	}{
 		{"other head", func(c *Config) { c.Head = "adamw" }, nil, []string{"head", "rownorm", "adamw"}},
-		{"other width", func(c *Config) { c.Model.Dim = 96; c.Model.HeadDim = 32 }, nil, []string{"model"}},
+		{"other width", func(c *Config) { c.Model.Dim = 96; c.Model.HeadDim = 32 }, nil, []string{"dim: checkpoint 64, this run 96"}},
 		{"other batch", func(c *Config) { c.MicroBatch = 4 }, nil, []string{"micro_batch"}},
 		{"corrupt state", nil, func() { os.WriteFile(filepath.Join(ckpt, "state.json"), []byte("{"), 0o644) }, []string{"state.json", "corrupt"}},
 		{"truncated model", nil, func() { truncate(t, filepath.Join(ckpt, "model.safetensors")) }, []string{"model.safetensors"}},
@@ -264,7 +272,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"batch", func(c *Config) { c.MicroBatch, c.BatchSeqs = 3, 8 }, "batch_seqs = 8, micro_batch = 3"},
 		{"seq", func(c *Config) { c.SeqLen = 5000 }, "seq_len = 5000"},
 		{"preset", func(c *Config) { c.Preset = "1b" }, `"1b"`},
-		{"shards", func(c *Config) { c.TrainShards = nil }, "train_shards"},
+		{"shards", func(c *Config) { c.TrainShards = nil }, "train: no training shards"},
 	}
 	for _, c := range cases {
 		cfg := base

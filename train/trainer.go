@@ -48,18 +48,65 @@ type Trainer struct {
 	elapsed time.Duration // training time before this process (resume)
 	tokens  int64         // training tokens seen
 
-	headPeakLR float64 // the head group's peak learning rate
+	headPeakLR float64            // the head group's peak learning rate
+	peakLRs    map[string]float64 // every group's peak learning rate, by group name
+
+	raw      Config   // the config as given, before defaults (see Resume)
+	lock     *RunLock // the run folder's lock, released by Close
+	resumed  bool     // Resume restored a checkpoint
+	dataID   [2]string
+	warnings []string
 }
+
+// Option tunes New.
+type Option func(*options)
+
+type options struct {
+	lock *RunLock
+}
+
+// WithLock hands New a lock on the run's folder that the caller already
+// holds (from LockRun, taken before preparing the run's data, say): the
+// trainer owns it from then on and releases it on Close (or when New
+// fails). Without it New takes the lock itself.
+func WithLock(l *RunLock) Option { return func(o *options) { o.lock = l } }
 
 // New builds the model, the optimizer set and the data loaders of a fresh
 // run. Call Resume before Run to continue from a checkpoint instead.
-func New(dev device.Device, cfg Config) (*Trainer, error) {
-	cfg, err := cfg.WithDefaults()
+//
+// The trainer holds the lock of the run's folder (see LockRun) from New to
+// Close: a second trainer of the same run, in this process or another,
+// fails with ErrLocked.
+func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	raw := cfg
+	cfg, err = cfg.WithDefaults()
 	if err != nil {
+		if o.lock != nil {
+			o.lock.Unlock()
+		}
 		return nil, err
 	}
+	lock := o.lock
+	dir := filepath.Join(cfg.RunsDir, cfg.Name)
+	if lock == nil {
+		if lock, err = LockRun(dir, LockOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
+	if !sameDir(lock.Dir(), dir) {
+		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
+	}
 	headOpt, _ := cfg.HeadOptimizer()
-	t := &Trainer{cfg: cfg, dev: dev, g: autograd.New(dev)}
+	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, g: autograd.New(dev), peakLRs: map[string]float64{}}
 	autocast, _ := cfg.AutocastDType()
 	t.g.SetAutocast(autocast)
 	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
@@ -76,10 +123,10 @@ func New(dev device.Device, cfg Config) (*Trainer, error) {
 			if cfg.EmbedLR > 0 {
 				setLR(&recipe.Groups[i], cfg.EmbedLR)
 			}
-		case "head":
-			t.headPeakLR = peakLR(recipe.Groups[i].Config)
 		}
+		t.peakLRs[recipe.Groups[i].Name] = peakLR(recipe.Groups[i].Config)
 	}
+	t.headPeakLR = t.peakLRs["head"]
 	params := t.model.Parameters()
 	if t.opt, err = optim.NewSet(recipe, params); err != nil {
 		return nil, fmt.Errorf("train: optimizer: %w", err)
@@ -92,7 +139,7 @@ func New(dev device.Device, cfg Config) (*Trainer, error) {
 	if t.head == nil {
 		return nil, errors.New("train: the model has no head.weight parameter")
 	}
-	if t.sched, err = optim.NewCosine(cfg.Steps, cfg.Warmup); err != nil {
+	if t.sched, err = optim.NewCosine(cfg.ScheduleSteps, cfg.WarmupSteps()); err != nil {
 		return nil, fmt.Errorf("train: schedule: %w", err)
 	}
 	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
@@ -114,6 +161,16 @@ func New(dev device.Device, cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// sameDir reports whether two paths name the same folder.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ia, ea := os.Stat(a)
+	ib, eb := os.Stat(b)
+	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }
 
 // setLR replaces a group's peak learning rate, whatever its optimizer.
@@ -183,36 +240,77 @@ func (t *Trainer) History() []Record { return t.history }
 // Dir returns the run's folder.
 func (t *Trainer) Dir() string { return filepath.Join(t.cfg.RunsDir, t.cfg.Name) }
 
-// Close releases the data loaders.
+// Warnings returns what the trainer noticed and worked around (a torn
+// last line of metrics.jsonl, say), for the caller to show.
+func (t *Trainer) Warnings() []string { return t.warnings }
+
+// Close releases the data loaders and the run's lock. It is safe to call
+// more than once.
 func (t *Trainer) Close() error {
-	err := t.loader.Close()
-	if e := t.val.Close(); err == nil {
-		err = e
+	var err error
+	if t.loader != nil {
+		err = t.loader.Close()
+		t.loader = nil
+	}
+	if t.val != nil {
+		if e := t.val.Close(); err == nil {
+			err = e
+		}
+		t.val = nil
 	}
 	if t.metrics != nil {
 		if e := t.metrics.Close(); err == nil {
 			err = e
 		}
+		t.metrics = nil
+	}
+	if e := t.lock.Unlock(); err == nil {
+		err = e
 	}
 	return err
 }
 
 // Run trains until Steps updates are done, the context is cancelled
-// (ErrInterrupted, after a checkpoint) or an error stops it. At the end it
-// validates, computes the diagnostics, writes a checkpoint, the plots and
-// the summary.
+// (ErrInterrupted, after a checkpoint) or an error stops it. A fresh run
+// first validates the initial model (a record of update 0, passed to the
+// hook too). At the end it validates, computes the diagnostics, writes a
+// checkpoint, the plots and the summary.
 func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	if t.metrics == nil {
-		m, err := openMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), t.step)
+		path := filepath.Join(t.Dir(), "metrics.jsonl")
+		var m *metricsWriter
+		var err error
+		if t.resumed {
+			m, err = openMetrics(path, t.step)
+		} else {
+			m, err = createMetrics(path)
+		}
 		if err != nil {
 			return err
 		}
 		t.metrics = m
 	}
 	start := time.Now()
+	if t.step == 0 && len(t.history) == 0 && ctx.Err() == nil {
+		// The starting loss: validation of the initial model.
+		r := Record{Step: 0}
+		if err := t.validate(&r); err != nil {
+			return err
+		}
+		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
+		if err := t.metrics.Write(r); err != nil {
+			return err
+		}
+		t.history = append(t.history, r)
+		if hook != nil {
+			if err := hook(t, r); err != nil {
+				return err
+			}
+		}
+	}
 	for t.step < t.cfg.Steps {
 		if ctx.Err() != nil {
 			t.elapsed += time.Since(start)

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -32,7 +28,8 @@ order, into RUNS/NAME/<head>-seed<k>, and writes RUNS/NAME/compare.md with
 the paper's Table 3 (final validation loss, D(S_T), Hilbert RMS: mean and
 sample standard deviation over seeds, and the AdamW/RowNorm ratios) and
 overlay plots. A run that already has a checkpoint is continued, so an
-interrupted comparison resumes where it stopped.
+interrupted comparison (exit status 130) resumes where it stopped when run
+again with the same command; -overwrite starts every run over.
 
 flags:
 `
@@ -50,14 +47,34 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	headList := strings.Split(heads, ",")
-	base := st.job.Config
-	if base.Name == defaultJob().Config.Name {
-		base.Name = "opticks-compare"
-		st.job.Config.Name = base.Name
+	var headList []string
+	for _, h := range strings.Split(heads, ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			if h != "adamw" && h != "rownorm" {
+				return fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h)
+			}
+			headList = append(headList, h)
+		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if len(headList) == 0 {
+		return fmt.Errorf("-heads %q: none", heads)
+	}
+	if st.resume {
+		return errors.New("compare continues every run that has a checkpoint by itself: drop -resume")
+	}
+	if !st.set["name"] {
+		st.job.Config.Name = "opticks-compare"
+	}
+	ctx, stop := trainSignals(stderr)
 	defer stop()
+	// The comparison's folder (its data, compare.md) is locked first, then
+	// each run's own folder as it trains.
+	base := st.job.Config
+	lock, err := lockRun(st, base, stderr)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	if err := prepareData(ctx, &st.job, stderr); err != nil {
 		return err
 	}
@@ -67,16 +84,23 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	for _, h := range headList {
 		for _, seed := range seedList {
 			c := base
-			c.Head, c.Seed = strings.TrimSpace(h), seed
+			c.Head, c.Seed = h, seed
 			c.RunsDir, c.Name = dir, fmt.Sprintf("%s-seed%d", c.Head, seed)
-			one := *st
-			one.resume = train.HasCheckpoint(c) && !st.overwrite
-			s, err := trainOne(ctx, &one, c, stdout, stderr)
+			resume := train.HasCheckpoint(c) && !st.overwrite
+			runLock, err := lockRun(st, c, stderr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
-			if s == nil {
-				return errors.New("comparison interrupted; run the same command again to continue")
+			if err := startRun(st, c, resume); err != nil {
+				runLock.Unlock()
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+			s, err := trainOne(ctx, st, c, runLock, resume, stdout, stderr)
+			if ie, ok := err.(*interruptedError); ok {
+				return &interruptedError{ie.msg + "; the comparison continues where it stopped when run again with the same command"}
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 			fmt.Fprintf(stdout, "%s: val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s\n",
 				c.Name, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,16 @@ func init() {
 	})
 }
 
+const devicesUsage = `usage: hilbert devices
+
+Lists the devices training can use: the CPU backend's GEMM (OpenBLAS or
+pure Go) and thread count, then each CUDA GPU opened in full (libraries,
+context, kernels compiled or loaded from the cache), or why CUDA is not
+available. Missing CUDA is not an error; a GPU that fails to open is.
+
+flags: none (-h prints this)
+`
+
 // runDevices prints one line per device: the CPU backend's GEMM, then each
 // CUDA device opened in full (libraries, context, kernels compiled or
 // loaded from the cache), or why CUDA is not available. Missing CUDA is
@@ -25,7 +36,14 @@ func init() {
 func runDevices(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, devicesUsage)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -7,14 +7,21 @@
 // Usage:
 //
 //	hilbert <subcommand> [flags]
+//	hilbert [train flags]       (no subcommand: train)
 //	hilbert help
+//
+// Exit status: 0 on success, 1 on an error, 2 on a usage error, and 130
+// when a run was stopped by a signal (SIGINT, SIGTERM or SIGHUP) after
+// writing its checkpoint.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // subcommand is one verb of the hilbert tool.
@@ -45,12 +52,15 @@ func main() {
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	name := defaultSubcommand
-	if len(args) > 0 {
-		name, args = args[0], args[1:]
-	}
-	if name == "help" || name == "-h" || name == "--help" {
+	switch {
+	case len(args) == 0:
+	case args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
 		usage(stdout)
 		return 0
+	case strings.HasPrefix(args[0], "-"):
+		// Flags with no subcommand are train's: hilbert -resume.
+	default:
+		name, args = args[0], args[1:]
 	}
 	c, ok := subcommands[name]
 	if !ok {
@@ -60,6 +70,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.run(args, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
+		var ie *interruptedError
+		if errors.As(err, &ie) {
+			return exitInterrupted
+		}
 		return 1
 	}
 	return 0
@@ -76,5 +90,6 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
-	fmt.Fprintf(w, "\nWith no subcommand, hilbert runs %q.\n", defaultSubcommand)
+	fmt.Fprintf(w, "\nWith no subcommand (or only flags), hilbert runs %q: hilbert -resume is hilbert %s -resume.\n", defaultSubcommand, defaultSubcommand)
+	fmt.Fprintln(w, "Exit status: 0 done, 1 error, 2 usage error, 130 stopped by a signal after writing a checkpoint.")
 }

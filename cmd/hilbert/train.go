@@ -14,9 +14,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/schollz/progressbar/v3"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
@@ -39,40 +36,35 @@ Trains the paper's decoder-only transformer with Muon on the blocks, AdamW on
 the embedding and AdamW or RowNorm on the LM head, logging the head step's
 exact row diameter D(S_t) and Hilbert RMS. Output goes to RUNS/NAME:
 metrics.jsonl, checkpoints/, loss.png, diameter.png, hilbert_rms.png and
-summary.md. Ctrl-C (or SIGTERM) stops after the current update and writes a
-checkpoint; -resume continues it exactly.
+summary.md. One process at a time uses a run (RUNS/NAME/run.lock).
+
+Ctrl-C, SIGTERM or SIGHUP stops after the current update, writes a
+checkpoint and exits with status 130; -resume continues it exactly. A
+resumed run must keep every setting that changes the numbers (it lists
+any that differ); -steps may grow (updates past the original schedule run
+at 0.1 of the peak rate), and the intervals, -quiet and -device ordinal
+may change.
 
 Data: -train and -val name llm.c shards (from hilbert prepare); or -text
 names plain-text files tokenized on the fly (the first -text-val-tokens
 tokens become the validation shard). With neither, the embedded default
 job trains on $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt.
 
-Settings come from -config (YAML, keys as in the flag names with _ for -)
-and then from flags, which win.
+Settings come from -config, a YAML file whose keys are the flag names with
+_ for - (text and train may be lists; a model section sets head_dim,
+mlp_hidden, vocab, rope_base, init_std too), and then from flags, which
+win; what neither sets keeps the defaults below.
 
 flags:
 `
 
-// modelYAML is the optional "model" section of a config file.
-type modelYAML struct {
-	Layers    int     `yaml:"layers"`
-	Dim       int     `yaml:"dim"`
-	HeadDim   int     `yaml:"head_dim"`
-	MLPHidden int     `yaml:"mlp_hidden"`
-	Vocab     int     `yaml:"vocab"`
-	Context   int     `yaml:"context"`
-	RoPEBase  float64 `yaml:"rope_base"`
-	InitStd   float64 `yaml:"init_std"`
-}
-
-// trainFile is the YAML config file: train.Config plus the CLI's own keys.
+// trainFile is a training job: train.Config plus the CLI's own settings.
 type trainFile struct {
-	train.Config  `yaml:",inline"`
-	Model         *modelYAML `yaml:"model"`
-	Text          []string   `yaml:"text"`
-	TextValTokens int        `yaml:"text_val_tokens"`
-	Device        string     `yaml:"device"`
-	Threads       int        `yaml:"threads"`
+	train.Config
+	Text          []string
+	TextValTokens int
+	Device        string
+	Threads       int
 }
 
 // defaultJob is the embedded default: a small model on Opticks that
@@ -80,28 +72,35 @@ type trainFile struct {
 func defaultJob() trainFile {
 	return trainFile{
 		Config: train.Config{
-			Name: "opticks", Head: "rownorm",
-			Model:  models.Config{Layers: 2, Dim: 128, HeadDim: 64, MLPHidden: 512, Vocab: models.PaperVocab, Context: 128, RoPEBase: 10000, InitStd: 0.02},
-			SeqLen: 128, MicroBatch: 8, BatchSeqs: 16,
+			Name: "opticks", RunsDir: "runs", Head: "rownorm",
+			Model:      models.Config{Layers: 2, Dim: 128, HeadDim: 64, MLPHidden: 512, Vocab: models.PaperVocab, Context: 128, RoPEBase: 10000, InitStd: 0.02},
+			MicroBatch: 8, BatchSeqs: 16,
 			Steps: 120, ValEvery: 40, ValTokens: 16_384, DiagEvery: 20,
-			PanelSeqs: 8, PanelPositions: 128, CheckpointEvery: 40,
+			PanelSeqs: 8, PanelPositions: 128, CheckpointEvery: 40, LogEvery: 1, ClipNorm: 1,
 			// A short run on a tiny corpus needs larger steps than the
 			// paper's 20-tokens-per-parameter horizon.
 			MuonLR: 0.02, EmbedLR: 0.02, HeadLR: 0.01,
+			Autocast: "auto",
 		},
 		TextValTokens: 16_385,
+		Device:        "cpu",
 	}
 }
 
 // trainSetup is a parsed train (or compare) command line.
 type trainSetup struct {
-	job                      trainFile
-	resume, overwrite, quiet bool
-	dev                      device.Device
+	job                                 trainFile
+	resume, overwrite, quiet, breakLock bool
+	dev                                 device.Device
+	// set holds the flags given, on the command line or in the config.
+	set map[string]bool
+	// command is recorded in the run's lock file.
+	command string
 }
 
-// parseTrainFlags parses the flags shared by train and compare; extra adds
-// a command's own flags. It returns nil, nil when help was asked for.
+// parseTrainFlags parses the flags shared by train and compare (and the
+// config file); extra adds a command's own flags. It returns nil, nil
+// when help was asked for.
 func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra func(fs *flag.FlagSet)) (*trainSetup, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -111,44 +110,52 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	}
 	job := defaultJob()
 	c := &job.Config
-	configPath := fs.String("config", "", "YAML config file (flags override it)")
+	var (
+		configPath                          string
+		trainGlobs                          []string
+		layers, dim, context_               int
+		resume, overwrite, quiet, breakLock bool
+	)
+	fs.StringVar(&configPath, "config", "", "YAML config file: keys are the flag names with _ for - (flags override it)")
 	fs.StringVar(&c.Name, "name", c.Name, "run name: output goes to RUNS/NAME")
-	fs.StringVar(&c.RunsDir, "runs", "runs", "folder holding the runs")
+	fs.StringVar(&c.RunsDir, "runs", c.RunsDir, "folder holding the runs")
 	fs.StringVar(&c.Preset, "preset", "", "model preset: "+strings.Join(models.PresetNames(), ", ")+" (default: the default job's d 128, 2 layers, context 128)")
-	layers := fs.Int("layers", 0, "override the model's number of blocks")
-	dim := fs.Int("dim", 0, "override the model width d")
-	context_ := fs.Int("context", 0, "override the model's context length")
+	positive(fs, &layers, "layers", 0, "override the model's number of blocks")
+	positive(fs, &dim, "dim", 0, "override the model width d (and the MLP to 4d)")
+	positive(fs, &context_, "context", 0, "override the model's context length")
 	fs.StringVar(&c.Head, "head", c.Head, "LM-head optimizer: rownorm or adamw")
 	fs.BoolVar(&c.Projected, "projected", false, "use RowNorm's exact projected form P RN(P .)")
-	fs.Float64Var(&c.MuonLR, "muon-lr", c.MuonLR, "Muon peak LR (0: the paper's 8e-3)")
-	fs.Float64Var(&c.EmbedLR, "embed-lr", c.EmbedLR, "embedding AdamW peak LR (0: the paper's 4e-3)")
-	fs.Float64Var(&c.HeadLR, "head-lr", c.HeadLR, "head peak LR (0: the paper's value for the width)")
+	floatFlag(fs, &c.MuonLR, "muon-lr", c.MuonLR, false, "Muon peak LR (0: the paper's 8e-3)")
+	floatFlag(fs, &c.EmbedLR, "embed-lr", c.EmbedLR, false, "embedding AdamW peak LR (0: the paper's 4e-3)")
+	floatFlag(fs, &c.HeadLR, "head-lr", c.HeadLR, false, "head peak LR (0: the paper's value for the width)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "model initialisation seed")
 	fs.Uint64Var(&c.DataSeed, "data-seed", 0, "training data order seed")
-	trainGlob := fs.String("train", "", "training shards (glob), e.g. 'fineweb10B/fineweb_train_*.bin'")
-	fs.StringVar(&c.ValShard, "val", "", "validation shard")
-	text := fs.String("text", "", "comma-separated text files to tokenize on the fly instead of shards")
-	fs.IntVar(&job.TextValTokens, "text-val-tokens", job.TextValTokens, "with -text: tokens sent to the validation shard")
-	fs.IntVar(&c.SeqLen, "seq-len", c.SeqLen, "sequence length T (0: the model's context)")
-	fs.IntVar(&c.MicroBatch, "micro-batch", c.MicroBatch, "sequences per forward pass")
-	fs.IntVar(&c.BatchSeqs, "batch-seqs", c.BatchSeqs, "sequences per update (a multiple of -micro-batch; gradient accumulation)")
-	fs.IntVar(&c.Steps, "steps", c.Steps, "number of updates T")
-	fs.IntVar(&c.Warmup, "warmup", 0, "warmup updates (0: floor(0.1 T))")
-	fs.Float64Var(&c.ClipNorm, "clip", 1, "global gradient-norm clip")
-	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate every N updates (and at the end)")
-	fs.IntVar(&c.ValTokens, "val-tokens", c.ValTokens, "validation prefix length in tokens (cut to the shard)")
-	fs.IntVar(&c.DiagEvery, "diag-every", c.DiagEvery, "exact D(S_t) every N updates (and at the end)")
-	fs.IntVar(&c.PanelSeqs, "panel-seqs", c.PanelSeqs, "Hilbert-RMS panel: validation sequences")
-	fs.IntVar(&c.PanelPositions, "panel-positions", c.PanelPositions, "Hilbert-RMS panel: positions per sequence")
-	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N updates (and at the end and on Ctrl-C)")
-	fs.IntVar(&c.LogEvery, "log-every", 1, "metrics line every N updates")
-	fs.IntVar(&c.BlockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: about 16M logits)")
-	resume := fs.Bool("resume", false, "continue the run's latest checkpoint")
-	overwrite := fs.Bool("overwrite", false, "start over even if the run has a checkpoint")
-	fs.StringVar(&job.Device, "device", "cpu", "cpu or cuda[:N]")
-	fs.IntVar(&job.Threads, "threads", 0, "CPU threads for kernels and OpenBLAS (0: GOMAXPROCS)")
-	fs.StringVar(&c.Autocast, "autocast", "auto", "bf16 (block matrix products in bfloat16, the paper's GPU precision), off, or auto (bf16 on cuda, off on cpu)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	fs.Var(listValue{&trainGlobs}, "train", "training shards: comma-separated `files` or globs, e.g. 'fineweb10B/fineweb_train_*.bin'")
+	fs.StringVar(&c.ValShard, "val", "", "validation shard (with -train)")
+	fs.Var(listValue{&job.Text}, "text", "comma-separated text `files` to tokenize on the fly instead of shards")
+	positive(fs, &job.TextValTokens, "text-val-tokens", job.TextValTokens, "with -text: tokens sent to the validation shard")
+	nonNegative(fs, &c.SeqLen, "seq-len", 0, "sequence length T (0: the model's context)")
+	positive(fs, &c.MicroBatch, "micro-batch", c.MicroBatch, "sequences per forward pass")
+	positive(fs, &c.BatchSeqs, "batch-seqs", c.BatchSeqs, "sequences per update (a multiple of -micro-batch; gradient accumulation)")
+	positive(fs, &c.Steps, "steps", c.Steps, "number of updates")
+	nonNegative(fs, &c.ScheduleSteps, "schedule-steps", 0, "horizon T of the LR schedule: warmup, cosine decay to 0.1 of the peak at T, then 0.1 (0: -steps; on resume: the checkpoint's)")
+	fs.Var(warmupValue{&c.Warmup}, "warmup", "`N` warmup updates, 0 for none (default floor(0.1 T))")
+	floatFlag(fs, &c.ClipNorm, "clip", c.ClipNorm, true, "global gradient-norm clip")
+	positive(fs, &c.ValEvery, "val-every", c.ValEvery, "validate every N updates (and before the first and after the last)")
+	positive(fs, &c.ValTokens, "val-tokens", c.ValTokens, "validation prefix length in tokens (cut to the shard)")
+	positive(fs, &c.DiagEvery, "diag-every", c.DiagEvery, "exact D(S_t) every N updates (and at the end)")
+	positive(fs, &c.PanelSeqs, "panel-seqs", c.PanelSeqs, "Hilbert-RMS panel: validation sequences")
+	positive(fs, &c.PanelPositions, "panel-positions", c.PanelPositions, "Hilbert-RMS panel: positions per sequence (cut to -seq-len)")
+	nonNegative(fs, &c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N updates, 0 for only at the end and on a signal")
+	positive(fs, &c.LogEvery, "log-every", c.LogEvery, "metrics line every N updates (and at every validation and diagnostic)")
+	nonNegative(fs, &c.BlockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: equal blocks of at most 64M logits)")
+	fs.BoolVar(&resume, "resume", false, "continue the run's latest checkpoint")
+	fs.BoolVar(&overwrite, "overwrite", false, "start over even if the run has a checkpoint")
+	fs.BoolVar(&breakLock, "break-lock", false, "take over a stale run lock (left by a process that died); a live holder's lock is never broken")
+	fs.StringVar(&job.Device, "device", job.Device, "cpu or cuda[:N]")
+	positive(fs, &job.Threads, "threads", 0, "CPU threads for kernels and OpenBLAS (default GOMAXPROCS)")
+	fs.StringVar(&c.Autocast, "autocast", c.Autocast, "bf16 (block matrix products in bfloat16, the paper's GPU precision), off, or auto (bf16 on cuda, off on cpu)")
+	fs.BoolVar(&quiet, "quiet", false, "no progress bar, progress or validation lines")
 	if extra != nil {
 		extra(fs)
 	}
@@ -161,55 +168,73 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q (see hilbert %s -h)", fs.Args(), name)
 	}
+	cmdSet := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cmdSet[f.Name] = true })
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	if *configPath != "" {
-		fileJob, err := readTrainConfig(*configPath)
+	for k := range cmdSet {
+		set[k] = true
+	}
+	var modelSec *modelSection
+	if configPath != "" {
+		cf, err := readConfigFile(configPath)
 		if err != nil {
 			return nil, err
 		}
-		// Flags given on the command line win over the file.
-		flagJob := job
-		job = fileJob
-		applyFlags(&job, &flagJob, set)
-		c = &job.Config
-	}
-	if set["preset"] {
-		c.Model = models.Config{}
-	}
-	if c.Preset != "" && c.Model.Layers == 0 {
-		m, err := models.Preset(c.Preset)
+		fileSet, err := cf.apply(fs, cmdSet)
 		if err != nil {
 			return nil, err
 		}
-		c.Model = m
-		if !set["seq-len"] && !hasYAMLKey(*configPath, "seq_len") {
-			c.SeqLen = 0
+		for k := range fileSet {
+			set[k] = true
+		}
+		if cf.model != nil {
+			for _, k := range []string{"layers", "dim", "context"} {
+				if cf.model.keys[k] && fileSet[k] {
+					return nil, fmt.Errorf("config %s: %s is set both at the top and in the model section", configPath, k)
+				}
+			}
+			switch {
+			case fileSet["preset"]:
+				return nil, fmt.Errorf("config %s: set preset or a model section, not both", configPath)
+			case !cmdSet["preset"]: // -preset replaces the file's model
+				modelSec = cf.model
+			}
 		}
 	}
-	if *layers > 0 {
-		c.Model.Layers = *layers
+	if resume && overwrite {
+		return nil, errors.New("-resume and -overwrite: pick one (continue the checkpoint, or start over)")
 	}
-	if *dim > 0 {
-		c.Model.Dim = *dim
-		c.Model.MLPHidden = 4 * *dim
+	if err := resolveModel(c, set, modelSec, layers, dim, context_); err != nil {
+		return nil, err
 	}
-	if *context_ > 0 {
-		c.Model.Context = *context_
-	}
-	if *trainGlob != "" {
-		m, err := filepath.Glob(*trainGlob)
-		if err != nil || len(m) == 0 {
-			return nil, fmt.Errorf("-train %q matches no file", *trainGlob)
+	if set["train"] {
+		m, err := expandGlobs(trainGlobs)
+		if err != nil {
+			return nil, err
 		}
 		c.TrainShards = m
 	}
-	if *text != "" {
-		job.Text = strings.Split(*text, ",")
+	switch {
+	case set["train"] && set["text"]:
+		return nil, errors.New("-train and -text: give shards or text files, not both")
+	case set["train"] && c.ValShard == "":
+		return nil, errors.New("-train needs -val, the validation shard")
+	case set["val"] && !set["train"]:
+		return nil, errors.New("-val needs -train (with -text, the validation split is the first -text-val-tokens tokens)")
 	}
 	if job.Threads > 0 {
 		cpu.SetThreads(job.Threads)
+	}
+	// Every setting is checked before any data is tokenized.
+	check := *c
+	if len(check.TrainShards) == 0 {
+		check.TrainShards, check.ValShard = []string{"text"}, "text"
+	}
+	if check.Autocast == "auto" {
+		check.Autocast = ""
+	}
+	if _, err := check.WithDefaults(); err != nil {
+		return nil, err
 	}
 	dev, err := openDevice(job.Device)
 	if err != nil {
@@ -221,7 +246,118 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 			c.Autocast = "bf16"
 		}
 	}
-	return &trainSetup{job: job, resume: *resume, overwrite: *overwrite, quiet: *quiet, dev: dev}, nil
+	return &trainSetup{job: job, resume: resume, overwrite: overwrite, quiet: quiet, breakLock: breakLock, dev: dev,
+		set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
+}
+
+// resolveModel sets c.Model: the default job's model, or the preset, or
+// the config file's model section over the default job's; then -layers,
+// -dim (with the MLP at 4d unless the section gives mlp_hidden) and
+// -context.
+func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layers, dim, context_ int) error {
+	m := c.Model
+	if set["preset"] && c.Preset != "" {
+		p, err := models.Preset(c.Preset)
+		if err != nil {
+			return fmt.Errorf("-preset: %w", err)
+		}
+		m = p
+	}
+	if sec != nil {
+		for _, f := range []struct {
+			p *int
+			v *int
+		}{{&m.Layers, sec.Layers}, {&m.Dim, sec.Dim}, {&m.HeadDim, sec.HeadDim}, {&m.Vocab, sec.Vocab}, {&m.Context, sec.Context}} {
+			if f.v != nil {
+				*f.p = *f.v
+			}
+		}
+		if sec.Dim != nil {
+			m.MLPHidden = 4 * m.Dim
+		}
+		if sec.RoPEBase != nil {
+			m.RoPEBase = *sec.RoPEBase
+		}
+		if sec.InitStd != nil {
+			m.InitStd = *sec.InitStd
+		}
+	}
+	if set["layers"] {
+		m.Layers = layers
+	}
+	if set["dim"] {
+		m.Dim, m.MLPHidden = dim, 4*dim
+	}
+	if sec != nil && sec.MLPHidden != nil {
+		m.MLPHidden = *sec.MLPHidden
+	}
+	if set["context"] {
+		m.Context = context_
+	}
+	c.Model = m
+	return nil
+}
+
+// expandGlobs expands each of -train's globs (a plain file name is a glob
+// of itself), in order.
+func expandGlobs(globs []string) ([]string, error) {
+	var out []string
+	for _, g := range globs {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			return nil, fmt.Errorf("-train %q: %w", g, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("-train %q matches no file", g)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+// exitInterrupted is the exit status of a run stopped by a signal (after
+// writing its checkpoint): 128 + SIGINT, as shells report Ctrl-C.
+const exitInterrupted = 130
+
+// interruptedError is a run stopped by a signal; runMain prints it and
+// exits with exitInterrupted.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// trainSignals returns a context cancelled by SIGINT, SIGTERM or SIGHUP
+// (a closed terminal or ssh session): the run stops after its current
+// update and writes a checkpoint. SIGPIPE is ignored, so that a closed
+// pipe on stdout or stderr (| tee killed by the same Ctrl-C) fails writes,
+// which are not checked, instead of killing the process. stop undoes it.
+func trainSignals(stderr io.Writer) (ctx context.Context, stop func()) {
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		first := true
+		for {
+			select {
+			case s := <-ch:
+				if first {
+					fmt.Fprintf(stderr, "\nhilbert: %v: stopping after the current update to write a checkpoint\n", s)
+					cancel()
+					first = false
+				} else {
+					fmt.Fprintf(stderr, "\nhilbert: %v: already stopping; the checkpoint is being written\n", s)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
@@ -229,18 +365,64 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if st == nil || err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := trainSignals(stderr)
 	defer stop()
+	c := st.job.Config
+	// The lock comes first: before -overwrite deletes anything and before
+	// -text is tokenized into the run's folder.
+	lock, err := lockRun(st, c, stderr)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if err := startRun(st, c, st.resume); err != nil {
+		return err
+	}
 	if err := prepareData(ctx, &st.job, stderr); err != nil {
 		return err
 	}
-	s, err := trainOne(ctx, st, st.job.Config, stdout, stderr)
-	if err != nil || s == nil {
+	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, stdout, stderr)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
-		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
+	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f (from %.4f), D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
+		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.StartValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(s.Dir, "summary.md"))
+	return nil
+}
+
+// lockRun takes the lock of c's run folder.
+func lockRun(st *trainSetup, c train.Config, stderr io.Writer) (*train.RunLock, error) {
+	lock, err := train.LockRun(filepath.Join(c.RunsDir, c.Name), train.LockOptions{BreakStale: st.breakLock, Command: st.command})
+	if err != nil {
+		return nil, err
+	}
+	if lock.Broken != nil {
+		fmt.Fprintf(stderr, "hilbert: -break-lock: took over the stale lock of %s\n", lock.Broken)
+	}
+	return lock, nil
+}
+
+// startRun checks that the run may start as asked (a checkpoint needs
+// -resume or -overwrite; -resume needs a checkpoint) and, for
+// -overwrite, removes the run's checkpoints and metrics. The run's lock
+// must be held.
+func startRun(st *trainSetup, c train.Config, resume bool) error {
+	dir := filepath.Join(c.RunsDir, c.Name)
+	has := train.HasCheckpoint(c)
+	switch {
+	case resume && !has:
+		return fmt.Errorf("run %q has no checkpoint in %s to resume: run without -resume to start it", c.Name, dir)
+	case !resume && !st.overwrite && has:
+		return fmt.Errorf("run %q already has a checkpoint in %s: pass -resume to continue it or -overwrite to start over", c.Name, dir)
+	case st.overwrite && !resume:
+		if err := os.RemoveAll(filepath.Join(dir, "checkpoints")); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(dir, "metrics.jsonl")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -260,68 +442,47 @@ func prepareData(ctx context.Context, job *trainFile, stderr io.Writer) error {
 	return shardsFromText(ctx, job, stderr)
 }
 
-// trainOne trains one run with a progress bar. It returns a nil summary
-// (and no error) when the run was interrupted and checkpointed.
-func trainOne(ctx context.Context, st *trainSetup, c train.Config, stdout, stderr io.Writer) (*runSummary, error) {
+// trainOne trains one run whose lock is held (the trainer releases it),
+// showing its progress on stderr. An interrupted run (its checkpoint
+// written) is an *interruptedError.
+func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.RunLock, resume bool, stdout, stderr io.Writer) (*runSummary, error) {
 	dev := st.dev
-
-	if !st.resume && !st.overwrite && train.HasCheckpoint(c) {
-		return nil, fmt.Errorf("run %q already has a checkpoint in %s: pass -resume to continue it or -overwrite to start over",
-			c.Name, filepath.Join(c.RunsDir, c.Name))
-	}
-	if st.overwrite && !st.resume {
-		if err := os.RemoveAll(filepath.Join(c.RunsDir, c.Name, "checkpoints")); err != nil {
-			return nil, err
-		}
-		os.Remove(filepath.Join(c.RunsDir, c.Name, "metrics.jsonl"))
-	}
-	tr, err := train.New(dev, c)
+	tr, err := train.New(dev, c, train.WithLock(lock))
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	if st.resume {
+	if resume {
 		if err := tr.Resume(); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stderr, "hilbert: resuming %s at update %d\n", c.Name, tr.Step())
+	}
+	for _, w := range tr.Warnings() {
+		fmt.Fprintf(stderr, "hilbert: warning: %s\n", w)
 	}
 	cfg := tr.Config()
 	fmt.Fprintf(stderr, "hilbert: %s on %s: d %d, %d layers, vocab %d, %d params; head %s; %d updates of %d x %d tokens\n",
 		cfg.Name, dev.Name(), cfg.Model.Dim, cfg.Model.Layers, cfg.Model.Vocab, cfg.Model.NumParams(), cfg.Head,
 		cfg.Steps, cfg.BatchSeqs, cfg.SeqLen)
-
-	var bar *progressbar.ProgressBar
-	if !st.quiet {
-		bar = progressbar.NewOptions(cfg.Steps,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("train"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionFullWidth(),
-			progressbar.OptionThrottle(0),
-			progressbar.OptionClearOnFinish(),
-		)
-		bar.Set(tr.Step())
+	if resume {
+		note := ""
+		if cfg.Steps > cfg.ScheduleSteps {
+			note = fmt.Sprintf("; the schedule ends at update %d, later updates run at 0.1 of the peak rate", cfg.ScheduleSteps)
+		}
+		fmt.Fprintf(stderr, "hilbert: resuming %s at update %d of %d%s\n", cfg.Name, tr.Step(), cfg.Steps, note)
 	}
-	var lastVal string
-	hook := func(t *train.Trainer, r train.Record) error {
-		if r.ValLoss != nil {
-			lastVal = fmt.Sprintf(" val %.3f", *r.ValLoss)
-		}
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("step %d loss %.3f%s %.0f tok/s", r.Step, r.Loss, lastVal, r.TokensPerS))
-			bar.Set(r.Step)
-		}
+	prog := newProgress(stderr, st.quiet, cfg.Head, cfg.Steps, tr.Step())
+	err = tr.Run(ctx, func(t *train.Trainer, r train.Record) error {
+		prog.record(r)
 		return nil
-	}
-	err = tr.Run(ctx, hook)
-	if bar != nil {
-		bar.Finish()
-	}
+	})
+	prog.finish()
 	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(stderr, "hilbert: %s interrupted at update %d; checkpoint written. Continue with the same command and -resume\n", c.Name, tr.Step())
-		return nil, nil
+		msg := fmt.Sprintf("%s interrupted at update %d; checkpoint written. Continue with the same command and -resume", c.Name, tr.Step())
+		if err != train.ErrInterrupted { // the checkpoint failed
+			msg = fmt.Sprintf("%s interrupted at update %d: %v", c.Name, tr.Step(), err)
+		}
+		return nil, &interruptedError{msg}
 	}
 	if err != nil {
 		return nil, err
@@ -334,98 +495,6 @@ type runSummary struct {
 	train.Summary
 	Dir     string
 	History []train.Record
-}
-
-// readTrainConfig reads a YAML config file strictly (unknown keys are
-// errors that name them).
-func readTrainConfig(path string) (trainFile, error) {
-	var job trainFile
-	f, err := os.Open(path)
-	if err != nil {
-		return job, err
-	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
-	if err := dec.Decode(&job); err != nil && !errors.Is(err, io.EOF) {
-		return job, fmt.Errorf("config %s: %w", path, err)
-	}
-	if m := job.Model; m != nil {
-		job.Config.Model = models.Config{Layers: m.Layers, Dim: m.Dim, HeadDim: m.HeadDim, MLPHidden: m.MLPHidden,
-			Vocab: m.Vocab, Context: m.Context, RoPEBase: m.RoPEBase, InitStd: m.InitStd}
-		if job.Config.Model.HeadDim == 0 {
-			job.Config.Model.HeadDim = 64
-		}
-		if job.Config.Model.MLPHidden == 0 {
-			job.Config.Model.MLPHidden = 4 * m.Dim
-		}
-		if job.Config.Model.Vocab == 0 {
-			job.Config.Model.Vocab = models.PaperVocab
-		}
-		if job.Config.Model.RoPEBase == 0 {
-			job.Config.Model.RoPEBase = 10000
-		}
-		if job.Config.Model.InitStd == 0 {
-			job.Config.Model.InitStd = 0.02
-		}
-	}
-	if job.Device == "" {
-		job.Device = "cpu"
-	}
-	if job.Config.Model.Layers == 0 && job.Config.Preset == "" && len(job.Config.TrainShards) == 0 && len(job.Text) == 0 {
-		// A file that names no model or data starts from the default job.
-		def := defaultJob()
-		def.Config.Name = job.Config.Name
-		if def.Config.Name == "" {
-			def.Config.Name = defaultJob().Config.Name
-		}
-		return def, nil
-	}
-	return job, nil
-}
-
-// hasYAMLKey reports whether a config file sets a top-level key.
-func hasYAMLKey(path, key string) bool {
-	if path == "" {
-		return false
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var m map[string]any
-	if yaml.Unmarshal(data, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
-}
-
-// applyFlags copies into job the fields whose flags were given.
-func applyFlags(job, flags *trainFile, set map[string]bool) {
-	c, f := &job.Config, &flags.Config
-	copyIf := map[string]func(){
-		"name": func() { c.Name = f.Name }, "runs": func() { c.RunsDir = f.RunsDir },
-		"preset": func() { c.Preset = f.Preset }, "head": func() { c.Head = f.Head },
-		"projected": func() { c.Projected = f.Projected }, "muon-lr": func() { c.MuonLR = f.MuonLR },
-		"embed-lr": func() { c.EmbedLR = f.EmbedLR }, "head-lr": func() { c.HeadLR = f.HeadLR },
-		"seed": func() { c.Seed = f.Seed }, "data-seed": func() { c.DataSeed = f.DataSeed },
-		"val": func() { c.ValShard = f.ValShard }, "seq-len": func() { c.SeqLen = f.SeqLen },
-		"micro-batch": func() { c.MicroBatch = f.MicroBatch }, "batch-seqs": func() { c.BatchSeqs = f.BatchSeqs },
-		"steps": func() { c.Steps = f.Steps }, "warmup": func() { c.Warmup = f.Warmup },
-		"clip": func() { c.ClipNorm = f.ClipNorm }, "val-every": func() { c.ValEvery = f.ValEvery },
-		"val-tokens": func() { c.ValTokens = f.ValTokens }, "diag-every": func() { c.DiagEvery = f.DiagEvery },
-		"panel-seqs": func() { c.PanelSeqs = f.PanelSeqs }, "panel-positions": func() { c.PanelPositions = f.PanelPositions },
-		"checkpoint-every": func() { c.CheckpointEvery = f.CheckpointEvery }, "log-every": func() { c.LogEvery = f.LogEvery },
-		"block-rows":      func() { c.BlockRows = f.BlockRows },
-		"text-val-tokens": func() { job.TextValTokens = flags.TextValTokens },
-		"device":          func() { job.Device = flags.Device }, "threads": func() { job.Threads = flags.Threads },
-	}
-	for name := range set {
-		if fn, ok := copyIf[name]; ok {
-			fn()
-		}
-	}
 }
 
 // openDevice opens "cpu", "cuda" or "cuda:N".

@@ -31,7 +31,7 @@ func TestTrainFromTextWithConfigFile(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "run.yaml")
 	yamlText := `name: cli
-runs_dir: ` + filepath.Join(dir, "runs") + `
+runs: ` + filepath.Join(dir, "runs") + `
 model:
   layers: 1
   dim: 64
@@ -63,8 +63,8 @@ panel_positions: 8
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(metrics)), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("%d metrics lines, want 4", len(lines))
+	if len(lines) != 5 {
+		t.Fatalf("%d metrics lines, want 5 (update 0, the initial validation, and 4 updates)", len(lines))
 	}
 	var last struct {
 		Step       int      `json:"step"`
@@ -72,11 +72,11 @@ panel_positions: 8
 		Diameter   *float64 `json:"diameter"`
 		HilbertRMS *float64 `json:"hilbert_rms"`
 	}
-	if err := json.Unmarshal([]byte(lines[3]), &last); err != nil {
+	if err := json.Unmarshal([]byte(lines[4]), &last); err != nil {
 		t.Fatal(err)
 	}
 	if last.Step != 4 || last.ValLoss == nil || last.Diameter == nil || last.HilbertRMS == nil {
-		t.Errorf("last record %s lacks the final validation and diagnostics", lines[3])
+		t.Errorf("last record %s lacks the final validation and diagnostics", lines[4])
 	}
 	// A second start without -resume or -overwrite is refused.
 	stderr.Reset()
@@ -114,10 +114,10 @@ func TestCompareWritesTable(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "cmp.yaml")
 	os.WriteFile(cfg, []byte(`name: cmp
-runs_dir: `+filepath.Join(dir, "runs")+`
+runs: `+filepath.Join(dir, "runs")+`
 model: {layers: 1, dim: 64, context: 16, vocab: 61}
-train_shards: [`+train+`]
-val_shard: `+val+`
+train: [`+train+`]
+val: `+val+`
 micro_batch: 2
 steps: 6
 val_every: 3
