@@ -100,6 +100,9 @@ func TestResumeListsEveryDifference(t *testing.T) {
 		os.WriteFile(q, b, 0o644)
 		movedShards = append(movedShards, q)
 	}
+	if _, err := fineweb.WriteManifest(moved); err != nil { // as `hilbert prepare -manifest` does
+		t.Fatal(err)
+	}
 	c = cfg
 	c.TrainShards, c.ValShard = movedShards[:2], movedShards[2]
 	c.ValEvery, c.DiagEvery, c.LogEvery, c.CheckpointEvery = 1, 1, 2, 1
