@@ -23,8 +23,10 @@ import (
 // run stopped after a whole update and wrote a checkpoint to resume from.
 var ErrInterrupted = errors.New("train: interrupted (checkpoint written; run again with resume to continue)")
 
-// Hook is called after every update with its record; returning an error
-// stops the run with that error (no checkpoint is written for it).
+// Hook is called after every update with its record, and once before the
+// first update with the step-0 record (the starting validation loss; no
+// gradient or step exists yet); returning an error stops the run with that
+// error (no checkpoint is written for it).
 type Hook func(t *Trainer, r Record) error
 
 // Trainer trains one model with one optimizer recipe.

@@ -246,6 +246,9 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	stepOpt := opt
 	stepOpt.Tol = f.stepTol
 	hook := func(t *train.Trainer, r train.Record) error {
+		if r.Step == 0 { // the validation before the first update: no gradient yet
+			return nil
+		}
 		if exact {
 			if err := steps.replace(t, headLR*r.LRScale, stepOpt); err != nil {
 				return fmt.Errorf("update %d: exact step: %w", r.Step, err)
