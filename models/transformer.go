@@ -202,6 +202,45 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 	return loss, hidden
 }
 
+// ForwardCached runs inputs [B, T] (int32 token ids) as the positions
+// after those already in cache (nil: none) and returns their logits
+// [B, T, Vocab] (the head as a plain matrix product, not fused with a
+// loss), appending their keys and values to the cache. A cache needs a
+// graph with recording off. Errors are recorded in g.
+func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	if inputs == nil || inputs.Rank() != 2 {
+		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		return nil
+	}
+	pos := 0
+	if cache != nil && len(m.Blocks) > 0 {
+		pos = cache.Len(0)
+	}
+	b, t := inputs.Dim(0), inputs.Dim(1)
+	if pos+t > m.Config.Context {
+		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+		return nil
+	}
+	x := m.Embed.Forward(g, inputs)
+	for i := range m.Blocks {
+		x = m.Blocks[i].ForwardCached(g, x, cache, i)
+	}
+	logits := m.Head.Forward(g, m.Norm.Forward(g, x))
+	if g.Err() != nil {
+		return nil
+	}
+	return g.Reshape(logits, b, t, m.Config.Vocab)
+}
+
+// Layers returns the number of blocks (the KV cache's size).
+func (m *Transformer) Layers() int { return m.Config.Layers }
+
+// ContextLen returns the longest sequence the model takes.
+func (m *Transformer) ContextLen() int { return m.Config.Context }
+
 func shapeOf(t *tensor.Tensor) any {
 	if t == nil {
 		return "nil"
