@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -31,9 +32,10 @@ type AttentionOptions struct {
 // and Out projections of dim x dim, heads of dim/Heads, optional QK-norm
 // and RoPE, scores scaled by 1/sqrt(headDim). Causal attention over a
 // whole sequence runs the fused attention op (autograd.Attention, the
-// backend's kernel or its composition); non-causal attention and the
-// cached decoding steps of generation run a composition of matrix
-// products and a softmax.
+// backend's kernel or its composition); non-causal attention, additive
+// and key-padding masks (ForwardMasked, PaddingMask) and the cached
+// decoding steps of generation run a composition of matrix products and a
+// softmax.
 type SelfAttention struct {
 	Q, K, V, Out Linear
 	Heads        int
@@ -75,6 +77,55 @@ func (a *SelfAttention) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Ten
 	return a.ForwardCached(g, x, nil, 0)
 }
 
+// ForwardMasked is Forward with an additive mask on the scores: mask
+// broadcasts against the scores [B, Heads, T, T] (query rows, key
+// columns), so [T, T] is one mask for every sequence and [B, 1, 1, T]
+// masks keys per sequence (PaddingMask); -Inf removes a key. With Causal
+// set the causal mask applies as well. It runs the composed attention.
+func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor) *tensor.Tensor {
+	dim := a.Heads * a.HeadDim
+	b, t, ok := dims3(g, "SelfAttention", x, dim)
+	if !ok {
+		return nil
+	}
+	if mask == nil || mask.Rank() < 2 || mask.Rank() > 4 || mask.DType() != x.DType() {
+		g.Fail(fmt.Errorf("nn: SelfAttention: mask %v: want %v of rank 2 to 4 broadcasting to the scores [%d %d %d %d]", shapeOf(mask), x.DType(), b, a.Heads, t, t))
+		return nil
+	}
+	q, k, v := a.heads(g, x, &a.Q, true, 0), a.heads(g, x, &a.K, true, 0), a.heads(g, x, &a.V, false, 0)
+	o := composedAttention(g, q, k, v, 1/math.Sqrt(float64(a.HeadDim)), a.Causal, 0, mask)
+	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
+}
+
+// PaddingMask returns the additive key-padding mask [B, 1, 1, T] for
+// sequences of the given lengths padded to t: 0 on the first lengths[b]
+// keys of sequence b, -Inf after.
+func PaddingMask(dev device.Device, lengths []int, t int) (*tensor.Tensor, error) {
+	m := make([]float32, len(lengths)*t)
+	for b, n := range lengths {
+		if n < 1 || n > t {
+			return nil, fmt.Errorf("nn: PaddingMask: sequence %d has length %d, want 1..%d", b, n, t)
+		}
+		for j := n; j < t; j++ {
+			m[b*t+j] = float32(math.Inf(-1))
+		}
+	}
+	return tensor.FromFloat32(dev, m, len(lengths), 1, 1, t)
+}
+
+// heads projects x [B, T, dim] by l into heads [B, T, Heads, HeadDim],
+// QK-normalised and rotated (as positions pos on) when rotate is set.
+func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, rotate bool, pos int) *tensor.Tensor {
+	y := g.Reshape(l.Forward(g, x), x.Dim(0), x.Dim(1), a.Heads, a.HeadDim)
+	if rotate && a.QKNorm != nil {
+		y = a.QKNorm.Forward(g, y)
+	}
+	if rotate && a.RoPE != nil {
+		y = a.RoPE.forwardAt(g, y, pos)
+	}
+	return y
+}
+
 // ForwardCached is Forward for generation: x [B, T, dim] holds positions
 // cache.Len(layer) onwards, whose keys and values are appended to layer
 // layer of cache, and attention runs over every cached position. A nil
@@ -97,17 +148,7 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 		}
 		pos = cache.Len(layer)
 	}
-	heads := func(l *Linear, rotate bool) *tensor.Tensor {
-		y := g.Reshape(l.Forward(g, x), b, t, a.Heads, a.HeadDim)
-		if rotate && a.QKNorm != nil {
-			y = a.QKNorm.Forward(g, y)
-		}
-		if rotate && a.RoPE != nil {
-			y = a.RoPE.forwardAt(g, y, pos)
-		}
-		return y
-	}
-	q, k, v := heads(&a.Q, true), heads(&a.K, true), heads(&a.V, false)
+	q, k, v := a.heads(g, x, &a.Q, true, pos), a.heads(g, x, &a.K, true, pos), a.heads(g, x, &a.V, false, pos)
 	if cache != nil {
 		k, v = cache.append(g, layer, k, v)
 	}
@@ -116,15 +157,16 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	if a.Causal && pos == 0 && g.Err() == nil && k.Dim(1) == t {
 		o = g.Attention(q, k, v, float32(scale))
 	} else {
-		o = composedAttention(g, q, k, v, scale, a.Causal, pos)
+		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
 	}
 	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
 }
 
 // composedAttention is softmax(q k^T * scale + mask) v for q [B, Tq, H, D]
-// and k, v [B, Tk, H, D]; with causal set, query i (at position pos+i)
-// sees keys 0..pos+i.
-func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, causal bool, pos int) *tensor.Tensor {
+// and k, v [B, Tk, H, D], with extra (nil: none) an additive mask
+// broadcasting to the scores [B, H, Tq, Tk]; with causal set, query i (at
+// position pos+i) sees keys 0..pos+i.
+func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, causal bool, pos int, extra *tensor.Tensor) *tensor.Tensor {
 	if g.Err() != nil {
 		return nil
 	}
@@ -144,6 +186,9 @@ func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64,
 		}
 		g.Device().CopyFromHost(mask.Buffer(), m)
 		s = g.Add(s, mask)
+	}
+	if extra != nil {
+		s = g.Add(s, extra)
 	}
 	o := g.MatMul(g.Softmax(s, 3), vh, false, false)
 	return g.Permute(o, 0, 2, 1, 3)

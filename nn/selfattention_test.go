@@ -66,7 +66,7 @@ func TestSelfAttentionFusedMatchesComposed(t *testing.T) {
 						}
 						return y
 					}
-					o := composedAttention(g, h(&a.Q, true), h(&a.K, true), h(&a.V, false), 1/math.Sqrt(float64(a.HeadDim)), true, 0)
+					o := composedAttention(g, h(&a.Q, true), h(&a.K, true), h(&a.V, false), 1/math.Sqrt(float64(a.HeadDim)), true, 0, nil)
 					y = a.Out.Forward(g, g.Reshape(o, b, tt, 32))
 				} else {
 					y = a.Forward(g, x)
@@ -148,5 +148,53 @@ func TestSelfAttentionCached(t *testing.T) {
 	g.SetNoGrad(false)
 	if a.ForwardCached(g, x, NewKVCache(1), 0); g.Err() == nil {
 		t.Error("a KV cache on a recording graph was accepted")
+	}
+}
+
+// TestSelfAttentionMasks: an additive causal mask on non-causal attention
+// equals causal attention, and a key-padding mask makes a padded sequence's
+// real positions equal those of the unpadded sequence run alone.
+func TestSelfAttentionMasks(t *testing.T) {
+	dev := cpu.New()
+	in := NewInit(dev, 8, 0.3)
+	a := NewSelfAttention(in, 16, AttentionOptions{Heads: 2, Bias: true})
+	x := randInput(t, 21, 2, 6, 16)
+	g := autograd.New(dev)
+	g.SetNoGrad(true)
+	defer g.Reset()
+
+	causal := make([]float32, 36)
+	for i := range 6 {
+		for j := i + 1; j < 6; j++ {
+			causal[i*6+j] = float32(math.Inf(-1))
+		}
+	}
+	mask, _ := tensor.FromFloat32(dev, causal, 6, 6)
+	masked := append([]float32(nil), a.ForwardMasked(g, x, mask).Float32s()...)
+	a.Causal = true
+	want := a.Forward(g, x).Float32s()
+	a.Causal = false
+	if d := maxDiff(masked, want); d > 1e-5 {
+		t.Errorf("additive causal mask differs from causal attention by %g", d)
+	}
+
+	pad, err := PaddingMask(dev, []int{4, 6}, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padded := a.ForwardMasked(g, x, pad).Float32s()
+	alone := a.Forward(g, g.Slice(g.Slice(x, 0, 0, 1), 1, 0, 4)).Float32s()
+	if d := maxDiff(padded[:4*16], alone); d > 1e-5 {
+		t.Errorf("padded sequence's first 4 positions differ from the sequence alone by %g", d)
+	}
+	full := a.Forward(g, g.Slice(x, 0, 1, 2)).Float32s()
+	if d := maxDiff(padded[6*16:], full); d > 1e-5 {
+		t.Errorf("the unpadded sequence differs by %g", d)
+	}
+	if _, err := PaddingMask(dev, []int{7}, 6); err == nil {
+		t.Error("a length past the padded size was accepted")
+	}
+	if a.ForwardMasked(g, x, nil); g.Err() == nil {
+		t.Error("a nil mask was accepted")
 	}
 }
