@@ -162,3 +162,43 @@ func TestGPT2Shape(t *testing.T) {
 		t.Error("5 heads of width 32 accepted")
 	}
 }
+
+// TestGPT2SaveLoad: a checkpoint holds the tied weight once and restores
+// the model exactly (same logits).
+func TestGPT2SaveLoad(t *testing.T) {
+	dev := cpu.New()
+	cfg, _ := GPT2Preset("gpt2-tiny")
+	a, _ := NewGPT2(dev, cfg, 1)
+	b, _ := NewGPT2(dev, cfg, 2)
+	path := t.TempDir() + "/gpt2.safetensors"
+	if err := a.Save(path, map[string]string{"preset": "gpt2-tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Info("head.weight"); ok {
+		t.Error("the checkpoint holds the tied head.weight")
+	}
+	f.Close()
+	if _, err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := tensor.FromInt32(dev, []int32{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8)
+	run := func(m *GPT2) []float32 {
+		g := autograd.New(dev)
+		defer g.Reset()
+		l, _ := m.Forward(g, ids, nil)
+		return append([]float32(nil), l.Float32s()...)
+	}
+	la, lb := run(a), run(b)
+	for i := range la {
+		if la[i] != lb[i] {
+			t.Fatalf("logit %d: %g after Load, %g saved", i, lb[i], la[i])
+		}
+	}
+	if b.Head.Weight != b.Tok.Weight {
+		t.Error("Load untied the head")
+	}
+}
