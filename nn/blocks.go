@@ -18,7 +18,7 @@ type LayerNorm struct {
 	Weight *tensor.Tensor
 	Bias   *tensor.Tensor
 	// Eps is added to the variance; zero means 1e-5 (PyTorch's default).
-	Eps float64
+	Eps float32
 }
 
 // NewLayerNorm returns an affine LayerNorm over dim features (weight ones,
@@ -44,7 +44,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 	ax := x.Rank() - 1
 	c := g.Sub(x, g.MeanAxis(x, ax, true))
 	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
-	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(eps, x.DType()))))
+	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(float64(eps), x.DType()))))
 	if n.Weight != nil {
 		y = g.Mul(y, n.Weight)
 	}
