@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/cuda"
+	"github.com/hilbert-ml/hilbert/internal/cudaemu"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -195,3 +198,64 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 func nnCache(m LM) *nn.KVCache { return nn.NewKVCache(m.Layers()) }
+
+// TestGenerateOnEmulatedCUDA: on the CUDA backend (its emulator) the KV
+// cache gives the tokens of the uncached run, greedy decoding gives the
+// CPU's tokens, and train-mode dropout (Philox masks) matches the CPU's.
+func TestGenerateOnEmulatedCUDA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the CUDA emulator compiles kernels with g++")
+	}
+	cudaemu.Setenv(t)
+	gpu, err := cuda.New(0)
+	if err != nil {
+		t.Fatalf("New on the CUDA emulator: %v", err)
+	}
+	defer gpu.Close()
+	cfg, _ := GPT2Preset("gpt2-tiny")
+	cfg.InitStd = 0.3
+	prompt := []int32{5, 17, 42}
+	var greedy [2]string
+	for i, dev := range []device.Device{cpu.New(), gpu} {
+		m, err := NewGPT2(dev, cfg, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []GenerateOptions{{Tokens: 10}, {Tokens: 10, Temperature: 1, TopK: 20, TopP: 0.9, Seed: 5}} {
+			cached, err := Generate(dev, m, prompt, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.NoCache = true
+			full, err := Generate(dev, m, prompt, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(cached) != fmt.Sprint(full) {
+				t.Errorf("%s T=%g: with cache %v, without %v", dev.Name(), o.Temperature, cached, full)
+			}
+			if o.Temperature == 0 {
+				greedy[i] = fmt.Sprint(cached)
+			}
+		}
+	}
+	if greedy[0] != greedy[1] {
+		t.Errorf("greedy tokens: CPU %s, CUDA %s", greedy[0], greedy[1])
+	}
+	cfg.Dropout = 0.3
+	var logits [2][]float32
+	for i, dev := range []device.Device{cpu.New(), gpu} {
+		m, _ := NewGPT2(dev, cfg, 3)
+		g := autograd.New(dev)
+		ids, _ := tensor.FromInt32(dev, prompt, 1, 3)
+		l, _ := m.Forward(g, ids, nil)
+		if g.Err() != nil {
+			t.Fatal(g.Err())
+		}
+		logits[i] = append([]float32(nil), l.Float32s()...)
+		g.Reset()
+	}
+	if d := maxAbsDiff(logits[0], logits[1]); d > 1e-4 {
+		t.Errorf("train-mode logits differ between CPU and CUDA by %g (dropout masks?)", d)
+	}
+}

@@ -38,12 +38,12 @@ var gpt2Presets = map[string]GPT2Config{
 	"gpt2-medium": {Layers: 24, Dim: 1024, Heads: 16, Vocab: PaperVocab, Context: 1024, InitStd: 0.02},
 	"gpt2-large":  {Layers: 36, Dim: 1280, Heads: 20, Vocab: PaperVocab, Context: 1024, InitStd: 0.02},
 	"gpt2-xl":     {Layers: 48, Dim: 1600, Heads: 25, Vocab: PaperVocab, Context: 1024, InitStd: 0.02},
-	"gpt2-tiny":   {Layers: 2, Dim: 32, Heads: 4, Vocab: 64, Context: 16, InitStd: 0.02},
+	"gpt2-tiny":   {Layers: 2, Dim: 48, Heads: 3, Vocab: 64, Context: 16, InitStd: 0.02},
 }
 
 // GPT2Preset returns the named configuration: "gpt2" (124M parameters),
 // "gpt2-medium" (350M), "gpt2-large" (774M), "gpt2-xl" (1558M) or
-// "gpt2-tiny" (2 layers of width 32, for tests).
+// "gpt2-tiny" (2 layers of width 48 in 3 heads of 16, for tests).
 func GPT2Preset(name string) (GPT2Config, error) {
 	c, ok := gpt2Presets[name]
 	if !ok {

@@ -3,9 +3,10 @@
 Usage (from the repository root):
     /usr/bin/python3 scripts/parity/gpt2.py models/testdata/gpt2_golden.safetensors
 
-Builds a tiny GPT-2 (the models "gpt2-tiny" shape: 2 layers, width 32,
-4 heads, vocab 64, context 16) in PyTorch, written out layer by layer as
-nanoGPT's model.py has it (pre-LayerNorm blocks with biases, causal
+Builds a tiny GPT-2 (the models "gpt2-tiny" shape: 2 layers, width 48 in
+3 heads of 16, the smallest head the CUDA attention kernels take; vocab
+64, context 16) in PyTorch, written out layer by layer as nanoGPT's
+model.py has it (pre-LayerNorm blocks with biases, causal
 attention, GELU with the tanh approximation, learned positions, LM head
 tied to the token embedding), with separate q, k, v projections so the
 parameter names match Hilbert's. Every weight, bias and LayerNorm gain is
@@ -31,7 +32,7 @@ import torch
 
 from model import save_safetensors
 
-CFG = {"Layers": 2, "Dim": 32, "Heads": 4, "Vocab": 64, "Context": 16}
+CFG = {"Layers": 2, "Dim": 48, "Heads": 3, "Vocab": 64, "Context": 16}
 BATCH, SEQ, SEED = 2, 16, 4321
 
 
