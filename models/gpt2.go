@@ -158,11 +158,37 @@ func (m *GPT2) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logit
 	return logits, crossEntropy(g, "GPT2", logits, inputs, targets)
 }
 
+// Loss returns the mean next-token cross-entropy of inputs [B, T]
+// against targets [B, T] with the head and the loss fused
+// (autograd.LinearCrossEntropy), so the B*T x Vocab logits never exist
+// whole: Forward's loss, for training at full vocabulary.
+func (m *GPT2) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	h := m.hidden(g, inputs, nil)
+	if h == nil {
+		return nil
+	}
+	if targets == nil || !targets.SameShape(inputs) {
+		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
+		return nil
+	}
+	rows := inputs.Len()
+	return g.LinearCrossEntropy(g.Reshape(h, rows, m.Config.Dim), m.Head.Weight, targets, 0)
+}
+
 // ForwardCached runs inputs [B, T] as the positions after those already
 // in cache (nil: none) and returns their logits [B, T, Vocab], appending
 // their keys and values to the cache. A cache needs a graph with
 // recording off.
 func (m *GPT2) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	h := m.hidden(g, inputs, cache)
+	if h == nil {
+		return nil
+	}
+	return m.Head.Forward(g, h)
+}
+
+// hidden returns the final-norm hidden states [B, T, Dim] of inputs.
+func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
 	if g.Err() != nil {
 		return nil
 	}
@@ -174,7 +200,7 @@ func (m *GPT2) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 		g.Fail(fmt.Errorf("models: GPT2.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
 		return nil
 	}
-	b, t := inputs.Dim(0), inputs.Dim(1)
+	t := inputs.Dim(1)
 	if pos+t > m.Config.Context {
 		g.Fail(fmt.Errorf("models: GPT2.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
 		return nil
@@ -187,11 +213,11 @@ func (m *GPT2) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 		h := bl.Proj.Forward(g, nn.GELUTanh.Forward(g, bl.FC.Forward(g, bl.LN2.Forward(g, x))))
 		x = g.Add(x, bl.Drop.Forward(g, h))
 	}
-	logits := m.Head.Forward(g, m.Norm.Forward(g, x))
+	h := m.Norm.Forward(g, x)
 	if g.Err() != nil {
 		return nil
 	}
-	return g.Reshape(logits, b, t, m.Config.Vocab)
+	return h
 }
 
 // Layers returns the number of attention layers (the KV cache's size).

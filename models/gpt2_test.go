@@ -221,3 +221,52 @@ func TestGPT2SaveLoad(t *testing.T) {
 		t.Error("Load untied the head")
 	}
 }
+
+// TestGPT2LossFused: Loss (the fused head and loss) gives Forward's loss
+// and the same gradients.
+func TestGPT2LossFused(t *testing.T) {
+	dev := cpu.New()
+	cfg, _ := GPT2Preset("gpt2-tiny")
+	cfg.InitStd = 0.2
+	m, _ := NewGPT2(dev, cfg, 4)
+	in := make([]int32, 2*12)
+	tg := make([]int32, 2*12)
+	for i := range in {
+		in[i], tg[i] = int32((i*13+1)%64), int32((i*5+7)%64)
+	}
+	inputs, _ := tensor.FromInt32(dev, in, 2, 12)
+	targets, _ := tensor.FromInt32(dev, tg, 2, 12)
+	run := func(fused bool) (float32, [][]float32) {
+		autograd.ZeroGrad(m.Parameters())
+		g := autograd.New(dev)
+		defer g.Reset()
+		var loss *tensor.Tensor
+		if fused {
+			loss = m.Loss(g, inputs, targets)
+		} else {
+			_, loss = m.Forward(g, inputs, targets)
+		}
+		if err := g.Err(); err != nil {
+			t.Fatal(err)
+		}
+		v := loss.Item()
+		if err := g.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		var grads [][]float32
+		for _, p := range m.Parameters() {
+			grads = append(grads, append([]float32(nil), p.Grad().Float32s()...))
+		}
+		return v, grads
+	}
+	lf, gf := run(true)
+	lu, gu := run(false)
+	if math.Abs(float64(lf-lu)) > 1e-5*math.Abs(float64(lu)) {
+		t.Errorf("fused loss %g, Forward's %g", lf, lu)
+	}
+	for i, p := range m.Parameters() {
+		if d := maxAbsDiff(gf[i], gu[i]); d > 1e-5 {
+			t.Errorf("grad %s: fused and unfused differ by %g", p.Name, d)
+		}
+	}
+}
