@@ -125,9 +125,10 @@ func NumParams(params []*tensor.Tensor) int {
 	return n
 }
 
-// Init creates parameters on one device: float32 tensors drawn i.i.d. from
-// N(0, Std^2) with a seeded generator, marked as requiring gradients.
-// Errors are sticky: after a failed allocation Normal returns nil and Err
+// Init creates parameters on one device, float32 tensors marked as
+// requiring gradients: Normal draws i.i.d. from N(0, Std^2) with a seeded
+// generator, NormalStd and Scaled with another std, Zeros and Ones fill.
+// Errors are sticky: after a failed allocation every helper returns nil and Err
 // reports the failure, so a constructor can build a whole model and check
 // once.
 type Init struct {
