@@ -1,7 +1,9 @@
-// Package models holds complete models built from package nn. The first
-// is the paper's decoder-only transformer (Transformer), with the paper's
-// presets (190m, 380m, 640m), small presets for CPU work, and free
-// configuration.
+// Package models holds complete models built from package nn: the
+// paper's decoder-only transformer (Transformer), with the paper's presets
+// (190m, 380m, 640m), small presets for CPU work, and free configuration;
+// and the GPT-2 family (GPT2, with GPT-2's four shapes and a tiny test
+// preset). Both give logits (ForwardCached) and sample text with Generate,
+// which runs a KV cache so each new token costs one position.
 //
 // This package builds on nn, autograd, tensor and device. It must not
 // import optim, data or the trainer: they import it.
@@ -201,6 +203,45 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 	}
 	return loss, hidden
 }
+
+// ForwardCached runs inputs [B, T] (int32 token ids) as the positions
+// after those already in cache (nil: none) and returns their logits
+// [B, T, Vocab] (the head as a plain matrix product, not fused with a
+// loss), appending their keys and values to the cache. A cache needs a
+// graph with recording off. Errors are recorded in g.
+func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	if inputs == nil || inputs.Rank() != 2 {
+		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		return nil
+	}
+	pos := 0
+	if cache != nil && len(m.Blocks) > 0 {
+		pos = cache.Len(0)
+	}
+	b, t := inputs.Dim(0), inputs.Dim(1)
+	if pos+t > m.Config.Context {
+		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+		return nil
+	}
+	x := m.Embed.Forward(g, inputs)
+	for i := range m.Blocks {
+		x = m.Blocks[i].ForwardCached(g, x, cache, i)
+	}
+	logits := m.Head.Forward(g, m.Norm.Forward(g, x))
+	if g.Err() != nil {
+		return nil
+	}
+	return g.Reshape(logits, b, t, m.Config.Vocab)
+}
+
+// Layers returns the number of blocks (the KV cache's size).
+func (m *Transformer) Layers() int { return m.Config.Layers }
+
+// ContextLen returns the longest sequence the model takes.
+func (m *Transformer) ContextLen() int { return m.Config.Context }
 
 func shapeOf(t *tensor.Tensor) any {
 	if t == nil {

@@ -119,3 +119,24 @@ func (bl *Block) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	x = g.Add(x, bl.Attn.Forward(g, bl.Norm.Forward(g, x)))
 	return g.Add(x, bl.MLP.Forward(g, bl.Norm.Forward(g, x)))
 }
+
+// ForwardCached is Forward for generation with a KV cache (see
+// SelfAttention.ForwardCached); a nil cache is Forward.
+func (a *Attention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache *KVCache, layer int) *tensor.Tensor {
+	if cache == nil {
+		return a.Forward(g, x)
+	}
+	sa := SelfAttention{Q: a.Q, K: a.K, V: a.V, Out: a.Out, Heads: a.Heads, HeadDim: a.HeadDim,
+		Causal: true, QKNorm: &a.QKNorm, RoPE: a.RoPE}
+	return sa.ForwardCached(g, x, cache, layer)
+}
+
+// ForwardCached is Forward for generation with a KV cache, the block
+// being layer layer of the cache; a nil cache is Forward.
+func (bl *Block) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache *KVCache, layer int) *tensor.Tensor {
+	if cache == nil {
+		return bl.Forward(g, x)
+	}
+	x = g.Add(x, bl.Attn.ForwardCached(g, bl.Norm.Forward(g, x), cache, layer))
+	return g.Add(x, bl.MLP.Forward(g, bl.Norm.Forward(g, x)))
+}

@@ -1,9 +1,12 @@
 // Package nn holds the building blocks a user composes into models:
-// Linear (no bias), Embedding, RMSNorm (no gain), rotary position
-// embedding, causal self-attention with per-head QK normalisation, the
-// SwiGLU MLP and the pre-norm transformer block, plus the module
-// convention that names a model's parameters and saves and loads them as
-// safetensors checkpoints.
+// Linear (optional bias), Embedding, LayerNorm (optional bias), RMSNorm
+// (optional gain), Dropout with a train/eval mode set once on a module
+// tree (SetTraining), activations (ReLU, GELU, GELUTanh, SiLU), rotary
+// position embedding, multi-head self-attention (SelfAttention: causal,
+// QK-norm and RoPE as options, with a KV cache for generation), init
+// helpers, and the paper's blocks (Attention, the SwiGLU MLP and the
+// pre-norm Block), plus the module convention that names a model's
+// parameters and saves and loads them as safetensors checkpoints.
 //
 // # Module convention
 //
@@ -15,7 +18,8 @@
 // lower-cased Go name, with slice elements indexed, as in
 // "blocks.3.attn.q.weight". A field tagged `nn:"-"`, an unexported field,
 // and fields of any other type (ints, floats, maps, funcs) are not
-// parameters. Forward methods take the autograd.Graph explicitly and
+// parameters. A tensor reachable under two names (a tied weight) is one
+// parameter under its first name (Tied lists the others). Forward methods take the autograd.Graph explicitly and
 // return nil once the graph holds an error (check g.Err).
 //
 //	type MLPLM struct {

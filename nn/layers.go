@@ -7,21 +7,34 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// Linear is a bias-free affine map y = x W^T with Weight [out, in] (the
-// PyTorch layout, so state dicts load unchanged).
+// Linear is the affine map y = x W^T + b with Weight [out, in] (the
+// PyTorch layout, so state dicts load unchanged) and an optional Bias
+// [out]; a nil Bias is a bias-free map.
 type Linear struct {
 	Weight *tensor.Tensor
+	Bias   *tensor.Tensor
 }
 
-// NewLinear returns a Linear from in to out features initialised by init.
+// NewLinear returns a bias-free Linear from in to out features with its
+// weight drawn by init.Normal.
 func NewLinear(init *Init, in, out int) Linear {
 	return Linear{Weight: init.Normal(out, in)}
+}
+
+// NewLinearBias returns a Linear from in to out features with its weight
+// drawn by init.Normal and a zero bias.
+func NewLinearBias(init *Init, in, out int) Linear {
+	return Linear{Weight: init.Normal(out, in), Bias: init.Zeros(out)}
 }
 
 // Forward maps x [..., in] to [..., out] (leading axes are folded into
 // one matrix product).
 func (l *Linear) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
-	return g.MatMul(x, l.Weight, false, true)
+	y := g.MatMul(x, l.Weight, false, true)
+	if l.Bias != nil {
+		y = g.Add(y, l.Bias)
+	}
+	return y
 }
 
 // Embedding maps token ids to rows of Weight [vocab, dim].
@@ -43,11 +56,19 @@ func (e *Embedding) Forward(g *autograd.Graph, ids *tensor.Tensor) *tensor.Tenso
 // DefaultEps is the RMSNorm epsilon of the paper's model.
 const DefaultEps = 1e-6
 
-// RMSNorm normalises the last axis without a learned gain:
-// x / sqrt(mean(x^2) + Eps), in float32. It has no parameters.
+// RMSNorm normalises the last axis: x / sqrt(mean(x^2) + Eps), times an
+// optional learned Gain [dim]. With a nil Gain (the paper's) it has no
+// parameters.
 type RMSNorm struct {
+	// Gain multiplies the normalised input; nil means none.
+	Gain *tensor.Tensor
 	// Eps is added to the mean square; zero means DefaultEps.
 	Eps float32
+}
+
+// NewRMSNorm returns an RMSNorm over dim features with a gain of ones.
+func NewRMSNorm(init *Init, dim int) RMSNorm {
+	return RMSNorm{Gain: init.Ones(dim)}
 }
 
 // Forward normalises x over its last axis.
@@ -56,7 +77,11 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	if eps == 0 {
 		eps = DefaultEps
 	}
-	return g.RMSNorm(x, eps)
+	y := g.RMSNorm(x, eps)
+	if n.Gain != nil {
+		y = g.Mul(y, n.Gain)
+	}
+	return y
 }
 
 // dims3 returns the sizes of a [B, T, d] activation, recording an error

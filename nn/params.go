@@ -18,11 +18,24 @@ var tensorType = reflect.TypeFor[*tensor.Tensor]()
 // in index order. It sets each tensor's Name to its hierarchical path (see
 // the package comment). Nil tensor fields are skipped.
 //
-// A tensor reachable under two names (a tied parameter) makes Parameters
-// panic, as does m not being a struct: both are programming errors in the
-// model's definition.
+// A tensor reachable under two names (a tied parameter, such as an LM
+// head sharing the embedding's weight) is returned once, under the first
+// name in that order, so an optimizer owns and steps it once; Tied lists
+// the other names. m not being a struct makes Parameters panic: it is a
+// programming error in the model's definition.
 func Parameters(m any) []*tensor.Tensor {
-	w := walker{seen: map[*tensor.Tensor]string{}, active: map[uintptr]bool{}}
+	return walk(m).out
+}
+
+// Tied returns the second and later names of tied parameters of module m,
+// each mapped to the name Parameters gives the tensor ("head.weight" ->
+// "embed.weight"); it is empty when no tensor is reachable twice.
+func Tied(m any) map[string]string {
+	return walk(m).tied
+}
+
+func walk(m any) *walker {
+	w := &walker{seen: map[*tensor.Tensor]string{}, active: map[uintptr]bool{}, tied: map[string]string{}}
 	v := reflect.ValueOf(m)
 	s := v
 	if s.Kind() == reflect.Pointer {
@@ -32,13 +45,14 @@ func Parameters(m any) []*tensor.Tensor {
 		panic(fmt.Sprintf("nn: Parameters of %T: want a struct or a pointer to one", m))
 	}
 	w.walk(v, "")
-	return w.out
+	return w
 }
 
 type walker struct {
 	out    []*tensor.Tensor
 	seen   map[*tensor.Tensor]string
-	active map[uintptr]bool // struct pointers on the current path (cycles)
+	tied   map[string]string // alias -> first name
+	active map[uintptr]bool  // struct pointers on the current path (cycles)
 }
 
 func join(prefix, name string) string {
@@ -57,7 +71,8 @@ func (w *walker) walk(v reflect.Value, path string) {
 		if v.Type() == tensorType {
 			t := v.Interface().(*tensor.Tensor)
 			if prev, dup := w.seen[t]; dup {
-				panic(fmt.Sprintf("nn: parameter %q is the same tensor as %q (tied parameters are not supported)", path, prev))
+				w.tied[path] = prev
+				return
 			}
 			w.seen[t] = path
 			t.Name = path
@@ -110,9 +125,10 @@ func NumParams(params []*tensor.Tensor) int {
 	return n
 }
 
-// Init creates parameters on one device: float32 tensors drawn i.i.d. from
-// N(0, Std^2) with a seeded generator, marked as requiring gradients.
-// Errors are sticky: after a failed allocation Normal returns nil and Err
+// Init creates parameters on one device, float32 tensors marked as
+// requiring gradients: Normal draws i.i.d. from N(0, Std^2) with a seeded
+// generator, NormalStd and Scaled with another std, Zeros and Ones fill.
+// Errors are sticky: after a failed allocation every helper returns nil and Err
 // reports the failure, so a constructor can build a whole model and check
 // once.
 type Init struct {
@@ -131,13 +147,47 @@ func NewInit(dev device.Device, seed uint64, std float64) *Init {
 // Normal returns a new parameter of the given shape drawn from
 // N(0, Std^2), or nil after an error.
 func (in *Init) Normal(shape ...int) *tensor.Tensor {
+	return in.NormalStd(in.Std, shape...)
+}
+
+// NormalStd returns a new parameter drawn from N(0, std^2), or nil after
+// an error.
+func (in *Init) NormalStd(std float64, shape ...int) *tensor.Tensor {
 	if in.err != nil {
 		return nil
 	}
-	t, err := tensor.RandN(in.Dev, in.rng, 0, in.Std, shape...)
+	t, err := tensor.RandN(in.Dev, in.rng, 0, std, shape...)
 	if err != nil {
 		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
 		return nil
+	}
+	t.SetRequiresGrad(true)
+	return t
+}
+
+// Scaled returns a new parameter drawn from N(0, (scale*Std)^2), as GPT-2
+// draws its residual projections with scale 1/sqrt(2*layers).
+func (in *Init) Scaled(scale float64, shape ...int) *tensor.Tensor {
+	return in.NormalStd(scale*in.Std, shape...)
+}
+
+// Zeros returns a new parameter of zeros, or nil after an error.
+func (in *Init) Zeros(shape ...int) *tensor.Tensor { return in.constant(0, shape) }
+
+// Ones returns a new parameter of ones, or nil after an error.
+func (in *Init) Ones(shape ...int) *tensor.Tensor { return in.constant(1, shape) }
+
+func (in *Init) constant(v float32, shape []int) *tensor.Tensor {
+	if in.err != nil {
+		return nil
+	}
+	t, err := tensor.New(in.Dev, shape...)
+	if err != nil {
+		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
+		return nil
+	}
+	if v != 0 {
+		in.Dev.Fill(t.Buffer(), v)
 	}
 	t.SetRequiresGrad(true)
 	return t

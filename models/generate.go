@@ -1,0 +1,163 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// LM is a language model Generate samples from: GPT2 and Transformer.
+type LM interface {
+	// ForwardCached returns the logits [B, T, Vocab] of inputs [B, T]
+	// placed after the positions in cache (nil: none), appending their
+	// keys and values to it.
+	ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor
+	// Layers is the number of attention layers (the cache's size).
+	Layers() int
+	// ContextLen is the longest sequence the model takes.
+	ContextLen() int
+}
+
+// GenerateOptions configures Generate.
+type GenerateOptions struct {
+	// Tokens is the number of tokens to generate.
+	Tokens int
+	// Temperature divides the logits; 0 is greedy decoding (argmax).
+	Temperature float64
+	// TopK keeps the K most likely tokens (0: all).
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// reaches P (nucleus sampling; 0 or 1: all).
+	TopP float64
+	// Seed keys the draws: step i uses Philox word i of the seed
+	// (device.RandomWord), so a seed gives the same text on any backend.
+	Seed uint64
+	// NoCache recomputes the whole sequence for every new token instead
+	// of using a KV cache (the reference the cache is tested against).
+	NoCache bool
+}
+
+// Generate continues prompt (token ids, at least one) by opt.Tokens
+// tokens sampled from m on dev and returns the new tokens. With the KV
+// cache (the default) the prompt runs once and each new token costs one
+// position. The prompt and the new tokens together must fit the model's
+// context.
+func Generate(dev device.Device, m LM, prompt []int32, opt GenerateOptions) ([]int32, error) {
+	switch {
+	case len(prompt) == 0:
+		return nil, fmt.Errorf("models: Generate: empty prompt")
+	case opt.Tokens < 0 || opt.Temperature < 0 || opt.TopK < 0 || opt.TopP < 0 || opt.TopP > 1 || math.IsNaN(opt.Temperature) || math.IsNaN(opt.TopP):
+		return nil, fmt.Errorf("models: Generate: tokens %d, temperature %g, top-k %d, top-p %g: want tokens, temperature, top-k >= 0 and top-p in [0, 1]",
+			opt.Tokens, opt.Temperature, opt.TopK, opt.TopP)
+	case len(prompt)+opt.Tokens > m.ContextLen():
+		return nil, fmt.Errorf("models: Generate: a prompt of %d tokens and %d new ones exceed the context of %d", len(prompt), opt.Tokens, m.ContextLen())
+	}
+	g := autograd.New(dev)
+	g.SetNoGrad(true)
+	defer g.Reset()
+	var cache *nn.KVCache
+	if !opt.NoCache {
+		cache = nn.NewKVCache(m.Layers())
+		defer cache.Release()
+	}
+	seq := append(make([]int32, 0, len(prompt)+opt.Tokens), prompt...)
+	var s sampler
+	for step := range opt.Tokens {
+		in := seq
+		if cache != nil && step > 0 {
+			in = seq[len(seq)-1:]
+		}
+		ids, err := tensor.FromInt32(dev, in, 1, len(in))
+		if err != nil {
+			return nil, fmt.Errorf("models: Generate: %w", err)
+		}
+		logits := m.ForwardCached(g, ids, cache)
+		if err := g.Err(); err != nil {
+			ids.Release()
+			return nil, fmt.Errorf("models: Generate: %w", err)
+		}
+		v := logits.Dim(2)
+		last := g.Slice(g.Reshape(logits, len(in), v), 0, len(in)-1, len(in))
+		if err := g.Err(); err != nil {
+			ids.Release()
+			return nil, fmt.Errorf("models: Generate: %w", err)
+		}
+		seq = append(seq, s.pick(last.Float32s(), opt, uint64(step)))
+		ids.Release()
+		g.Reset()
+	}
+	return seq[len(prompt):], nil
+}
+
+// sampler draws a token from one row of logits; its buffers are reused
+// across steps.
+type sampler struct {
+	p   []float64
+	idx []int
+}
+
+// pick returns the token for logits under opt at step.
+func (s *sampler) pick(logits []float32, opt GenerateOptions, step uint64) int32 {
+	if opt.Temperature == 0 {
+		best := 0
+		for i, l := range logits {
+			if l > logits[best] {
+				best = i
+			}
+		}
+		return int32(best)
+	}
+	n := len(logits)
+	if cap(s.p) < n {
+		s.p, s.idx = make([]float64, n), make([]int, n)
+	}
+	p, idx := s.p[:n], s.idx[:n]
+	top := math.Inf(-1)
+	for _, l := range logits {
+		top = max(top, float64(l))
+	}
+	for i, l := range logits {
+		idx[i] = i
+		p[i] = math.Exp((float64(l) - top) / opt.Temperature)
+	}
+	// Most likely first; ties by token id, so the order is deterministic.
+	sort.Slice(idx, func(a, b int) bool {
+		if p[idx[a]] != p[idx[b]] {
+			return p[idx[a]] > p[idx[b]]
+		}
+		return idx[a] < idx[b]
+	})
+	keep := n
+	if opt.TopK > 0 && opt.TopK < keep {
+		keep = opt.TopK
+	}
+	total := 0.0
+	for _, i := range idx[:keep] {
+		total += p[i]
+	}
+	if opt.TopP > 0 && opt.TopP < 1 {
+		cum := 0.0
+		for j, i := range idx[:keep] {
+			cum += p[i]
+			if cum >= opt.TopP*total {
+				keep = j + 1
+				break
+			}
+		}
+		total = cum
+	}
+	u := (float64(device.RandomWord(opt.Seed, step)) + 0.5) / (1 << 32) * total
+	cum := 0.0
+	for _, i := range idx[:keep] {
+		cum += p[i]
+		if u < cum {
+			return int32(i)
+		}
+	}
+	return int32(idx[keep-1])
+}

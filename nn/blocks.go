@@ -1,0 +1,208 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// LayerNorm normalises the last axis to zero mean and unit (biased)
+// variance, (x - mean) / sqrt(var + Eps), then scales by Weight [dim] and
+// shifts by Bias [dim] when they are set (PyTorch's nn.LayerNorm with
+// elementwise_affine; bias=False leaves Bias nil).
+type LayerNorm struct {
+	Weight *tensor.Tensor
+	Bias   *tensor.Tensor
+	// Eps is added to the variance; zero means 1e-5 (PyTorch's default).
+	Eps float32
+}
+
+// NewLayerNorm returns an affine LayerNorm over dim features (weight ones,
+// bias zeros, or no bias when bias is false).
+func NewLayerNorm(init *Init, dim int, bias bool) LayerNorm {
+	n := LayerNorm{Weight: init.Ones(dim)}
+	if bias {
+		n.Bias = init.Zeros(dim)
+	}
+	return n
+}
+
+// Forward normalises x over its last axis (float32 or float64).
+func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	if g.Err() != nil || x == nil || x.Rank() == 0 {
+		g.Fail(fmt.Errorf("nn: LayerNorm: input %v: want rank >= 1", shapeOf(x)))
+		return nil
+	}
+	eps := n.Eps
+	if eps == 0 {
+		eps = 1e-5
+	}
+	ax := x.Rank() - 1
+	c := g.Sub(x, g.MeanAxis(x, ax, true))
+	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
+	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(float64(eps), x.DType()))))
+	if n.Weight != nil {
+		y = g.Mul(y, n.Weight)
+	}
+	if n.Bias != nil {
+		y = g.Add(y, n.Bias)
+	}
+	return y
+}
+
+func shapeOf(t *tensor.Tensor) any {
+	if t == nil {
+		return "nil"
+	}
+	return t.Shape()
+}
+
+// Activation selects an elementwise nonlinearity.
+type Activation uint8
+
+const (
+	// ReLU is max(x, 0).
+	ReLU Activation = iota + 1
+	// GELU is the exact x * Phi(x), Phi the standard normal CDF.
+	GELU
+	// GELUTanh is GPT-2's approximation
+	// x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+	GELUTanh
+	// SiLU is x * sigmoid(x).
+	SiLU
+)
+
+// String names the activation.
+func (a Activation) String() string {
+	switch a {
+	case ReLU:
+		return "relu"
+	case GELU:
+		return "gelu"
+	case GELUTanh:
+		return "gelu_tanh"
+	case SiLU:
+		return "silu"
+	}
+	return fmt.Sprintf("activation(%d)", uint8(a))
+}
+
+// Forward applies the activation to x.
+func (a Activation) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	if g.Err() != nil || x == nil {
+		g.Fail(fmt.Errorf("nn: %v: nil input", a))
+		return nil
+	}
+	dt := x.DType()
+	switch a {
+	case ReLU:
+		return g.Relu(x)
+	case GELU:
+		return g.GELU(x)
+	case GELUTanh:
+		x3 := g.Mul(g.Unary(device.Square, x), x)
+		in := g.Mul(g.Add(x, g.Mul(x3, g.Constant(0.044715, dt))), g.Constant(math.Sqrt(2/math.Pi), dt))
+		return g.Mul(g.Mul(x, g.Constant(0.5, dt)), g.Add(g.Tanh(in), g.Constant(1, dt)))
+	case SiLU:
+		return g.Mul(x, g.Sigmoid(x))
+	}
+	g.Fail(fmt.Errorf("nn: unknown activation %d", uint8(a)))
+	return nil
+}
+
+// Dropout zeroes each element with probability P in training mode and
+// scales the survivors by 1/(1-P); in evaluation mode (Eval set, see
+// SetTraining) it is the identity. The masks are Philox draws
+// (device.Random) keyed by Seed at a counter that advances by the number
+// of elements of each call, so a run is reproducible from the seed and
+// every call draws a fresh mask.
+type Dropout struct {
+	// P is the drop probability, in [0, 1).
+	P float64
+	// Seed keys the masks.
+	Seed uint64
+	// Eval turns dropout off (the zero value is in training mode, as a
+	// new PyTorch module is).
+	Eval   bool
+	offset uint64
+}
+
+// SetTraining puts the dropout in training (on) or evaluation mode.
+func (d *Dropout) SetTraining(on bool) { d.Eval = !on }
+
+// Forward returns x with dropout applied (x itself in evaluation mode or
+// when P is 0).
+func (d *Dropout) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	if g.Err() != nil || x == nil {
+		g.Fail(fmt.Errorf("nn: Dropout: nil input"))
+		return nil
+	}
+	if d.P < 0 || d.P >= 1 {
+		g.Fail(fmt.Errorf("nn: Dropout: probability %g, want [0, 1)", d.P))
+		return nil
+	}
+	if d.Eval || d.P == 0 {
+		return x
+	}
+	dt := x.DType()
+	// A graph-owned constant tensor of x's shape, overwritten by the mask.
+	mask := g.BroadcastTo(g.Constant(0, dt), x.Shape()...)
+	if mask == nil {
+		return nil
+	}
+	g.Device().Random(device.Bernoulli, mask.Buffer(), d.Seed, d.offset, float32(1-d.P), 0)
+	d.offset += uint64(x.Len())
+	return g.Mul(g.Mul(x, mask), g.Constant(1/(1-d.P), dt))
+}
+
+// Trainable is a module with a train/eval mode (Dropout).
+type Trainable interface {
+	SetTraining(on bool)
+}
+
+// SetTraining sets the train (on) or eval mode of every Trainable in the
+// module tree m (a pointer to a struct), walking the same fields as
+// Parameters.
+func SetTraining(m any, on bool) {
+	setTraining(reflect.ValueOf(m), on, map[uintptr]bool{})
+}
+
+var trainableType = reflect.TypeFor[Trainable]()
+
+func setTraining(v reflect.Value, on bool, seen map[uintptr]bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || v.Type() == tensorType || seen[v.Pointer()] {
+			return
+		}
+		seen[v.Pointer()] = true
+		if v.Type().Implements(trainableType) {
+			v.Interface().(Trainable).SetTraining(on)
+			return
+		}
+		setTraining(v.Elem(), on, seen)
+	case reflect.Interface:
+		if !v.IsNil() {
+			setTraining(v.Elem(), on, seen)
+		}
+	case reflect.Struct:
+		if v.CanAddr() && v.Addr().Type().Implements(trainableType) {
+			v.Addr().Interface().(Trainable).SetTraining(on)
+			return
+		}
+		t := v.Type()
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && f.Tag.Get("nn") != "-" {
+				setTraining(v.Field(i), on, seen)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			setTraining(v.Index(i), on, seen)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// AttentionOptions configures a SelfAttention.
+type AttentionOptions struct {
+	// Heads is the number of heads; the model width must be a multiple
+	// of it.
+	Heads int
+	// Bias gives the four projections biases (GPT-2's).
+	Bias bool
+	// Causal lets position t attend to positions <= t only.
+	Causal bool
+	// QKNorm RMS-normalises each query and key head (no gain) before
+	// RoPE.
+	QKNorm bool
+	// RoPE, when set, rotates queries and keys by position.
+	RoPE *RoPE
+	// OutScale scales the init std of the output projection (GPT-2:
+	// 1/sqrt(2*layers)); zero means 1.
+	OutScale float64
+}
+
+// SelfAttention is multi-head self-attention built from nn parts: Q, K, V
+// and Out projections of dim x dim, heads of dim/Heads, optional QK-norm
+// and RoPE, scores scaled by 1/sqrt(headDim). Causal attention over a
+// whole sequence runs the fused attention op (autograd.Attention, the
+// backend's kernel or its composition); non-causal attention, additive
+// and key-padding masks (ForwardMasked, PaddingMask) and the cached
+// decoding steps of generation run a composition of matrix products and a
+// softmax.
+type SelfAttention struct {
+	Q, K, V, Out Linear
+	Heads        int
+	HeadDim      int
+	Causal       bool
+	// QKNorm, when set, normalises each query and key head.
+	QKNorm *RMSNorm
+	// RoPE is shared by every block of a model.
+	RoPE *RoPE `nn:"-"`
+}
+
+// NewSelfAttention returns attention over dim features.
+func NewSelfAttention(init *Init, dim int, opt AttentionOptions) SelfAttention {
+	if opt.Heads <= 0 || dim%opt.Heads != 0 {
+		init.fail(fmt.Errorf("nn: SelfAttention: dim %d is not a multiple of %d heads", dim, opt.Heads))
+		opt.Heads = 1
+	}
+	lin := func(scale float64) Linear {
+		l := Linear{Weight: init.Scaled(scale, dim, dim)}
+		if opt.Bias {
+			l.Bias = init.Zeros(dim)
+		}
+		return l
+	}
+	outScale := opt.OutScale
+	if outScale == 0 {
+		outScale = 1
+	}
+	a := SelfAttention{Q: lin(1), K: lin(1), V: lin(1), Out: lin(outScale),
+		Heads: opt.Heads, HeadDim: dim / opt.Heads, Causal: opt.Causal, RoPE: opt.RoPE}
+	if opt.QKNorm {
+		a.QKNorm = &RMSNorm{}
+	}
+	return a
+}
+
+// Forward maps x [B, T, dim] to [B, T, dim].
+func (a *SelfAttention) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	return a.ForwardCached(g, x, nil, 0)
+}
+
+// ForwardMasked is Forward with an additive mask on the scores: mask
+// broadcasts against the scores [B, Heads, T, T] (query rows, key
+// columns), so [T, T] is one mask for every sequence and [B, 1, 1, T]
+// masks keys per sequence (PaddingMask); -Inf removes a key. With Causal
+// set the causal mask applies as well. It runs the composed attention.
+func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor) *tensor.Tensor {
+	dim := a.Heads * a.HeadDim
+	b, t, ok := dims3(g, "SelfAttention", x, dim)
+	if !ok {
+		return nil
+	}
+	if mask == nil || mask.Rank() < 2 || mask.Rank() > 4 || mask.DType() != x.DType() {
+		g.Fail(fmt.Errorf("nn: SelfAttention: mask %v: want %v of rank 2 to 4 broadcasting to the scores [%d %d %d %d]", shapeOf(mask), x.DType(), b, a.Heads, t, t))
+		return nil
+	}
+	q, k, v := a.heads(g, x, &a.Q, true, 0), a.heads(g, x, &a.K, true, 0), a.heads(g, x, &a.V, false, 0)
+	o := composedAttention(g, q, k, v, 1/math.Sqrt(float64(a.HeadDim)), a.Causal, 0, mask)
+	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
+}
+
+// PaddingMask returns the additive key-padding mask [B, 1, 1, T] for
+// sequences of the given lengths padded to t: 0 on the first lengths[b]
+// keys of sequence b, -Inf after.
+func PaddingMask(dev device.Device, lengths []int, t int) (*tensor.Tensor, error) {
+	m := make([]float32, len(lengths)*t)
+	for b, n := range lengths {
+		if n < 1 || n > t {
+			return nil, fmt.Errorf("nn: PaddingMask: sequence %d has length %d, want 1..%d", b, n, t)
+		}
+		for j := n; j < t; j++ {
+			m[b*t+j] = float32(math.Inf(-1))
+		}
+	}
+	return tensor.FromFloat32(dev, m, len(lengths), 1, 1, t)
+}
+
+// heads projects x [B, T, dim] by l into heads [B, T, Heads, HeadDim],
+// QK-normalised and rotated (as positions pos on) when rotate is set.
+func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, rotate bool, pos int) *tensor.Tensor {
+	y := g.Reshape(l.Forward(g, x), x.Dim(0), x.Dim(1), a.Heads, a.HeadDim)
+	if rotate && a.QKNorm != nil {
+		y = a.QKNorm.Forward(g, y)
+	}
+	if rotate && a.RoPE != nil {
+		y = a.RoPE.forwardAt(g, y, pos)
+	}
+	return y
+}
+
+// ForwardCached is Forward for generation: x [B, T, dim] holds positions
+// cache.Len(layer) onwards, whose keys and values are appended to layer
+// layer of cache, and attention runs over every cached position. A nil
+// cache is Forward.
+func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache *KVCache, layer int) *tensor.Tensor {
+	dim := a.Heads * a.HeadDim
+	b, t, ok := dims3(g, "SelfAttention", x, dim)
+	if !ok {
+		return nil
+	}
+	pos := 0
+	if cache != nil {
+		if layer < 0 || layer >= len(cache.k) {
+			g.Fail(fmt.Errorf("nn: SelfAttention: layer %d of a KV cache of %d layers", layer, len(cache.k)))
+			return nil
+		}
+		if !g.NoGrad() {
+			g.Fail(fmt.Errorf("nn: SelfAttention: a KV cache needs a graph with recording off (SetNoGrad(true))"))
+			return nil
+		}
+		pos = cache.Len(layer)
+	}
+	q, k, v := a.heads(g, x, &a.Q, true, pos), a.heads(g, x, &a.K, true, pos), a.heads(g, x, &a.V, false, pos)
+	if cache != nil {
+		k, v = cache.append(g, layer, k, v)
+	}
+	scale := 1 / math.Sqrt(float64(a.HeadDim))
+	var o *tensor.Tensor
+	if a.Causal && pos == 0 && g.Err() == nil && k.Dim(1) == t {
+		o = g.Attention(q, k, v, float32(scale))
+	} else {
+		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
+	}
+	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
+}
+
+// composedAttention is softmax(q k^T * scale + mask) v for q [B, Tq, H, D]
+// and k, v [B, Tk, H, D], with extra (nil: none) an additive mask
+// broadcasting to the scores [B, H, Tq, Tk]; with causal set, query i (at
+// position pos+i) sees keys 0..pos+i.
+func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, causal bool, pos int, extra *tensor.Tensor) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	tq, tk := q.Dim(1), k.Dim(1)
+	qh, kh, vh := g.Permute(q, 0, 2, 1, 3), g.Permute(k, 0, 2, 1, 3), g.Permute(v, 0, 2, 1, 3)
+	s := g.Mul(g.MatMul(qh, kh, false, true), g.Constant(scale, q.DType()))
+	if causal && pos+tq > 1 && tq > 1 {
+		mask := g.BroadcastTo(g.Constant(0, q.DType()), tq, tk)
+		if mask == nil {
+			return nil
+		}
+		m := make([]float32, tq*tk)
+		for i := range tq {
+			for j := pos + i + 1; j < tk; j++ {
+				m[i*tk+j] = float32(math.Inf(-1))
+			}
+		}
+		g.Device().CopyFromHost(mask.Buffer(), m)
+		s = g.Add(s, mask)
+	}
+	if extra != nil {
+		s = g.Add(s, extra)
+	}
+	o := g.MatMul(g.Softmax(s, 3), vh, false, false)
+	return g.Permute(o, 0, 2, 1, 3)
+}
+
+// forwardAt rotates x [B, T, H, D] as positions pos..pos+T-1.
+func (r *RoPE) forwardAt(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
+	if pos == 0 {
+		return r.Forward(g, x)
+	}
+	if g.Err() != nil {
+		return nil
+	}
+	if pos+x.Dim(1) > r.maxSeq {
+		g.Fail(fmt.Errorf("nn: RoPE: positions %d..%d exceed the tables' %d", pos, pos+x.Dim(1)-1, r.maxSeq))
+		return nil
+	}
+	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+x.Dim(1)), g.Slice(r.sin, 0, pos, pos+x.Dim(1)))
+}
+
+// KVCache holds the keys and values of every attention layer of a model
+// for the positions generated so far, so that each new token costs one
+// position of projections and MLP rather than the whole prefix. It is
+// used with graphs whose recording is off. Its tensors outlive graph
+// Resets; Release frees them.
+type KVCache struct {
+	k, v []*tensor.Tensor // per layer, [B, T, H, D], or nil
+}
+
+// NewKVCache returns an empty cache for layers attention layers.
+func NewKVCache(layers int) *KVCache {
+	return &KVCache{k: make([]*tensor.Tensor, layers), v: make([]*tensor.Tensor, layers)}
+}
+
+// Len returns the number of cached positions of layer.
+func (c *KVCache) Len(layer int) int {
+	if c.k[layer] == nil {
+		return 0
+	}
+	return c.k[layer].Dim(1)
+}
+
+// append joins k, v [B, T, H, D] to layer's cache and returns the whole
+// cached keys and values (graph tensors, valid until the graph's Reset).
+func (c *KVCache) append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+	if g.Err() != nil {
+		return nil, nil
+	}
+	join := func(old, x *tensor.Tensor) *tensor.Tensor {
+		var all *tensor.Tensor
+		if old == nil {
+			all = g.Slice(x, 1, 0, x.Dim(1)) // a graph-owned copy
+		} else {
+			all = g.Concat(1, old, x)
+		}
+		return all
+	}
+	ka, va := join(c.k[layer], k), join(c.v[layer], v)
+	if ka == nil || va == nil {
+		return nil, nil
+	}
+	// The cache takes the joined tensors out of the graph's ownership, so
+	// they survive its Reset; the previous ones are no longer used.
+	g.Keep(ka)
+	g.Keep(va)
+	if c.k[layer] != nil {
+		c.k[layer].Release()
+		c.v[layer].Release()
+	}
+	c.k[layer], c.v[layer] = ka, va
+	return ka, va
+}
+
+// Release frees the cached tensors; the cache is empty afterwards.
+func (c *KVCache) Release() {
+	for i := range c.k {
+		if c.k[i] != nil {
+			c.k[i].Release()
+			c.v[i].Release()
+			c.k[i], c.v[i] = nil, nil
+		}
+	}
+}
