@@ -1,0 +1,195 @@
+package dist
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+// workerEnv selects, in a process started by mpirun, which worker body the
+// re-executed test binary runs instead of the tests.
+const workerEnv = "HILBERT_DIST_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(workerEnv); mode != "" {
+		os.Exit(runWorker(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// runWorker is the body of one rank; it returns the process's exit code.
+func runWorker(mode string) int {
+	timeout := 0 * time.Second
+	if mode == "hang" {
+		timeout = 2 * time.Second
+	}
+	c, err := NewMPI(MPIOptions{Timeout: timeout})
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 2
+	}
+	switch mode {
+	case "collectives":
+		err = checkCollectives(c)
+	case "die", "hang":
+		err = loseRank(c, mode)
+	case "bench":
+		err = benchAllReduce(c, os.Stdout)
+	default:
+		err = fmt.Errorf("unknown worker mode %q", mode)
+	}
+	if err != nil {
+		fmt.Printf("rank %d: FAIL: %v\n", c.Rank(), err)
+		return 3
+	}
+	if err := c.Close(); err != nil {
+		fmt.Printf("rank %d: FAIL: %v\n", c.Rank(), err)
+		return 4
+	}
+	fmt.Printf("ok rank %d of %d\n", c.Rank(), c.Size())
+	return 0
+}
+
+// checkCollectives compares every collective against values computed
+// independently in float64 from the ranks' known inputs.
+func checkCollectives(c *MPIComm) error {
+	r, p := c.Rank(), c.Size()
+	if p < 2 {
+		return fmt.Errorf("size %d, expected at least 2 ranks", p)
+	}
+	const n = 1000
+	for _, op := range []Op{Sum, Average} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32((r+1)*i + r)
+		}
+		if err := c.AllReduce(cpu.NewFloat32(x), op); err != nil {
+			return err
+		}
+		for i, got := range x {
+			var want float64
+			for q := 0; q < p; q++ {
+				want += float64((q+1)*i + q)
+			}
+			if op == Average {
+				want /= float64(p)
+			}
+			if float64(got) != want {
+				return fmt.Errorf("all-reduce %v: element %d = %v, expected %v", op, i, got, want)
+			}
+		}
+	}
+	root := p - 1
+	b := make([]float32, n)
+	for i := range b {
+		b[i] = -1
+		if r == root {
+			b[i] = 7*float32(i) + 0.5
+		}
+	}
+	if err := c.Broadcast(cpu.NewFloat32(b), root); err != nil {
+		return err
+	}
+	for i, got := range b {
+		if want := 7*float64(i) + 0.5; float64(got) != want {
+			return fmt.Errorf("broadcast: element %d = %v, expected %v", i, got, want)
+		}
+	}
+	const m = 17
+	send := make([]float32, m)
+	for j := range send {
+		send[j] = float32(100*r + j)
+	}
+	recv := make([]float32, p*m)
+	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv)); err != nil {
+		return err
+	}
+	for q := 0; q < p; q++ {
+		for j := 0; j < m; j++ {
+			if got, want := recv[q*m+j], float32(100*q+j); got != want {
+				return fmt.Errorf("all-gather: recv[%d] = %v, expected %v", q*m+j, got, want)
+			}
+		}
+	}
+	// Barrier: the last rank arrives 300 ms late; nobody may leave earlier.
+	start := time.Now()
+	if r == p-1 {
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		return fmt.Errorf("barrier returned after %v, before the late rank arrived (300 ms)", d)
+	}
+	// Bad input is an error, not a crash.
+	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv[:m])); err == nil || !strings.Contains(err.Error(), "recv has") {
+		return fmt.Errorf("all-gather with a short recv: error %v, expected one naming recv's length", err)
+	}
+	if err := c.Broadcast(cpu.NewFloat32(b), p); err == nil || !strings.Contains(err.Error(), "out of range") {
+		return fmt.Errorf("broadcast from root %d: error %v, expected out of range", p, err)
+	}
+	if err := c.AllReduce(cpu.NewFloat32(b), Op(9)); err == nil {
+		return fmt.Errorf("all-reduce with Op(9) succeeded, expected an error")
+	}
+	return nil
+}
+
+// loseRank makes the last rank die (SIGKILL) or hang after a barrier while
+// rank 0 keeps all-reducing.
+func loseRank(c *MPIComm, mode string) error {
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if c.Rank() == c.Size()-1 {
+		if mode == "die" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		time.Sleep(time.Hour)
+	}
+	x := make([]float32, 1<<16)
+	for {
+		if err := c.AllReduce(cpu.NewFloat32(x), Sum); err != nil {
+			return err
+		}
+	}
+}
+
+// mpirun runs the test binary as np ranks in worker mode, returning the
+// combined output, the exit error and the wall time; it skips when mpirun is
+// not installed.
+func mpirun(t *testing.T, np int, mode string, limit time.Duration) (string, error, time.Duration) {
+	t.Helper()
+	bin, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not on PATH: install openmpi-bin (and libopenmpi3) to run the multi-rank tests")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--oversubscribe", "--allow-run-as-root", "-np", strconv.Itoa(np),
+		"-x", workerEnv+"="+mode, os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"="+mode)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	return string(out), err, time.Since(start)
+}
+
+func TestMPICollectives(t *testing.T) {
+	out, err, _ := mpirun(t, 2, "collectives", 2*time.Minute)
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, out)
+	}
+	for r := 0; r < 2; r++ {
+		if want := fmt.Sprintf("ok rank %d of 2", r); !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
