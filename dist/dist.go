@@ -8,6 +8,33 @@
 //
 // Every collective is called by all ranks in the same order with buffers of
 // the same length; errors are returned, never panicked.
+//
+// # MPI
+//
+// NewMPI loads libmpi.so.40 (OpenMPI; Debian's openmpi-bin and libopenmpi3
+// packages) or an MPICH-ABI libmpi.so.12, found in the usual library folders
+// or at $HILBERT_MPI_LIB, and binds MPI_Init_thread (MPI_THREAD_SERIALIZED),
+// MPI_Comm_rank/size, MPI_Allreduce (in place), MPI_Bcast, MPI_Allgather,
+// MPI_Barrier and MPI_Finalize. OpenMPI's handles are the addresses of its
+// exported objects (ompi_mpi_comm_world, ompi_mpi_float, ompi_mpi_op_sum,
+// ompi_mpi_errors_return), looked up with dlsym; when ompi_mpi_comm_world is
+// absent the library is taken to follow MPICH's ABI, whose handles are the
+// integer constants of its mpi.h (MPI_COMM_WORLD = 0x44000000 and so on).
+// Only OpenMPI 4.1 is tested here. Jobs are launched with mpirun, which
+// sets OMPI_COMM_WORLD_SIZE (PMI_SIZE under MPICH's Hydra); LaunchedSize
+// reads them.
+//
+// Failure behaviour, as observed with OpenMPI 4.1.4's mpirun: when a rank
+// dies (killed, or exits non-zero, or exits without MPI_Finalize) mpirun
+// kills every other rank and exits non-zero with a message naming the rank,
+// e.g. "mpirun noticed that process rank 1 with PID ... exited on signal 9
+// (Killed)", about 1.3 s after the death in TestMPIRankDies. The surviving
+// ranks are killed rather than returned an error, so they cannot clean up;
+// the named error is mpirun's. A rank that hangs while alive is not noticed
+// by mpirun: MPIOptions.Timeout bounds each collective, and the rank whose
+// collective times out returns an error naming itself, the collective and the
+// timeout (it cannot know which peer hung); exiting on that error makes
+// mpirun stop the rest (TestMPIRankHangs).
 package dist
 
 import (

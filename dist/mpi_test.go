@@ -193,3 +193,41 @@ func TestMPICollectives(t *testing.T) {
 		}
 	}
 }
+
+// TestMPIRankDies kills the last rank with SIGKILL while rank 0 is in an
+// all-reduce: OpenMPI's mpirun notices the death, kills the other ranks and
+// exits non-zero naming the dead rank, within seconds (about 1.3 s measured).
+func TestMPIRankDies(t *testing.T) {
+	const bound = 30 * time.Second
+	out, err, took := mpirun(t, 2, "die", 2*bound)
+	if err == nil {
+		t.Fatalf("mpirun succeeded although rank 1 was killed:\n%s", out)
+	}
+	if took > bound {
+		t.Errorf("job took %v to stop after rank 1 died, bound %v", took, bound)
+	}
+	if !strings.Contains(out, "process rank 1") || !strings.Contains(out, "signal 9") {
+		t.Errorf("mpirun's output does not name the dead rank (expected %q and %q):\n%s", "process rank 1", "signal 9", out)
+	}
+	if strings.Contains(out, "ok rank 0") {
+		t.Errorf("rank 0 finished normally although its peer died:\n%s", out)
+	}
+}
+
+// TestMPIRankHangs stops the last rank (alive, never calling MPI again):
+// mpirun alone would wait forever, so rank 0's 2 s watchdog must return the
+// timeout error, after which rank 0 exits and mpirun stops the hung rank.
+func TestMPIRankHangs(t *testing.T) {
+	const bound = 30 * time.Second
+	out, err, took := mpirun(t, 2, "hang", 2*bound)
+	if err == nil {
+		t.Fatalf("mpirun succeeded although rank 1 hung:\n%s", out)
+	}
+	if took > bound {
+		t.Errorf("job took %v to stop after rank 1 hung, bound %v", took, bound)
+	}
+	want := "all-reduce of 65536 floats on rank 0 of 2 did not complete within 2s"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks the watchdog's error %q:\n%s", want, out)
+	}
+}
