@@ -50,7 +50,7 @@ type MPIOptions struct {
 	// itself cannot be cancelled; the caller should exit, which makes mpirun
 	// stop the other ranks). It catches a rank that hangs while alive, which
 	// mpirun alone does not; a rank that dies is caught by mpirun itself (see
-	// the package documentation of the MPI backend in doc.go).
+	// the package documentation).
 	Timeout time.Duration
 }
 
