@@ -103,6 +103,18 @@ func checkCollectives(c *MPIComm) error {
 			return fmt.Errorf("broadcast: element %d = %v, expected %v", i, got, want)
 		}
 	}
+	bb := make([]byte, 37)
+	for i := range bb {
+		bb[i] = byte(r*50 + i)
+	}
+	if err := c.BroadcastBytes(bb, root); err != nil {
+		return err
+	}
+	for i, got := range bb {
+		if want := byte(root*50 + i); got != want {
+			return fmt.Errorf("byte broadcast: byte %d = %d, expected %d", i, got, want)
+		}
+	}
 	const m = 17
 	send := make([]float32, m)
 	for j := range send {

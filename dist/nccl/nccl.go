@@ -30,6 +30,8 @@ import (
 	"sync"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/hilbert-ml/hilbert/dist"
 )
 
 // LibEnv names the environment variable holding the path of the NCCL
@@ -208,6 +210,34 @@ func (l *Library) InitRank(nranks int, id UniqueID, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return &Comm{lib: l, h: h, rank: rank, size: nranks}, nil
+}
+
+// ShareID returns, on every rank of the MPI job c, the id made by rank 0
+// with GetUniqueID and broadcast with MPI.
+func (l *Library) ShareID(c *dist.MPIComm) (UniqueID, error) {
+	var id UniqueID
+	if c.Rank() == 0 {
+		var err error
+		if id, err = l.GetUniqueID(); err != nil {
+			return id, err
+		}
+	}
+	if err := c.BroadcastBytes(id.Internal[:], 0); err != nil {
+		return UniqueID{}, fmt.Errorf("nccl: sharing the unique id: %w", err)
+	}
+	return id, nil
+}
+
+// InitWithMPI makes the NCCL communicator of the ranks of the MPI job c
+// (NCCL rank = MPI rank), sharing the id with ShareID. Each rank must have
+// made its own CUDA device current first (for example the GPU of its local
+// rank, OMPI_COMM_WORLD_LOCAL_RANK).
+func (l *Library) InitWithMPI(c *dist.MPIComm) (*Comm, error) {
+	id, err := l.ShareID(c)
+	if err != nil {
+		return nil, err
+	}
+	return l.InitRank(c.Size(), id, c.Rank())
 }
 
 // Rank returns this communicator's rank.

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,9 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/hilbert-ml/hilbert/dist"
 )
 
 // stub is the test's view of the stub library's records.
@@ -34,7 +38,15 @@ var (
 	stubErr  error
 )
 
+// workerEnv selects, in a process started by mpirun, the worker body the
+// re-executed test binary runs instead of the tests; its value is the stub's
+// path.
+const workerEnv = "HILBERT_NCCL_TEST_WORKER"
+
 func TestMain(m *testing.M) {
+	if lib := os.Getenv(workerEnv); lib != "" {
+		os.Exit(shareWorker(lib))
+	}
 	code := m.Run()
 	if stubPath != "" {
 		os.RemoveAll(filepath.Dir(stubPath))
@@ -273,5 +285,69 @@ func TestSearch(t *testing.T) {
 	}
 	if _, err := Open("/nonexistent/libnccl.so.2"); err == nil || !strings.Contains(err.Error(), "/nonexistent/libnccl.so.2") {
 		t.Errorf("Open of a missing path: error %v, expected one naming the path", err)
+	}
+}
+
+// shareWorker shares an id through MPI and prints it as hex.
+func shareWorker(lib string) int {
+	c, err := dist.NewMPI(dist.MPIOptions{Timeout: time.Minute})
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 2
+	}
+	l, err := Open(lib)
+	if err != nil {
+		fmt.Println("worker:", err)
+		return 2
+	}
+	own, err := l.GetUniqueID()
+	if err != nil {
+		fmt.Printf("rank %d: %v\n", c.Rank(), err)
+		return 3
+	}
+	fmt.Printf("rank %d own %x\n", c.Rank(), own.Internal)
+	id, err := l.ShareID(c)
+	if err != nil {
+		fmt.Printf("rank %d: %v\n", c.Rank(), err)
+		return 3
+	}
+	fmt.Printf("rank %d id %x\n", c.Rank(), id.Internal)
+	if err := c.Close(); err != nil {
+		fmt.Printf("rank %d: %v\n", c.Rank(), err)
+		return 4
+	}
+	return 0
+}
+
+// TestShareID runs 2 MPI ranks; each makes its own id (the stub's ids hold
+// the pid), and after ShareID both must hold rank 0's.
+func TestShareID(t *testing.T) {
+	bin, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not on PATH: install openmpi-bin (and libopenmpi3) to run the multi-rank tests")
+	}
+	p := buildStub(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--oversubscribe", "--allow-run-as-root", "-np", "2", "-x", workerEnv+"="+p, os.Args[0])
+	cmd.Env = append(os.Environ(), workerEnv+"="+p)
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, out)
+	}
+	ids := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		var r int
+		var kind, id string
+		if n, _ := fmt.Sscanf(line, "rank %d %s %s", &r, &kind, &id); n == 3 {
+			ids[fmt.Sprint(kind, r)] = id
+		}
+	}
+	if len(ids["id0"]) != 256 || ids["id0"] != ids["id1"] {
+		t.Fatalf("ranks hold ids %q and %q, expected rank 0's 128 bytes on both:\n%s", ids["id0"], ids["id1"], out)
+	}
+	if ids["own1"] == "" || ids["own1"] == ids["id1"] {
+		t.Fatalf("rank 1's own id %q equals the shared one: the test cannot tell sharing from coincidence:\n%s", ids["own1"], out)
 	}
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef int ncclResult_t;
@@ -75,7 +76,12 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 	pthread_mutex_lock(&gmu);
 	int k = ++idCounter;
 	pthread_mutex_unlock(&gmu);
+	// Distinct in every call and every process, like NCCL's (which holds the
+	// root's address): the pid is in bytes 0-3, the call count in 4-7.
+	int pid = (int)getpid();
 	for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + k * 13 + 1);
+	memcpy(id->internal, &pid, 4);
+	memcpy(id->internal + 4, &k, 4);
 	return ncclSuccess;
 }
 
