@@ -142,6 +142,11 @@ func checkCollectives(c *MPIComm) error {
 	if d := time.Since(start); d < 250*time.Millisecond {
 		return fmt.Errorf("barrier returned after %v, before the late rank arrived (300 ms)", d)
 	}
+	// MPI_Init must leave Go's signal handling alone: a nil dereference is
+	// still a recoverable panic, not OpenMPI's crash report.
+	if err := nilDeref(); err == nil || !strings.Contains(err.Error(), "nil pointer") {
+		return fmt.Errorf("nil dereference after MPI_Init: recovered %v, expected Go's nil pointer panic", err)
+	}
 	// Bad input is an error, not a crash.
 	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv[:m])); err == nil || !strings.Contains(err.Error(), "recv has") {
 		return fmt.Errorf("all-gather with a short recv: error %v, expected one naming recv's length", err)
@@ -242,4 +247,16 @@ func TestMPIRankHangs(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("output lacks the watchdog's error %q:\n%s", want, out)
 	}
+}
+
+// nilDeref dereferences a nil pointer and returns the recovered panic.
+func nilDeref() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	var p *int
+	_ = *p
+	return nil
 }
