@@ -35,6 +35,13 @@
 // collective times out returns an error naming itself, the collective and the
 // timeout (it cannot know which peer hung); exiting on that error makes
 // mpirun stop the rest (TestMPIRankHangs).
+//
+// # Without MPI
+//
+// Torchrun reads torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+// MASTER_PORT, and RendezvousBroadcast sends rank 0's bytes (an NCCL unique
+// id) to the other ranks over TCP, with a timeout that names the ranks that
+// never connected.
 package dist
 
 import (

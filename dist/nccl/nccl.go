@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ebitengine/purego"
 
@@ -238,6 +239,41 @@ func (l *Library) InitWithMPI(c *dist.MPIComm) (*Comm, error) {
 		return nil, err
 	}
 	return l.InitRank(c.Size(), id, c.Rank())
+}
+
+// ShareIDTCP returns, on every rank of a torchrun-style launch e, the id
+// made by rank 0 and sent through dist.RendezvousBroadcast at
+// MASTER_ADDR:MASTER_PORT; a rank missing after timeout is an error.
+func (l *Library) ShareIDTCP(e dist.TorchrunEnv, timeout time.Duration) (UniqueID, error) {
+	var id UniqueID
+	var payload []byte
+	if e.Rank == 0 {
+		var err error
+		if id, err = l.GetUniqueID(); err != nil {
+			return id, err
+		}
+		payload = id.Internal[:]
+	}
+	got, err := dist.RendezvousBroadcast(e.Addr(), e.Rank, e.WorldSize, payload, timeout)
+	if err != nil {
+		return UniqueID{}, fmt.Errorf("nccl: sharing the unique id: %w", err)
+	}
+	if len(got) != len(id.Internal) {
+		return UniqueID{}, fmt.Errorf("nccl: sharing the unique id: received %d bytes from rank 0, expected %d", len(got), len(id.Internal))
+	}
+	copy(id.Internal[:], got)
+	return id, nil
+}
+
+// InitWithTorchrun makes the NCCL communicator of a torchrun-style launch
+// (NCCL rank = RANK of WORLD_SIZE), sharing the id with ShareIDTCP. Each rank
+// must have made its CUDA device (LOCAL_RANK, usually) current first.
+func (l *Library) InitWithTorchrun(e dist.TorchrunEnv, timeout time.Duration) (*Comm, error) {
+	id, err := l.ShareIDTCP(e, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return l.InitRank(e.WorldSize, id, e.Rank)
 }
 
 // Rank returns this communicator's rank.

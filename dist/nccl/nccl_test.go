@@ -3,6 +3,7 @@ package nccl
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,5 +350,56 @@ func TestShareID(t *testing.T) {
 	}
 	if ids["own1"] == "" || ids["own1"] == ids["id1"] {
 		t.Fatalf("rank 1's own id %q equals the shared one: the test cannot tell sharing from coincidence:\n%s", ids["own1"], out)
+	}
+}
+
+// TestInitWithTorchrun starts 3 ranks as goroutines with a torchrun
+// environment on localhost: the id travels over TCP, and the stub's
+// communicator forms only if every rank presents rank 0's id (otherwise
+// ncclCommInitRank would wait, caught by the 20 s bound).
+func TestInitWithTorchrun(t *testing.T) {
+	l, s := openStub(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	const p = 3
+	comms := make([]*Comm, p)
+	errs := make([]error, p)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := 0; r < p; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			e := dist.TorchrunEnv{Rank: r, WorldSize: p, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
+			comms[r], errs[r] = l.InitWithTorchrun(e, 10*time.Second)
+		}(r)
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("InitWithTorchrun did not complete within 20s: the ranks do not share one id")
+	}
+	var id0 UniqueID
+	s.id(0, &id0.Internal[0])
+	for r := 0; r < p; r++ {
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+		var id UniqueID
+		s.id(int32(r), &id.Internal[0])
+		if id != id0 || id == (UniqueID{}) {
+			t.Errorf("rank %d initialised with id % x..., rank 0 with % x...", r, id.Internal[:8], id0.Internal[:8])
+		}
+		if comms[r].Rank() != r || comms[r].Size() != p {
+			t.Errorf("rank %d: communicator rank %d size %d", r, comms[r].Rank(), comms[r].Size())
+		}
+		if err := comms[r].Destroy(); err != nil {
+			t.Error(err)
+		}
 	}
 }
