@@ -103,3 +103,14 @@ func TestLaunchedSize(t *testing.T) {
 		})
 	}
 }
+
+func TestAgreeSingle(t *testing.T) {
+	if err := Agree(Single(), "model config", []byte("anything")); err != nil {
+		t.Fatalf("one rank always agrees with itself: %v", err)
+	}
+	c := Single()
+	c.Close()
+	if err := Agree(c, "seed", nil); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "comparing seed") {
+		t.Fatalf("Agree on a closed communicator: %v, expected ErrClosed naming the seed", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
@@ -147,6 +148,21 @@ func checkCollectives(c *MPIComm) error {
 	if err := nilDeref(); err == nil || !strings.Contains(err.Error(), "nil pointer") {
 		return fmt.Errorf("nil dereference after MPI_Init: recovered %v, expected Go's nil pointer panic", err)
 	}
+	// Agree: the same value passes, one differing on the last rank is named.
+	if err := Agree(c, "model config", []byte("d128 L2")); err != nil {
+		return err
+	}
+	v := []byte("seed 1")
+	if r == p-1 {
+		v = []byte("seed 2")
+	}
+	if err := Agree(c, "seed", v); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("ranks [%d] have a different seed than rank 0", p-1)) {
+		return fmt.Errorf("Agree on differing seeds: error %v, expected one naming rank %d", err, p-1)
+	}
+	// A buffer of another device is refused with an error, not a panic.
+	if err := c.AllReduce(fakeBuffer{n: 4}, Sum); err == nil || !strings.Contains(err.Error(), "buffer is on fake:0") {
+		return fmt.Errorf("all-reduce of a non-CPU buffer: error %v, expected one naming its device", err)
+	}
 	// Bad input is an error, not a crash.
 	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv[:m])); err == nil || !strings.Contains(err.Error(), "recv has") {
 		return fmt.Errorf("all-gather with a short recv: error %v, expected one naming recv's length", err)
@@ -200,14 +216,18 @@ func mpirun(t *testing.T, np int, mode string, limit time.Duration) (string, err
 }
 
 func TestMPICollectives(t *testing.T) {
-	out, err, _ := mpirun(t, 2, "collectives", 2*time.Minute)
-	if err != nil {
-		t.Fatalf("mpirun: %v\n%s", err, out)
-	}
-	for r := 0; r < 2; r++ {
-		if want := fmt.Sprintf("ok rank %d of 2", r); !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	for _, np := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d ranks", np), func(t *testing.T) {
+			out, err, _ := mpirun(t, np, "collectives", 2*time.Minute)
+			if err != nil {
+				t.Fatalf("mpirun: %v\n%s", err, out)
+			}
+			for r := 0; r < np; r++ {
+				if want := fmt.Sprintf("ok rank %d of %d", r, np); !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }
 
@@ -260,3 +280,16 @@ func nilDeref() (err error) {
 	_ = *p
 	return nil
 }
+
+// fakeDevice is a device of another backend; only its name is used.
+type fakeDevice struct{ device.Device }
+
+func (fakeDevice) Name() string { return "fake:0" }
+
+// fakeBuffer is a float32 buffer of fakeDevice.
+type fakeBuffer struct{ n int }
+
+func (b fakeBuffer) Device() device.Device          { return fakeDevice{} }
+func (b fakeBuffer) DType() device.DType            { return device.Float32 }
+func (b fakeBuffer) Len() int                       { return b.n }
+func (b fakeBuffer) Slice(off, n int) device.Buffer { return fakeBuffer{n: n} }
