@@ -211,3 +211,25 @@ func LaunchedSize() (int, error) {
 	}
 	return 0, nil
 }
+
+// Launch returns the communicator of the job this process was started in:
+// the MPI one when a launcher's rank count is set (see LaunchedSize), the
+// single-process one otherwise, so that a plain run needs no MPI library.
+func Launch(opts MPIOptions) (Communicator, error) {
+	n, err := LaunchedSize()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return Single(), nil
+	}
+	c, err := NewMPI(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.Size() != n {
+		c.Close()
+		return nil, fmt.Errorf("dist: the launcher announced %d ranks but MPI_COMM_WORLD has %d (is the MPI library the launcher's?)", n, c.Size())
+	}
+	return c, nil
+}

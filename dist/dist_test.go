@@ -114,3 +114,20 @@ func TestAgreeSingle(t *testing.T) {
 		t.Fatalf("Agree on a closed communicator: %v, expected ErrClosed naming the seed", err)
 	}
 }
+
+func TestLaunchPlain(t *testing.T) {
+	for _, e := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"} {
+		t.Setenv(e, "")
+	}
+	c, err := Launch(MPIOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*single); !ok || c.Size() != 1 {
+		t.Fatalf("Launch without a launcher returned %T of size %d, expected the single-process communicator", c, c.Size())
+	}
+	t.Setenv("PMI_SIZE", "-3")
+	if _, err := Launch(MPIOptions{}); err == nil || !strings.Contains(err.Error(), `PMI_SIZE="-3"`) {
+		t.Fatalf("Launch with PMI_SIZE=-3: error %v, expected one naming the variable", err)
+	}
+}

@@ -39,7 +39,17 @@ func runWorker(mode string) int {
 	}
 	switch mode {
 	case "collectives":
-		err = checkCollectives(c)
+		var l Communicator
+		if l, err = Launch(MPIOptions{}); err == nil {
+			if _, ok := l.(*MPIComm); !ok || l.Size() != c.Size() || l.Rank() != c.Rank() {
+				err = fmt.Errorf("Launch under mpirun returned %T rank %d of %d, expected the MPI communicator", l, l.Rank(), l.Size())
+			} else {
+				err = l.Close()
+			}
+		}
+		if err == nil {
+			err = checkCollectives(c)
+		}
 	case "die", "hang":
 		err = loseRank(c, mode)
 	case "bench":
