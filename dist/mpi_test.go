@@ -32,7 +32,14 @@ func runWorker(mode string) int {
 	if mode == "hang" {
 		timeout = 2 * time.Second
 	}
-	c, err := NewMPI(MPIOptions{Timeout: timeout})
+	chunk := 0
+	switch mode {
+	case "collectives":
+		chunk = 300 // 1000-element buffers: chunks of 300, 300, 300 and 100
+	case "bench":
+		chunk, _ = strconv.Atoi(os.Getenv("HILBERT_DIST_CHUNK"))
+	}
+	c, err := NewMPI(MPIOptions{Timeout: timeout, Chunk: chunk})
 	if err != nil {
 		fmt.Println("worker:", err)
 		return 2
