@@ -57,7 +57,7 @@ func runWorker(mode string) int {
 		if err == nil {
 			err = checkCollectives(c)
 		}
-	case "die", "hang":
+	case "die", "exit", "hang":
 		err = loseRank(c, mode)
 	case "bench":
 		err = benchAllReduce(c, os.Stdout)
@@ -200,8 +200,11 @@ func loseRank(c *MPIComm, mode string) error {
 		return err
 	}
 	if c.Rank() == c.Size()-1 {
-		if mode == "die" {
+		switch mode {
+		case "die":
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		case "exit":
+			os.Exit(0) // without MPI_Finalize
 		}
 		time.Sleep(time.Hour)
 	}
@@ -248,23 +251,36 @@ func TestMPICollectives(t *testing.T) {
 	}
 }
 
-// TestMPIRankDies kills the last rank with SIGKILL while rank 0 is in an
-// all-reduce: OpenMPI's mpirun notices the death, kills the other ranks and
-// exits non-zero naming the dead rank, within seconds (about 1.3 s measured).
+// TestMPIRankDies makes the last rank die while rank 0 is in an all-reduce:
+// OpenMPI's mpirun notices the death, kills the other ranks and exits
+// non-zero naming the dead rank, within seconds (about 1.3 s measured).
 func TestMPIRankDies(t *testing.T) {
-	const bound = 30 * time.Second
-	out, err, took := mpirun(t, 2, "die", 2*bound)
-	if err == nil {
-		t.Fatalf("mpirun succeeded although rank 1 was killed:\n%s", out)
+	tests := []struct {
+		mode string
+		want []string // in mpirun's output
+	}{
+		{"die", []string{"process rank 1", "signal 9"}},                             // SIGKILL
+		{"exit", []string{"process rank 1", "exited without calling \"finalize\""}}, // exit 0, no MPI_Finalize
 	}
-	if took > bound {
-		t.Errorf("job took %v to stop after rank 1 died, bound %v", took, bound)
-	}
-	if !strings.Contains(out, "process rank 1") || !strings.Contains(out, "signal 9") {
-		t.Errorf("mpirun's output does not name the dead rank (expected %q and %q):\n%s", "process rank 1", "signal 9", out)
-	}
-	if strings.Contains(out, "ok rank 0") {
-		t.Errorf("rank 0 finished normally although its peer died:\n%s", out)
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			const bound = 30 * time.Second
+			out, err, took := mpirun(t, 2, tt.mode, 2*bound)
+			if err == nil {
+				t.Fatalf("mpirun succeeded although rank 1 died:\n%s", out)
+			}
+			if took > bound {
+				t.Errorf("job took %v to stop after rank 1 died, bound %v", took, bound)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(strings.Join(strings.Fields(out), " "), w) {
+					t.Errorf("mpirun's output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "ok rank 0") {
+				t.Errorf("rank 0 finished normally although its peer died:\n%s", out)
+			}
+		})
 	}
 }
 
