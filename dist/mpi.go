@@ -213,23 +213,23 @@ func NewMPI(opts MPIOptions) (*MPIComm, error) {
 			return nil, err
 		}
 		var provided int32
-		if rc, _, _ := purego.SyscallN(abi.init, 0, 0, mpiThreadSerial, uintptr(unsafe.Pointer(&provided))); rc != 0 {
+		if rc, _, _ := purego.SyscallN(abi.init, 0, 0, mpiThreadSerial, uintptr(unsafe.Pointer(&provided))); int32(rc) != 0 {
 			return nil, fmt.Errorf("dist: mpi: MPI_Init_thread (%s, %s) failed: %s", abi.name, path, abi.errString(rc))
 		}
 		if provided < mpiThreadSerial {
 			return nil, fmt.Errorf("dist: mpi: %s provides thread level %d, expected at least MPI_THREAD_SERIALIZED (%d)", path, provided, mpiThreadSerial)
 		}
-		if rc, _, _ := purego.SyscallN(abi.errhSet, abi.commWorld, abi.errorsReturn); rc != 0 {
+		if rc, _, _ := purego.SyscallN(abi.errhSet, abi.commWorld, abi.errorsReturn); int32(rc) != 0 {
 			return nil, fmt.Errorf("dist: mpi: MPI_Comm_set_errhandler: %s", abi.errString(rc))
 		}
 		mpiProcess.abi, mpiProcess.path = abi, path
 	}
 	abi := mpiProcess.abi
 	var rank, size int32
-	if rc, _, _ := purego.SyscallN(abi.rank, abi.commWorld, uintptr(unsafe.Pointer(&rank))); rc != 0 {
+	if rc, _, _ := purego.SyscallN(abi.rank, abi.commWorld, uintptr(unsafe.Pointer(&rank))); int32(rc) != 0 {
 		return nil, fmt.Errorf("dist: mpi: MPI_Comm_rank: %s", abi.errString(rc))
 	}
-	if rc, _, _ := purego.SyscallN(abi.size, abi.commWorld, uintptr(unsafe.Pointer(&size))); rc != 0 {
+	if rc, _, _ := purego.SyscallN(abi.size, abi.commWorld, uintptr(unsafe.Pointer(&size))); int32(rc) != 0 {
 		return nil, fmt.Errorf("dist: mpi: MPI_Comm_size: %s", abi.errString(rc))
 	}
 	mpiProcess.users++
@@ -240,7 +240,7 @@ func NewMPI(opts MPIOptions) (*MPIComm, error) {
 func (a *mpiABI) errString(rc uintptr) string {
 	var buf [512]byte // MPI_MAX_ERROR_STRING is 256 (OpenMPI) or 512 (MPICH)
 	var n int32
-	if r, _, _ := purego.SyscallN(a.errorString, rc, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n))); r != 0 || n <= 0 || int(n) > len(buf) {
+	if r, _, _ := purego.SyscallN(a.errorString, rc, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n))); int32(r) != 0 || n <= 0 || int(n) > len(buf) {
 		return fmt.Sprintf("MPI error %d", int32(rc))
 	}
 	return fmt.Sprintf("%s (MPI error %d)", string(buf[:n]), int32(rc))
@@ -266,7 +266,9 @@ func hostFloats(what string, b device.Buffer) ([]float32, error) {
 	return cpu.Float32s(b), nil
 }
 
-// call runs f under the communicator's lock and watchdog.
+// call runs f under the communicator's lock and watchdog. f returns the MPI
+// function's C int result in the low 32 bits of a register (the upper ones
+// are not defined), hence the int32 conversions.
 func (c *MPIComm) call(what string, f func() uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -277,7 +279,7 @@ func (c *MPIComm) call(what string, f func() uintptr) error {
 		return c.broken
 	}
 	if c.timeout <= 0 {
-		if rc := f(); rc != 0 {
+		if rc := f(); int32(rc) != 0 {
 			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(rc))
 		}
 		return nil
@@ -288,7 +290,7 @@ func (c *MPIComm) call(what string, f func() uintptr) error {
 	defer t.Stop()
 	select {
 	case rc := <-done:
-		if rc != 0 {
+		if int32(rc) != 0 {
 			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(rc))
 		}
 		return nil
@@ -433,7 +435,7 @@ func (c *MPIComm) Close() error {
 		return nil
 	}
 	mpiProcess.finalized = true
-	if rc, _, _ := purego.SyscallN(c.abi.finalize); rc != 0 {
+	if rc, _, _ := purego.SyscallN(c.abi.finalize); int32(rc) != 0 {
 		return fmt.Errorf("dist: mpi: MPI_Finalize on rank %d: %s", c.rank, c.abi.errString(rc))
 	}
 	return nil
