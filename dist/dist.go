@@ -13,7 +13,8 @@
 //
 // NewMPI loads libmpi.so.40 (OpenMPI; Debian's openmpi-bin and libopenmpi3
 // packages) or an MPICH-ABI libmpi.so.12, found in the usual library folders
-// or at $HILBERT_MPI_LIB, and binds MPI_Init_thread (MPI_THREAD_SERIALIZED),
+// or at $HILBERT_MPI_LIB, and binds MPI_Init_thread (MPI_THREAD_FUNNELED:
+// every MPI call runs on one locked OS thread, whichever goroutine asks),
 // MPI_Comm_rank/size, MPI_Allreduce (in place), MPI_Bcast, MPI_Allgather,
 // MPI_Barrier and MPI_Finalize. OpenMPI's handles are the addresses of its
 // exported objects (ompi_mpi_comm_world, ompi_mpi_float, ompi_mpi_op_sum,

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -84,17 +85,50 @@ const (
 	mpichByte         = 0x4c00010d
 	mpichOpSum        = 0x58000003
 	mpichErrorsReturn = 0x54000001
-	mpiThreadSerial   = 2 // MPI_THREAD_SERIALIZED, the same in both ABIs
+	mpiThreadFunneled = 1 // MPI_THREAD_FUNNELED, the same in both ABIs
 )
 
 // mpiProcess is the process-wide MPI state: MPI can be initialised and
 // finalised once per process, whatever the number of communicators asked for.
 var mpiProcess struct {
 	sync.Mutex
+	thread    chan<- mpiCall
 	abi       *mpiABI
 	path      string
 	users     int
 	finalized bool
+	// stuck, once a collective timed out, is that error: the MPI thread is
+	// blocked in it for good, so every communicator refuses further calls.
+	stuck atomic.Pointer[error]
+}
+
+// mpiCall is one MPI call for the MPI thread: f's result goes to done.
+type mpiCall struct {
+	f    func() uintptr
+	done chan<- uintptr
+}
+
+// startMPIThread starts the goroutine that makes every MPI call of the
+// process, locked to one OS thread: MPI_Init_thread, the collectives and
+// MPI_Finalize all run on that thread, as MPI_THREAD_FUNNELED requires and as
+// the standard asks of MPI_Finalize, whichever goroutines use the
+// communicator.
+func startMPIThread() chan<- mpiCall {
+	ch := make(chan mpiCall)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread stays MPI's
+		for c := range ch {
+			c.done <- c.f()
+		}
+	}()
+	return ch
+}
+
+// onThread runs f on the MPI thread and returns its result.
+func onThread(thread chan<- mpiCall, f func() uintptr) uintptr {
+	done := make(chan uintptr, 1)
+	thread <- mpiCall{f, done}
+	return <-done
 }
 
 // openMPI loads the library and resolves the symbols and handles.
@@ -179,10 +213,11 @@ func resolveMPI(h uintptr) (*mpiABI, error) {
 // CPU backend in place in host memory.
 type MPIComm struct {
 	abi        *mpiABI
+	thread     chan<- mpiCall
 	rank, size int
 	timeout    time.Duration
 	chunk      int
-	mu         sync.Mutex // MPI_THREAD_SERIALIZED: one call at a time
+	mu         sync.Mutex // one collective at a time, in the callers' order
 	broken     error
 	closed     bool
 }
@@ -212,35 +247,52 @@ func NewMPI(opts MPIOptions) (*MPIComm, error) {
 		if err != nil {
 			return nil, err
 		}
+		thread := startMPIThread()
 		var provided int32
-		if rc, _, _ := purego.SyscallN(abi.init, 0, 0, mpiThreadSerial, uintptr(unsafe.Pointer(&provided))); int32(rc) != 0 {
-			return nil, fmt.Errorf("dist: mpi: MPI_Init_thread (%s, %s) failed: %s", abi.name, path, abi.errString(rc))
+		if rc := onThread(thread, func() uintptr {
+			rc, _, _ := purego.SyscallN(abi.init, 0, 0, mpiThreadFunneled, uintptr(unsafe.Pointer(&provided)))
+			return rc
+		}); int32(rc) != 0 {
+			return nil, fmt.Errorf("dist: mpi: MPI_Init_thread (%s, %s) failed: %s", abi.name, path, abi.errString(thread, rc))
 		}
-		if provided < mpiThreadSerial {
-			return nil, fmt.Errorf("dist: mpi: %s provides thread level %d, expected at least MPI_THREAD_SERIALIZED (%d)", path, provided, mpiThreadSerial)
+		if provided < mpiThreadFunneled {
+			return nil, fmt.Errorf("dist: mpi: %s provides thread level %d, expected at least MPI_THREAD_FUNNELED (%d)", path, provided, mpiThreadFunneled)
 		}
-		if rc, _, _ := purego.SyscallN(abi.errhSet, abi.commWorld, abi.errorsReturn); int32(rc) != 0 {
-			return nil, fmt.Errorf("dist: mpi: MPI_Comm_set_errhandler: %s", abi.errString(rc))
+		if rc := onThread(thread, func() uintptr {
+			rc, _, _ := purego.SyscallN(abi.errhSet, abi.commWorld, abi.errorsReturn)
+			return rc
+		}); int32(rc) != 0 {
+			return nil, fmt.Errorf("dist: mpi: MPI_Comm_set_errhandler: %s", abi.errString(thread, rc))
 		}
-		mpiProcess.abi, mpiProcess.path = abi, path
+		mpiProcess.abi, mpiProcess.path, mpiProcess.thread = abi, path, thread
 	}
-	abi := mpiProcess.abi
+	abi, thread := mpiProcess.abi, mpiProcess.thread
 	var rank, size int32
-	if rc, _, _ := purego.SyscallN(abi.rank, abi.commWorld, uintptr(unsafe.Pointer(&rank))); int32(rc) != 0 {
-		return nil, fmt.Errorf("dist: mpi: MPI_Comm_rank: %s", abi.errString(rc))
+	if rc := onThread(thread, func() uintptr {
+		rc, _, _ := purego.SyscallN(abi.rank, abi.commWorld, uintptr(unsafe.Pointer(&rank)))
+		return rc
+	}); int32(rc) != 0 {
+		return nil, fmt.Errorf("dist: mpi: MPI_Comm_rank: %s", abi.errString(thread, rc))
 	}
-	if rc, _, _ := purego.SyscallN(abi.size, abi.commWorld, uintptr(unsafe.Pointer(&size))); int32(rc) != 0 {
-		return nil, fmt.Errorf("dist: mpi: MPI_Comm_size: %s", abi.errString(rc))
+	if rc := onThread(thread, func() uintptr {
+		rc, _, _ := purego.SyscallN(abi.size, abi.commWorld, uintptr(unsafe.Pointer(&size)))
+		return rc
+	}); int32(rc) != 0 {
+		return nil, fmt.Errorf("dist: mpi: MPI_Comm_size: %s", abi.errString(thread, rc))
 	}
 	mpiProcess.users++
-	return &MPIComm{abi: abi, rank: int(rank), size: int(size), timeout: opts.Timeout, chunk: chunk}, nil
+	return &MPIComm{abi: abi, thread: thread, rank: int(rank), size: int(size), timeout: opts.Timeout, chunk: chunk}, nil
 }
 
-// errString returns MPI's text for an error code.
-func (a *mpiABI) errString(rc uintptr) string {
+// errString returns MPI's text for an error code, asked on the MPI thread.
+func (a *mpiABI) errString(thread chan<- mpiCall, rc uintptr) string {
 	var buf [512]byte // MPI_MAX_ERROR_STRING is 256 (OpenMPI) or 512 (MPICH)
 	var n int32
-	if r, _, _ := purego.SyscallN(a.errorString, rc, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n))); int32(r) != 0 || n <= 0 || int(n) > len(buf) {
+	r := onThread(thread, func() uintptr {
+		r, _, _ := purego.SyscallN(a.errorString, uintptr(int32(rc)), uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)))
+		return r
+	})
+	if int32(r) != 0 || n <= 0 || int(n) > len(buf) {
 		return fmt.Sprintf("MPI error %d", int32(rc))
 	}
 	return fmt.Sprintf("%s (MPI error %d)", string(buf[:n]), int32(rc))
@@ -278,25 +330,30 @@ func (c *MPIComm) call(what string, f func() uintptr) error {
 	if c.broken != nil {
 		return c.broken
 	}
+	if p := mpiProcess.stuck.Load(); p != nil {
+		c.broken = *p
+		return c.broken
+	}
 	if c.timeout <= 0 {
-		if rc := f(); int32(rc) != 0 {
-			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(rc))
+		if rc := onThread(c.thread, f); int32(rc) != 0 {
+			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(c.thread, rc))
 		}
 		return nil
 	}
 	done := make(chan uintptr, 1)
-	go func() { done <- f() }()
+	c.thread <- mpiCall{f, done}
 	t := time.NewTimer(c.timeout)
 	defer t.Stop()
 	select {
 	case rc := <-done:
 		if int32(rc) != 0 {
-			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(rc))
+			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(c.thread, rc))
 		}
 		return nil
 	case <-t.C:
 		c.broken = fmt.Errorf("dist: mpi: %s on rank %d of %d did not complete within %v: another rank died or hung; this communicator is unusable, exit the process",
 			what, c.rank, c.size, c.timeout)
+		mpiProcess.stuck.Store(&c.broken)
 		return c.broken
 	}
 }
@@ -431,12 +488,15 @@ func (c *MPIComm) Close() error {
 	mpiProcess.Lock()
 	defer mpiProcess.Unlock()
 	mpiProcess.users--
-	if mpiProcess.users > 0 || c.broken != nil {
+	if mpiProcess.users > 0 || c.broken != nil || mpiProcess.stuck.Load() != nil {
 		return nil
 	}
 	mpiProcess.finalized = true
-	if rc, _, _ := purego.SyscallN(c.abi.finalize); int32(rc) != 0 {
-		return fmt.Errorf("dist: mpi: MPI_Finalize on rank %d: %s", c.rank, c.abi.errString(rc))
+	if rc := onThread(c.thread, func() uintptr {
+		rc, _, _ := purego.SyscallN(c.abi.finalize)
+		return rc
+	}); int32(rc) != 0 {
+		return fmt.Errorf("dist: mpi: MPI_Finalize on rank %d: %s", c.rank, c.abi.errString(c.thread, rc))
 	}
 	return nil
 }
