@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
@@ -179,6 +183,18 @@ func checkCollectives(c *MPIComm) error {
 	// A buffer of another device is refused with an error, not a panic.
 	if err := c.AllReduce(fakeBuffer{n: 4}, Sum); err == nil || !strings.Contains(err.Error(), "buffer is on fake:0") {
 		return fmt.Errorf("all-reduce of a non-CPU buffer: error %v, expected one naming its device", err)
+	}
+	// MPI_ERRORS_RETURN is in force: an error inside MPI (a root beyond the
+	// world, passed past the Go checks) comes back as an error naming it
+	// instead of aborting the job.
+	one := []float32{1}
+	err := c.call("raw broadcast", func() uintptr {
+		rc, _, _ := purego.SyscallN(c.abi.bcast, uintptr(unsafe.Pointer(&one[0])), 1, c.abi.float, uintptr(p+5), c.abi.commWorld)
+		return rc
+	})
+	runtime.KeepAlive(one)
+	if err == nil || !strings.Contains(err.Error(), "MPI_ERR_ROOT") || !strings.Contains(err.Error(), "raw broadcast on rank") {
+		return fmt.Errorf("MPI_Bcast with root %d: error %v, expected MPI_ERR_ROOT returned as an error", p+5, err)
 	}
 	// Bad input is an error, not a crash.
 	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv[:m])); err == nil || !strings.Contains(err.Error(), "recv has") {
