@@ -1,0 +1,42 @@
+package dist
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
+)
+
+// Agree checks that every rank holds the same value of what (a model
+// configuration, a seed, a data set's name and size, serialised by the
+// caller): each rank's FNV-64a hash of value is all-gathered and compared with
+// rank 0's. A mismatch is an error, on every rank, that names what and the
+// ranks that differ from rank 0. It uses CPU buffers, so it runs on any
+// Communicator whose all-gather takes them (Single, MPI).
+func Agree(c Communicator, what string, value []byte) error {
+	h := fnv.New64a()
+	h.Write(value)
+	sum := h.Sum64()
+	// Four 16-bit pieces: each is exact in a float32.
+	send := make([]float32, 4)
+	for i := range send {
+		send[i] = float32(uint16(sum >> (16 * i)))
+	}
+	recv := make([]float32, 4*c.Size())
+	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv)); err != nil {
+		return fmt.Errorf("dist: comparing %s across ranks: %w", what, err)
+	}
+	var differ []int
+	for r := 1; r < c.Size(); r++ {
+		for i := 0; i < 4; i++ {
+			if recv[4*r+i] != recv[i] {
+				differ = append(differ, r)
+				break
+			}
+		}
+	}
+	if len(differ) > 0 {
+		return fmt.Errorf("dist: ranks %v have a different %s than rank 0 (every rank must start with the same one)", differ, what)
+	}
+	return nil
+}
