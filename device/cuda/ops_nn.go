@@ -82,11 +82,16 @@ func (d *Device) attentionHeadDim(op string, s device.AttentionShape) bool {
 	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for %v)", s.HeadDim, attentionHeadDims))
 }
 
-// Attention runs causal flash attention forward and saves lse.
+// Attention runs causal flash attention forward and saves lse: on tensor
+// cores for the head dims of attentionTCHeadDims, else the SIMT kernel.
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	d.enter()
 	defer d.leave()
 	if !d.want("Attention", f32Only, out, lse, q, k, v) || !d.attentionHeadDim("Attention", s) || s.Seq == 0 {
+		return
+	}
+	if d.attentionTC(s) {
+		d.launchAttentionTC(out, lse, q, k, v, s, scale)
 		return
 	}
 	grid := [3]uint32{uint32((s.Seq + attBQ - 1) / attBQ), uint32(s.Batch * s.Heads), 1}
