@@ -373,10 +373,16 @@ func attentionCases(t *testing.T, g *Device, s device.AttentionShape, fwdTol, to
 // rounded to bf16 add 2^-9 each per term of an average over the keys: a
 // few 1e-3 in O and lse (the emulator's worst over the suites: 9e-3 in
 // O, 3e-3 in lse), bounded at 2e-2. With inputs already bf16 only the
-// rounding of P remains (worst 2e-3): bounded at 5e-3.
+// rounding of P remains (worst 2e-3): bounded at 5e-3. The tensor-core
+// backward also rounds dO and dS to bf16, and dP = dO V^T (bf16 operands)
+// meets delta = dO . O in f32, so dS carries their rounding difference
+// even where it is 0 exactly (T 1): worst 1.7e-2 over the suites, bounded
+// at 3e-2; with q, k, v already bf16, worst 7e-3, bounded at 1.5e-2.
 const (
-	attTCTol        = 2e-2
-	attTCTolRounded = 5e-3
+	attTCTol           = 2e-2
+	attTCTolRounded    = 5e-3
+	attTCBwdTol        = 3e-2
+	attTCBwdTolRounded = 1.5e-2
 )
 
 func suiteAttention(t *testing.T, g *Device) {
@@ -391,11 +397,11 @@ func suiteAttention(t *testing.T, g *Device) {
 		{Batch: 1, Seq: 1, Heads: 1, HeadDim: 64},
 	}
 	for _, s := range shapes {
-		fwd := 5e-4
+		fwd, bwd := 5e-4, 5e-4
 		if g.attentionTC(s) {
-			fwd = attTCTol
+			fwd, bwd = attTCTol, attTCBwdTol
 		}
-		attentionCases(t, g, s, fwd, 5e-4, false)
+		attentionCases(t, g, s, fwd, bwd, false)
 	}
 	// The SIMT forward stays the fallback: check it at the tensor-core head
 	// dims too.
@@ -419,8 +425,8 @@ func suiteAttentionTC(t *testing.T, g *Device) {
 		if !g.attentionTC(s) {
 			t.Fatalf("%+v does not take the tensor-core forward", s)
 		}
-		attentionCases(t, g, s, attTCTol, 5e-4, false)
-		attentionCases(t, g, s, attTCTolRounded, 5e-4, true)
+		attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
+		attentionCases(t, g, s, attTCTolRounded, attTCBwdTolRounded, true)
 	}
 }
 
@@ -430,7 +436,7 @@ func suiteFlashAttention2048(t *testing.T, g *Device) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, attTCTol, 1e-3, false)
+	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, attTCTol, attTCBwdTol, false)
 }
 
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS

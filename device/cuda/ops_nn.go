@@ -99,13 +99,18 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 		ptrArg(out), ptrArg(lse), ptrArg(q), ptrArg(k), ptrArg(v), i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
 }
 
-// AttentionBackward computes dq (one thread per query) and dk, dv (one
-// thread per key), recomputing probabilities from lse.
+// AttentionBackward computes dq and dk, dv, recomputing probabilities from
+// lse: on tensor cores for the head dims of attentionTCHeadDims, else one
+// thread per query (dq) and per key (dk, dv).
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	d.enter()
 	defer d.leave()
 	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) ||
 		!d.attentionHeadDim("AttentionBackward", s) || s.Seq == 0 {
+		return
+	}
+	if d.attentionTC(s) {
+		d.launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 		return
 	}
 	bh := uint32(s.Batch * s.Heads)
