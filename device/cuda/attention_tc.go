@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -23,9 +25,16 @@ var attentionTCHeadDims = []int{64, 128}
 
 // attentionTC reports whether the forward and backward of shape s run on
 // tensor cores (bf16 operands, f32 accumulation) rather than the f32 SIMT
-// kernels.
+// kernels. bf16 mma.sync needs compute capability 8.0 (sm_80) or newer.
 func (d *Device) attentionTC(s device.AttentionShape) bool {
-	return !d.simtAttention && slices.Contains(attentionTCHeadDims, s.HeadDim)
+	return !d.simtAttention && archAtLeast(d.arch, 80) && slices.Contains(attentionTCHeadDims, s.HeadDim)
+}
+
+// archAtLeast reports whether an architecture name such as "sm_90" is at
+// least sm_<min>; a name it cannot read is not.
+func archAtLeast(arch string, min int) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(arch, "sm_"))
+	return err == nil && strings.HasPrefix(arch, "sm_") && n >= min
 }
 
 // launchAttentionTC runs the tensor-core forward: one block of four warps

@@ -503,3 +503,16 @@ func suiteCast(t *testing.T, g *Device) {
 		}
 	}
 }
+
+func TestArchAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		want bool
+	}{
+		{"sm_90", true}, {"sm_80", true}, {"sm_100", true}, {"sm_75", false}, {"sm_", false}, {"compute_90", false}, {"", false},
+	} {
+		if got := archAtLeast(c.arch, 80); got != c.want {
+			t.Errorf("archAtLeast(%q, 80) = %v, want %v", c.arch, got, c.want)
+		}
+	}
+}

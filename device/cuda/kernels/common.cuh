@@ -83,6 +83,8 @@ __device__ float block_max(float v, float* sh) {
 __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, const unsigned* b) {
 #ifdef EMU_RUNTIME
     emu_mma_m16n8k16_bf16(d, a, b, d);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();  // bf16 mma needs sm_80; the host never launches it below (attentionTC)
 #else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
