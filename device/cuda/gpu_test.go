@@ -427,7 +427,24 @@ func suiteAttentionTC(t *testing.T, g *Device) {
 		}
 		attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
 		attentionCases(t, g, s, attTCTolRounded, attTCBwdTolRounded, true)
+		attentionChain(t, g, s, attTCBwdTol)
 	}
+}
+
+// attentionChain runs forward then backward on each backend's own out and
+// lse, as training does, and compares the gradients.
+func attentionChain(t *testing.T, g *Device, s device.AttentionShape, tol float64) {
+	rng := rand.New(rand.NewPCG(uint64(s.Seq)+1, uint64(s.HeadDim)))
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	nl := s.Batch * s.Heads * s.Seq
+	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
+	checkCase(t, g, opCase{name: fmt.Sprintf("AttentionChain/B%dT%dH%dD%d", s.Batch, s.Seq, s.Heads, s.HeadDim),
+		ins:  []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 1))},
+		outs: []int{n, nl, n, n, n}, tol: tol,
+		run: func(d fullDevice, in, o []device.Buffer) {
+			d.Attention(o[0], o[1], in[0], in[1], in[2], s, scale)
+			d.AttentionBackward(o[2], o[3], o[4], in[3], in[0], in[1], in[2], o[0], o[1], s, scale)
+		}})
 }
 
 // suiteFlashAttention2048 checks the paper's context length, where a
