@@ -137,9 +137,11 @@ func RoPETables(dev device.Device, seq, headDim int, base float64) (cos, sin *te
 	return cos, sin, nil
 }
 
-// attentionShape reads [B, T, H, D] from a rank-4 tensor.
-func attentionShape(x *tensor.Tensor) device.AttentionShape {
-	return device.AttentionShape{Batch: x.Dim(0), Seq: x.Dim(1), Heads: x.Dim(2), HeadDim: x.Dim(3)}
+// attentionShape reads [B, T, H, D] from a rank-4 tensor; under bfloat16
+// autocast the kernels may take bfloat16 operands.
+func (g *Graph) attentionShape(x *tensor.Tensor) device.AttentionShape {
+	return device.AttentionShape{Batch: x.Dim(0), Seq: x.Dim(1), Heads: x.Dim(2), HeadDim: x.Dim(3),
+		BFloat16Operands: g.autocast == device.BFloat16}
 }
 
 // RoPE applies half-split rotary position embedding to x [B, T, H, D]
@@ -156,7 +158,7 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 	if cos.DType() != x.DType() || sin.DType() != x.DType() {
 		return g.failf("%s: tables %v and %v for input %v (want the input's dtype)", op, cos.DType(), sin.DType(), x.DType())
 	}
-	s := attentionShape(x)
+	s := g.attentionShape(x)
 	half := s.HeadDim / 2
 	if cos.Rank() != 2 || !cos.SameShape(sin) || cos.Dim(1) != half || cos.Dim(0) < s.Seq {
 		return g.failf("%s: tables %v and %v do not cover input %v (want [>=%d %d])", op, cos.Shape(), sin.Shape(), x.Shape(), s.Seq, half)
@@ -175,7 +177,7 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 
 func (g *Graph) ropeBackward(n *node, gout *tensor.Tensor) {
 	x := n.in[0]
-	s := attentionShape(x)
+	s := g.attentionShape(x)
 	half := s.HeadDim / 2
 	dx := g.scratchLike(x, x.Shape()...)
 	cb, sb := n.saved[0].Buffer().Slice(0, s.Seq*half), n.saved[1].Buffer().Slice(0, s.Seq*half)
@@ -227,7 +229,7 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 	if q.DType() != device.Float32 || k.DType() != q.DType() || v.DType() != q.DType() {
 		return g.failf("%s: q %v, k %v, v %v: want float32", op, q.DType(), k.DType(), v.DType())
 	}
-	s := attentionShape(q)
+	s := g.attentionShape(q)
 	out := g.allocOf(op, q.DType(), q.Shape()...)
 	lse := g.allocOf(op, q.DType(), s.Batch, s.Heads, s.Seq)
 	if out == nil || lse == nil {
@@ -242,7 +244,7 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 
 func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
 	q, k, v := n.in[0], n.in[1], n.in[2]
-	s := attentionShape(q)
+	s := g.attentionShape(q)
 	dq, dk, dv := g.scratchLike(q, q.Shape()...), g.scratchLike(k, k.Shape()...), g.scratchLike(v, v.Shape()...)
 	compose.AttentionBackward(g.kernels(q.DType()), dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
 		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), s, n.f)

@@ -228,6 +228,12 @@ func (op ReduceOp) String() string {
 // that head splitting needs no copy.
 type AttentionShape struct {
 	Batch, Seq, Heads, HeadDim int
+	// BFloat16Operands lets a kernel round its operands (q, k, v, and in
+	// the backward dout and the probabilities) to bfloat16, accumulating
+	// in float32, as autocast does for the matrix products. Without it the
+	// kernel computes in float32. The CPU ignores it (always float32); the
+	// CUDA backend takes its tensor-core kernels only when it is set.
+	BFloat16Operands bool
 }
 
 // AdamW holds the scalars of one AdamW update (already scheduled).

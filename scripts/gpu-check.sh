@@ -31,7 +31,7 @@ build() {
 		go test -c -o "$(cd "$dir" && pwd)/geometry.test" ./optim/geometry)
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go build -o "$(cd "$dir" && pwd)/hilbert" ./cmd/hilbert)
-	cp "$root/scripts/gpu/run.sh" "$root/scripts/gpu/bench_torch.py" "$root/scripts/parity/model.py" "$dir/"
+	cp "$root/scripts/gpu/run.sh" "$root/scripts/gpu/bench_torch.py" "$root/scripts/gpu/attention_share.awk" "$root/scripts/parity/model.py" "$dir/"
 	# Training data for the GPU training stage: Opticks (shipped with Go,
 	# absent on the GPU machine) tokenized here into llm.c shards.
 	opticks="$(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt"

@@ -35,6 +35,8 @@ type Device struct {
 	alloc  allocator
 	err    error // first error, sticky
 	closed bool
+
+	simtAttention bool // tests: the f32 SIMT attention forward for every head dim
 }
 
 var _ device.Device = (*Device)(nil)

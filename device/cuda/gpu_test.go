@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -34,6 +35,7 @@ var deviceSuites = []struct {
 	{"RoPE", suiteRoPE},
 	{"CrossEntropy", suiteCrossEntropy},
 	{"Attention", suiteAttention},
+	{"AttentionTC", suiteAttentionTC},
 	{"FlashAttention2048", suiteFlashAttention2048},
 	{"Gemm", gemmParity},
 	{"Cast", suiteCast},
@@ -334,15 +336,21 @@ func suiteCrossEntropy(t *testing.T, g *Device) {
 }
 
 // attentionCases compares forward and backward; the backward gets the CPU
-// forward's out and lse as inputs on both backends.
-func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float64) {
+// forward's out and lse as inputs on both backends. fwdTol bounds the
+// forward, tol the backward (always the f32 SIMT kernels). round feeds
+// q, k, v rounded to bf16 to both backends.
+func attentionCases(t *testing.T, g *Device, s device.AttentionShape, fwdTol, tol float64, round bool) {
 	rng := rand.New(rand.NewPCG(uint64(s.Seq), uint64(s.HeadDim)))
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
 	nl := s.Batch * s.Heads * s.Seq
 	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
 	q, k, v := randn(rng, n, 1), randn(rng, n, 1), randn(rng, n, 1)
 	name := fmt.Sprintf("B%dT%dH%dD%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
-	checkCase(t, g, opCase{name: "Attention/" + name, ins: []hostBuf{f(q), f(k), f(v)}, outs: []int{n, nl}, tol: tol,
+	if round {
+		q, k, v = roundBF16(q), roundBF16(k), roundBF16(v)
+		name += "/bf16-inputs"
+	}
+	checkCase(t, g, opCase{name: "Attention/" + name, ins: []hostBuf{f(q), f(k), f(v)}, outs: []int{n, nl}, tol: fwdTol,
 		run: func(d fullDevice, in, out []device.Buffer) {
 			d.Attention(out[0], out[1], in[0], in[1], in[2], s, scale)
 		}})
@@ -358,8 +366,27 @@ func attentionCases(t *testing.T, g *Device, s device.AttentionShape, tol float6
 		}})
 }
 
+// Tolerances of the tensor-core forward (error / (1 + |want|) against the
+// f32 CPU backend). Rounding q and k to bf16 (relative 2^-9 each) moves a
+// score of D products by about 2^-9 sqrt(2 D) |q_d k_d| scale, some 2e-3
+// at unit inputs; exp turns that into a relative weight error, and P and V
+// rounded to bf16 add 2^-9 each per term of an average over the keys: a
+// few 1e-3 in O and lse (the emulator's worst over the suites: 9e-3 in
+// O, 3e-3 in lse), bounded at 2e-2. With inputs already bf16 only the
+// rounding of P remains (worst 2e-3): bounded at 5e-3. The tensor-core
+// backward also rounds dO and dS to bf16, and dP = dO V^T (bf16 operands)
+// meets delta = dO . O in f32, so dS carries their rounding difference
+// even where it is 0 exactly (T 1): worst 1.7e-2 over the suites, bounded
+// at 3e-2; with q, k, v already bf16, worst 7e-3, bounded at 1.5e-2.
+const (
+	attTCTol           = 2e-2
+	attTCTolRounded    = 5e-3
+	attTCBwdTol        = 3e-2
+	attTCBwdTolRounded = 1.5e-2
+)
+
 func suiteAttention(t *testing.T, g *Device) {
-	for _, s := range []device.AttentionShape{
+	shapes := []device.AttentionShape{
 		{Batch: 2, Seq: 100, Heads: 3, HeadDim: 64},
 		{Batch: 1, Seq: 77, Heads: 2, HeadDim: 32},
 		{Batch: 1, Seq: 65, Heads: 2, HeadDim: 128},
@@ -368,9 +395,55 @@ func suiteAttention(t *testing.T, g *Device) {
 		{Batch: 1, Seq: 33, Heads: 3, HeadDim: 80},
 		{Batch: 1, Seq: 90, Heads: 1, HeadDim: 96},
 		{Batch: 1, Seq: 1, Heads: 1, HeadDim: 64},
-	} {
-		attentionCases(t, g, s, 5e-4)
 	}
+	for _, s := range shapes {
+		attentionCases(t, g, s, 5e-4, 5e-4, false) // float32 operands: the SIMT kernels
+		if s.BFloat16Operands = true; g.attentionTC(s) {
+			attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
+		}
+	}
+	// The SIMT forward stays the fallback: check it at the tensor-core head
+	// dims too.
+	g.simtAttention = true
+	defer func() { g.simtAttention = false }()
+	for _, s := range shapes {
+		if slices.Contains(attentionTCHeadDims, s.HeadDim) {
+			t.Run("SIMT", func(t *testing.T) { attentionCases(t, g, s, 5e-4, 5e-4, false) })
+		}
+	}
+}
+
+// suiteAttentionTC checks the tensor-core forward at its head dims, with
+// several query tiles, a ragged last tile and inputs already in bf16.
+func suiteAttentionTC(t *testing.T, g *Device) {
+	for _, s := range []device.AttentionShape{
+		{Batch: 1, Seq: 200, Heads: 2, HeadDim: 64, BFloat16Operands: true},
+		{Batch: 2, Seq: 130, Heads: 1, HeadDim: 128, BFloat16Operands: true},
+		{Batch: 1, Seq: 17, Heads: 1, HeadDim: 64, BFloat16Operands: true},
+	} {
+		if !g.attentionTC(s) {
+			t.Fatalf("%+v does not take the tensor-core forward", s)
+		}
+		attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
+		attentionCases(t, g, s, attTCTolRounded, attTCBwdTolRounded, true)
+		attentionChain(t, g, s, attTCBwdTol)
+	}
+}
+
+// attentionChain runs forward then backward on each backend's own out and
+// lse, as training does, and compares the gradients.
+func attentionChain(t *testing.T, g *Device, s device.AttentionShape, tol float64) {
+	rng := rand.New(rand.NewPCG(uint64(s.Seq)+1, uint64(s.HeadDim)))
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	nl := s.Batch * s.Heads * s.Seq
+	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
+	checkCase(t, g, opCase{name: fmt.Sprintf("AttentionChain/B%dT%dH%dD%d", s.Batch, s.Seq, s.Heads, s.HeadDim),
+		ins:  []hostBuf{f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 1)), f(randn(rng, n, 1))},
+		outs: []int{n, nl, n, n, n}, tol: tol,
+		run: func(d fullDevice, in, o []device.Buffer) {
+			d.Attention(o[0], o[1], in[0], in[1], in[2], s, scale)
+			d.AttentionBackward(o[2], o[3], o[4], in[3], in[0], in[1], in[2], o[0], o[1], s, scale)
+		}})
 }
 
 // suiteFlashAttention2048 checks the paper's context length, where a
@@ -379,7 +452,7 @@ func suiteFlashAttention2048(t *testing.T, g *Device) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64}, 1e-3)
+	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64, BFloat16Operands: true}, attTCTol, attTCBwdTol, false)
 }
 
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS
@@ -443,6 +516,19 @@ func suiteCast(t *testing.T, g *Device) {
 		want := device.Float32FromBFloat16(device.BFloat16FromFloat32(v))
 		if math.Float32bits(got[i]) != math.Float32bits(want) && !(want != want && got[i] != got[i]) {
 			t.Fatalf("Cast(%v) = %v, want %v", v, got[i], want)
+		}
+	}
+}
+
+func TestArchAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		want bool
+	}{
+		{"sm_90", true}, {"sm_80", true}, {"sm_100", true}, {"sm_75", false}, {"sm_", false}, {"compute_90", false}, {"", false},
+	} {
+		if got := archAtLeast(c.arch, 80); got != c.want {
+			t.Errorf("archAtLeast(%q, 80) = %v, want %v", c.arch, got, c.want)
 		}
 	}
 }

@@ -82,11 +82,16 @@ func (d *Device) attentionHeadDim(op string, s device.AttentionShape) bool {
 	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for %v)", s.HeadDim, attentionHeadDims))
 }
 
-// Attention runs causal flash attention forward and saves lse.
+// Attention runs causal flash attention forward and saves lse: on tensor
+// cores for the head dims of attentionTCHeadDims, else the SIMT kernel.
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	d.enter()
 	defer d.leave()
 	if !d.want("Attention", f32Only, out, lse, q, k, v) || !d.attentionHeadDim("Attention", s) || s.Seq == 0 {
+		return
+	}
+	if d.attentionTC(s) {
+		d.launchAttentionTC(out, lse, q, k, v, s, scale)
 		return
 	}
 	grid := [3]uint32{uint32((s.Seq + attBQ - 1) / attBQ), uint32(s.Batch * s.Heads), 1}
@@ -94,13 +99,18 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 		ptrArg(out), ptrArg(lse), ptrArg(q), ptrArg(k), ptrArg(v), i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
 }
 
-// AttentionBackward computes dq (one thread per query) and dk, dv (one
-// thread per key), recomputing probabilities from lse.
+// AttentionBackward computes dq and dk, dv, recomputing probabilities from
+// lse: on tensor cores for the head dims of attentionTCHeadDims, else one
+// thread per query (dq) and per key (dk, dv).
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	d.enter()
 	defer d.leave()
 	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) ||
 		!d.attentionHeadDim("AttentionBackward", s) || s.Seq == 0 {
+		return
+	}
+	if d.attentionTC(s) {
+		d.launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 		return
 	}
 	bh := uint32(s.Batch * s.Heads)

@@ -1,11 +1,17 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/profile"
 )
 
 // TestCheckScriptHostSide runs scripts/gpu-check.sh build and run on
@@ -48,5 +54,71 @@ func TestCheckScriptHostSide(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("run output lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// TestAttentionShareScript runs scripts/gpu/attention_share.awk (the
+// gpu-check stage after the 190M profile) on a table that device/profile
+// wrote for real CPU work, and checks its figures against the profile's
+// own op times; without a table the script must fail.
+func TestAttentionShareScript(t *testing.T) {
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk")
+	}
+	root, _ := filepath.Abs("../..")
+	script := filepath.Join(root, "scripts", "gpu", "attention_share.awk")
+	p := profile.Wrap(cpu.New())
+	s := device.AttentionShape{Batch: 1, Seq: 256, Heads: 2, HeadDim: 64}
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	buf := func(n int) device.Buffer { b, _ := p.Alloc(device.Float32, n); return b }
+	q, k, v, o, dout, dq, dk, dv := buf(n), buf(n), buf(n), buf(n), buf(n), buf(n), buf(n), buf(n)
+	lse, x := buf(s.Batch*s.Heads*s.Seq), buf(256*256)
+	p.Record(true)
+	p.Attention(o, lse, q, k, v, s, 0.125)
+	p.AttentionBackward(dq, dk, dv, dout, q, k, v, o, lse, s, 0.125)
+	p.Gemm(device.GemmArgs{M: 256, N: 256, K: 256, Alpha: 1, A: x, LDA: 256, B: x, LDB: 256, C: x, LDC: 256})
+	p.Record(false)
+	var fwd, bwd, total float64
+	for _, op := range p.Ops() {
+		ms := float64(op.Time) / 1e6
+		total += ms
+		switch op.Name {
+		case "Attention":
+			fwd += ms
+		case "AttentionBackward":
+			bwd += ms
+		}
+	}
+	var table strings.Builder
+	if err := p.WriteTable(&table, 0); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("awk", "-f", script)
+	cmd.Stdin = strings.NewReader("profile of one step:\n" + table.String())
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("attention_share.awk: %v\n%s", err, b)
+	}
+	var share, att, tot, f, fs, bw, bs float64
+	if _, err := fmt.Sscanf(string(b), "attention share of the profiled step: %f%% (%f ms of %f ms; forward %f ms = %f%%, backward %f ms = %f%%)",
+		&share, &att, &tot, &f, &fs, &bw, &bs); err != nil {
+		t.Fatalf("output %q: %v\ntable:\n%s", b, err, table.String())
+	}
+	for _, c := range []struct {
+		what      string
+		got, want float64
+		tol       float64
+	}{
+		{"forward ms", f, fwd, 1e-3}, {"backward ms", bw, bwd, 1e-3}, {"total ms", tot, total, 1e-3},
+		{"share %", share, 100 * (fwd + bwd) / total, 0.1},
+	} {
+		if math.Abs(c.got-c.want) > c.tol {
+			t.Errorf("%s = %v, want %v (output %q)", c.what, c.got, c.want, b)
+		}
+	}
+	cmd = exec.Command("awk", "-f", script)
+	cmd.Stdin = strings.NewReader("no table here\n")
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "no profile table") {
+		t.Errorf("without a table: err %v, output %q; want a failure saying so", err, b)
 	}
 }

@@ -226,14 +226,15 @@ func TestStubLaunchArguments(t *testing.T) {
 		t.Errorf("AdamW launch dims/stream = %v", dims)
 	}
 
-	// Attention: grid over query tiles and batch*heads, 8 parameters.
-	sh := device.AttentionShape{Batch: 2, Seq: 2048, Heads: 3, HeadDim: 64}
+	// Attention: grid over query tiles and batch*heads, 8 parameters; head
+	// dim 64 takes the tensor-core forward (four warps per 64 queries).
+	sh := device.AttentionShape{Batch: 2, Seq: 2048, Heads: 3, HeadDim: 64, BFloat16Operands: true}
 	q, _ := d.Alloc(device.Float32, 10)
 	s.setNParams(8)
 	d.Attention(q, q, q, q, q, sh, 0.125)
 	s.launchDims(&dims)
 	s.launchParams(&params)
-	if s.launchName() != "h_attn_fwd_d64" || dims[0] != 32 || dims[1] != 6 || dims[3] != 64 {
+	if s.launchName() != "h_attn_fwd_tc_d64" || dims[0] != 32 || dims[1] != 6 || dims[3] != 128 {
 		t.Errorf("attention launch %s dims %v", s.launchName(), dims)
 	}
 	if params[5] != 2048 || params[6] != 3 || uint32(params[7]) != math.Float32bits(0.125) {

@@ -79,6 +79,24 @@ extern "C" __global__ void t_racy(float* x) {
 // Which fiber switch the module was built with (1: x86-64 assembly).
 extern "C" __global__ void t_switch(int* out) { out[0] = EMU_FAST_SWITCH; }
 
+// One m16n8k16 bf16 product per warp: lane l of warp w passes its
+// fragment registers a[w][l][0..3], b[w][l][0..1], c[w][l][0..3] as given
+// and writes its d registers, so the test alone decides the layout.
+extern "C" __global__ void t_mma(float* d, const unsigned* a, const unsigned* b, const float* c) {
+    int t = threadIdx.x;
+    float r[4];
+    emu_mma_m16n8k16_bf16(r, a + 4 * t, b + 2 * t, c + 4 * t);
+    for (int i = 0; i < 4; i++) d[4 * t + i] = r[i];
+}
+
+// Half the warp at a warp-wide matrix instruction never completes.
+extern "C" __global__ void t_mma_divergent(float* x) {
+    unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    float c[4] = {0, 0, 0, 0};
+    if (threadIdx.x < 16) emu_mma_m16n8k16_bf16(c, a, b, c);
+    x[threadIdx.x] = c[0];
+}
+
 extern "C" __global__ void t_deadlock(float* x) {
     if (threadIdx.x < 16) x[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
@@ -377,6 +395,7 @@ func TestBrokenKernelsFail(t *testing.T) {
 	for _, c := range []struct{ kernel, want string }{
 		{"t_deadlock", "deadlock"},
 		{"t_divergent", "divergent barrier"},
+		{"t_mma_divergent", "deadlock"},
 	} {
 		e.reset()
 		r := e.launch(t, mod, c.kernel, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, p)
@@ -479,5 +498,110 @@ func TestReverseScheduleExposesRaces(t *testing.T) {
 		if rev[i] != float32(i+2) {
 			t.Fatalf("reverse order: x[%d] = %v, want %v", i, rev[i], i+2)
 		}
+	}
+}
+
+// bf16Bits rounds x to bf16 (nearest even) and returns its bits and value.
+func bf16Bits(x float64) (uint16, float64) {
+	u := math.Float32bits(float32(x))
+	u += 0x7fff + (u>>16)&1
+	h := uint16(u >> 16)
+	return h, float64(math.Float32frombits(uint32(h) << 16))
+}
+
+// TestMmaFragmentLayout checks mma.m16n8k16.row.col.f32.bf16 against the
+// fragment layout of the PTX ISA, written out here independently of the
+// emulator: with g = lane>>2 and q = lane%4, A register r of a lane holds
+// row g+8(r&1), columns 2q+8(r>>1) and the next; B register r holds rows
+// (k) 2q+8r and the next of column g; C and D element r hold row g+8(r>>1),
+// column 2q+(r&1). Two warps get different matrices; every lane's every D
+// element is compared with a float64 product: exactly for small integers,
+// to float32 rounding for random values.
+func TestMmaFragmentLayout(t *testing.T) {
+	e := open(t)
+	mod := e.module(t)
+	for _, tc := range []struct {
+		name string
+		val  func(w, m, i, j int) float64 // m: 0 A, 1 B, 2 C
+		tol  float64
+	}{
+		{"integers", func(w, m, i, j int) float64 { return float64((i*7+j*3+m*5+w*11)%9 - 4) }, 0},
+		{"random", func(w, m, i, j int) float64 {
+			h := uint32(w*1000003+m*7919+i*131+j) * 2654435761
+			return float64(h>>8)/float64(1<<24)*4 - 2
+		}, 1e-6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const warps = 2
+			var A [warps][16][16]float64
+			var B [warps][16][8]float64
+			var C [warps][16][8]float64
+			a := make([]uint32, warps*32*4)
+			b := make([]uint32, warps*32*2)
+			c := make([]float32, warps*32*4)
+			for w := 0; w < warps; w++ {
+				for i := 0; i < 16; i++ {
+					for j := 0; j < 16; j++ {
+						_, A[w][i][j] = bf16Bits(tc.val(w, 0, i, j))
+						if j < 8 {
+							_, B[w][i][j] = bf16Bits(tc.val(w, 1, i, j))
+							C[w][i][j] = float64(float32(tc.val(w, 2, i, j)))
+						}
+					}
+				}
+				for l := 0; l < 32; l++ {
+					g, q, base := l>>2, l%4, w*32+l
+					for r := 0; r < 4; r++ {
+						row, col := g+8*(r&1), 2*q+8*(r>>1)
+						lo, _ := bf16Bits(A[w][row][col])
+						hi, _ := bf16Bits(A[w][row][col+1])
+						a[4*base+r] = uint32(lo) | uint32(hi)<<16
+						c[4*base+r] = float32(C[w][g+8*(r>>1)][2*q+r&1])
+					}
+					for r := 0; r < 2; r++ {
+						k := 2*q + 8*r
+						lo, _ := bf16Bits(B[w][k][g])
+						hi, _ := bf16Bits(B[w][k+1][g])
+						b[2*base+r] = uint32(lo) | uint32(hi)<<16
+					}
+				}
+			}
+			dp, ap, bp, cp := e.alloc(t, 4*len(c)), e.alloc(t, 4*len(a)), e.alloc(t, 4*len(b)), e.alloc(t, 4*len(c))
+			e.cuMemcpyHtoD(ap, unsafe.Pointer(&a[0]), uint64(4*len(a)), 0)
+			e.cuMemcpyHtoD(bp, unsafe.Pointer(&b[0]), uint64(4*len(b)), 0)
+			putFloats(e, cp, c)
+			if r := e.launch(t, mod, "t_mma", [3]uint32{1, 1, 1}, [3]uint32{32 * warps, 1, 1}, dp, ap, bp, cp); r != 0 {
+				t.Fatalf("t_mma: %d %s", r, e.lastError())
+			}
+			d := getFloats(e, dp, len(c))
+			for w := 0; w < warps; w++ {
+				for l := 0; l < 32; l++ {
+					g, q := l>>2, l%4
+					for r := 0; r < 4; r++ {
+						row, col := g+8*(r>>1), 2*q+r&1
+						want := C[w][row][col]
+						for k := 0; k < 16; k++ {
+							want += A[w][row][k] * B[w][k][col]
+						}
+						got := float64(d[4*(w*32+l)+r])
+						if math.Abs(got-want) > tc.tol*(1+math.Abs(want)) {
+							t.Errorf("warp %d lane %d d%d (row %d, col %d) = %v, want %v", w, l, r, row, col, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMmaNeedsFullWarp: a warp of fewer than 32 lanes cannot run mma.sync.
+func TestMmaNeedsFullWarp(t *testing.T) {
+	e := open(t)
+	mod := e.module(t)
+	p := e.alloc(t, 4*64)
+	e.reset()
+	r := e.launch(t, mod, "t_mma_divergent", [3]uint32{1, 1, 1}, [3]uint32{16, 1, 1}, p)
+	if r != 719 || !strings.Contains(e.lastError(), "needs 32") {
+		t.Errorf("16-lane mma: status %d, error %q; want 719 and a full-warp message", r, e.lastError())
 	}
 }

@@ -3,7 +3,7 @@
 # files in DIR (cuda.test, this script), the NVIDIA driver and the CUDA 13
 # (or 12) cuBLAS and NVRTC libraries (system, HILBERT_CUDA_LIB_DIR, or pip
 # wheels nvidia-cublas / nvidia-cuda-nvrtc in a Python site-packages).
-# Stage budgets (seconds) keep the whole run under 8 minutes (465 s in all).
+# Stage budgets (seconds) keep the whole run under 8 minutes (470 s in all).
 set -uo pipefail
 
 dir=${1:-$(dirname "${BASH_SOURCE[0]}")}
@@ -67,6 +67,8 @@ done
 # 5. The 190M preset at T 2048: Hilbert's forward+backward next to PyTorch
 #    eager with bf16 autocast on the same GPU.
 cmd bench-190m-hilbert 60 "$dir/hilbert" bench model -device cuda -autocast bf16 -preset 190m -batch 8 -seq 2048 -steps 5 -profile 30
+# Attention's share of the step, from the profile table just printed.
+cmd attention-share 5 awk -f "$dir/attention_share.awk" "$log/bench-190m-hilbert.log"
 py=$(command -v python3 || command -v python)
 cmd bench-190m-pytorch 50 "$py" "$dir/bench_torch.py" 190m 8 2048 5
 

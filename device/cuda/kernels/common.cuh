@@ -72,3 +72,27 @@ __device__ float block_max(float v, float* sh) {
     __syncthreads();
     return r;
 }
+
+// mma_bf16 is D = A B + C for one warp, m16n8k16 with bf16 A (row major)
+// and B (column major) and f32 C, D: mma.sync.aligned.m16n8k16.row.col.f32
+// .bf16.bf16.f32, in the fragment layout of the PTX ISA (g = lane >> 2,
+// q = lane % 4; a0 (g, 2q..2q+1), a1 (g+8, 2q..), a2 (g, 2q+8..),
+// a3 (g+8, 2q+8..); b0 (k 2q..2q+1, n g), b1 (k 2q+8.., n g); c0, c1
+// (g, 2q..2q+1), c2, c3 (g+8, 2q..)). Each register packs two bf16, the
+// lower index in the lower half. Every lane of the warp must call it.
+__device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, const unsigned* b) {
+#ifdef EMU_RUNTIME
+    emu_mma_m16n8k16_bf16(d, a, b, d);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();  // bf16 mma needs sm_80; the host never launches it below (attentionTC)
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// pack_bf16 packs two bf16 into one mma register, lo in the lower half.
+__device__ __forceinline__ unsigned pack_bf16(bf16 lo, bf16 hi) { return (unsigned)lo | ((unsigned)hi << 16); }

@@ -9,9 +9,14 @@
 // then yields to the block scheduler. The scheduler releases a barrier when
 // every live thread waits at it, from the same call site (a divergent
 // barrier is reported), and a shuffle when every lane of the warp reached
-// it. Anything else that leaves no thread runnable is a deadlock and fails
+// it. A warp-wide matrix instruction (mma.sync, emu_mma_m16n8k16_bf16) is
+// released the same way once all 32 lanes reached the same instruction; it
+// then computes the warp's product from every lane's fragments, in the
+// layout of the PTX ISA. Anything else that leaves no thread runnable is a deadlock and fails
 // the launch. __shared__ variables are static: one block runs at a time.
 #pragma once
+// EMU_RUNTIME tells shared kernel sources that they run on the emulator.
+#define EMU_RUNTIME 1
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,7 +120,11 @@ emu_fiber_start:
 
 namespace emu {
 
-enum State { RUNNABLE, AT_BARRIER, AT_SHUFFLE, DONE };
+enum State { RUNNABLE, AT_BARRIER, AT_SHUFFLE, AT_WARP_OP, DONE };
+
+struct Thread;
+// WarpOp computes a warp-wide instruction from the 32 lanes' operands.
+typedef void (*WarpOp)(Thread* lanes);
 
 struct Thread {
 #if EMU_FAST_SWITCH
@@ -130,6 +139,9 @@ struct Thread {
     unsigned mask;           // shuffle: member mask
     int src;                 // shuffle: source lane
     unsigned long long out;  // shuffle: received value
+    WarpOp op;               // warp op: what to compute
+    const void* in;          // warp op: this lane's operands
+    void* res;               // warp op: this lane's results
 };
 
 const size_t kStack = 256 << 10;
@@ -231,6 +243,38 @@ static bool release_warps() {
     return any;
 }
 
+// release_warp_ops runs every warp-wide instruction that all 32 lanes of a
+// warp reached; lanes of one warp at different instructions, or a warp of
+// fewer than 32 lanes, fail the launch.
+static bool release_warp_ops() {
+    bool any = false;
+    for (unsigned w = 0; w * 32 < nthreads; w++) {
+        unsigned lanes = nthreads - w * 32 < 32 ? nthreads - w * 32 : 32;
+        Thread* t = threads + w * 32;
+        unsigned waiting = 0;
+        WarpOp op = nullptr;
+        for (unsigned l = 0; l < lanes; l++)
+            if (t[l].state == AT_WARP_OP) {
+                waiting++;
+                if (op == nullptr) op = t[l].op;
+                else if (t[l].op != op) {
+                    fail("lanes of warp %u wait at different warp-wide matrix instructions", w);
+                    return false;
+                }
+            }
+        if (waiting == 0) continue;
+        if (lanes < 32) {
+            fail("warp-wide matrix instruction in a warp of %u lanes (needs 32)", lanes);
+            return false;
+        }
+        if (waiting < 32) continue;  // lanes still on their way
+        op(t);
+        for (unsigned l = 0; l < 32; l++) t[l].state = RUNNABLE;
+        any = true;
+    }
+    return any;
+}
+
 // reverse runs the threads of each scheduling pass last to first
 // (EMU_SCHEDULE=reverse, read at each launch). A kernel whose threads race
 // between two barriers (one reads what another writes) gives different
@@ -259,6 +303,7 @@ static bool run_block() {
         }
         if (ran) continue;
         if (release_warps()) continue;
+        if (release_warp_ops()) continue;
         if (error[0]) return false;
         unsigned live = 0, barrier = 0, shuffle = 0;
         const void* site = nullptr;
@@ -266,7 +311,7 @@ static bool run_block() {
             Thread& t = threads[i];
             if (t.state == DONE) continue;
             live++;
-            if (t.state == AT_SHUFFLE) shuffle++;
+            if (t.state == AT_SHUFFLE || t.state == AT_WARP_OP) shuffle++;
             if (t.state == AT_BARRIER) {
                 barrier++;
                 if (site == nullptr) site = t.site;
@@ -392,6 +437,73 @@ template <typename T>
 static T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
     unsigned lane = emu_lane(), seg = lane & (width - 1);
     return emu_shuffle(mask, v, (int)(seg + delta < (unsigned)width ? lane + delta : lane));
+}
+
+// emu_bf16 widens a bf16 (the upper half of a float) to float.
+static inline float emu_bf16(unsigned short h) { return emu_bit_cast<float>((unsigned)h << 16); }
+
+// emu_mma_bf16_in holds one lane's operands of mma.sync.aligned.m16n8k16.row.col
+// .f32.bf16.bf16.f32: four A registers and two B registers of two bf16
+// each (the lower half holds the lower column or row index) and four f32
+// of C.
+struct emu_mma_bf16_in {
+    unsigned a[4], b[2];
+    float c[4];
+};
+
+// emu_mma_bf16_op computes D = A B + C for the warp. Fragment layout (PTX
+// ISA, "Matrix Fragments for mma.m16n8k16" with .bf16): with g = lane >> 2
+// and q = lane % 4,
+//   A (16x16, row): a0 (g, 2q..2q+1), a1 (g+8, 2q..), a2 (g, 2q+8..), a3 (g+8, 2q+8..)
+//   B (16x8, col):  b0 (k 2q..2q+1, n g), b1 (k 2q+8..2q+9, n g)
+//   C, D (16x8):    c0,c1 (g, 2q..2q+1), c2,c3 (g+8, 2q..2q+1)
+// Products are exact in float (bf16 has 8 significant bits) and summed in
+// k order, then C is added: the hardware's order within a k-step is not
+// documented, so kernels must tolerate float rounding in either.
+static void emu_mma_bf16_op(emu::Thread* t) {
+    float A[16][16], B[16][8], C[16][8];
+    for (int l = 0; l < 32; l++) {
+        const emu_mma_bf16_in* in = (const emu_mma_bf16_in*)t[l].in;
+        int g = l >> 2, q = l & 3;
+        for (int r = 0; r < 4; r++) {
+            int row = g + (r & 1) * 8, col = 2 * q + (r >> 1) * 8;
+            A[row][col] = emu_bf16((unsigned short)(in->a[r] & 0xffff));
+            A[row][col + 1] = emu_bf16((unsigned short)(in->a[r] >> 16));
+        }
+        for (int r = 0; r < 2; r++) {
+            int k = 2 * q + r * 8;
+            B[k][g] = emu_bf16((unsigned short)(in->b[r] & 0xffff));
+            B[k + 1][g] = emu_bf16((unsigned short)(in->b[r] >> 16));
+        }
+        for (int r = 0; r < 4; r++) C[g + (r >> 1) * 8][2 * q + (r & 1)] = in->c[r];
+    }
+    for (int l = 0; l < 32; l++) {
+        float* d = (float*)t[l].res;
+        int g = l >> 2, q = l & 3;
+        for (int r = 0; r < 4; r++) {
+            int row = g + (r >> 1) * 8, col = 2 * q + (r & 1);
+            float acc = 0.0f;
+            for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
+            d[r] = acc + C[row][col];
+        }
+    }
+}
+
+// emu_mma_m16n8k16_bf16 is mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16
+// .f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}: every lane of the warp must
+// reach it. d may alias c.
+static void emu_mma_m16n8k16_bf16(float* d, const unsigned* a, const unsigned* b, const float* c) {
+    emu_mma_bf16_in in;
+    memcpy(in.a, a, sizeof in.a);
+    memcpy(in.b, b, sizeof in.b);
+    memcpy(in.c, c, sizeof in.c);
+    float out[4];
+    emu::Thread* t = emu::current;
+    t->op = emu_mma_bf16_op;
+    t->in = &in;
+    t->res = out;
+    emu::yield(emu::AT_WARP_OP);
+    memcpy(d, out, sizeof out);
 }
 
 // One fiber runs at a time, so atomics are plain read-modify-writes.
