@@ -38,6 +38,10 @@ var systemLibDirs = []string{
 	"/usr/lib/wsl/lib",
 }
 
+// LibrarySearchDirs returns the folders searched for the CUDA libraries
+// (and NVIDIA's others, such as NCCL), in the order searchDirs gives.
+func LibrarySearchDirs() []string { return searchDirs() }
+
 // searchDirs returns the directories searched for a CUDA library, in order:
 // the LibDirEnv list, CUDA_PATH/CUDA_HOME, LD_LIBRARY_PATH, the system
 // directories and the nvidia/*/lib folders of every site-packages directory.

@@ -22,10 +22,9 @@ package nccl
 
 import (
 	"fmt"
+	"github.com/hilbert-ml/hilbert/device/cuda"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -342,64 +341,7 @@ func (c *Comm) Destroy() error {
 	return c.lib.check("ncclCommDestroy", c.lib.commDestroy(h))
 }
 
-// searchDirs returns the existing folders searched for NCCL, in order.
-func searchDirs() []string {
-	var dirs []string
-	dirs = append(dirs, filepath.SplitList(os.Getenv("HILBERT_CUDA_LIB_DIR"))...)
-	for _, env := range []string{"CUDA_PATH", "CUDA_HOME"} {
-		if root := os.Getenv(env); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))...)
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
-	for _, sp := range sitePackages() {
-		dirs = append(dirs, filepath.Join(sp, "nvidia", "nccl", "lib"))
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, d := range dirs {
-		if d == "" || seen[d] {
-			continue
-		}
-		seen[d] = true
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// sitePackages lists candidate Python site-packages folders: those of an
-// active virtualenv or conda environment, the user's and the system's, and
-// what python3 reports (HILBERT_CUDA_NO_PYTHON=1 skips asking it).
-func sitePackages() []string {
-	var roots []string
-	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if p := os.Getenv(env); p != "" {
-			roots = append(roots, p)
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		roots = append(roots, filepath.Join(home, ".local"))
-	}
-	roots = append(roots, "/usr/local", "/usr", "/opt/conda")
-	var out []string
-	for _, r := range roots {
-		for _, pat := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages"} {
-			m, _ := filepath.Glob(filepath.Join(r, pat))
-			sort.Strings(m)
-			out = append(out, m...)
-		}
-	}
-	out = append(out, filepath.SplitList(os.Getenv("PYTHONPATH"))...)
-	if os.Getenv("HILBERT_CUDA_NO_PYTHON") == "1" {
-		return out
-	}
-	if py, err := exec.LookPath("python3"); err == nil {
-		if b, err := exec.Command(py, "-c", "import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]+sys.path))").Output(); err == nil {
-			out = append(out, strings.Fields(string(b))...)
-		}
-	}
-	return out
-}
+// searchDirs returns the existing folders searched for NCCL, in order: the
+// CUDA backend's (device/cuda), which include each Python site-packages'
+// nvidia/*/lib folders, nvidia/nccl/lib among them.
+func searchDirs() []string { return cuda.LibrarySearchDirs() }
