@@ -298,19 +298,7 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 		gout.Release() // a no-op when backward moved it to an input
 		n.out.SetGrad(nil)
 	}
-	g.clearNodes()
-	g.freed = true
-	// Free the forward tensors now, except the loss.
-	kept := g.owned[:0]
-	for _, t := range g.owned {
-		if t == loss {
-			kept = append(kept, t)
-			continue
-		}
-		releaseWithGrad(t)
-	}
-	clear(g.owned[len(kept):])
-	g.owned = kept
+	g.releaseForward(loss) // free the forward tensors now, except the loss
 	if err := g.dev.Synchronize(); err != nil {
 		return fmt.Errorf("autograd: Backward: %w", err)
 	}
@@ -343,6 +331,12 @@ func (g *Graph) abandon(last int, loss *tensor.Tensor) {
 			n.out.SetGrad(nil)
 		}
 	}
+	g.releaseForward(loss)
+}
+
+// releaseForward drops the recorded nodes, marks the graph freed and
+// releases the forward tensors (and their gradients) except the loss.
+func (g *Graph) releaseForward(loss *tensor.Tensor) {
 	g.clearNodes()
 	g.freed = true
 	kept := g.owned[:0]
