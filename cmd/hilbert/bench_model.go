@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -103,9 +104,31 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return json.NewEncoder(stdout).Encode(map[string]any{
+	out := map[string]any{
 		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
 		"device": dev.Name(), "autocast": *autocast, "block_rows": *blockRows,
-	})
+	}
+	if prof != nil {
+		attn, total := attentionShare(prof.Ops())
+		if total > 0 {
+			share := float64(attn) / float64(total)
+			fmt.Fprintf(stderr, "attention (forward and backward): %.1f ms of the %.1f ms profiled, %.1f%%\n",
+				float64(attn)/1e6, float64(total)/1e6, 100*share)
+			out["attention_share"] = share
+		}
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}
+
+// attentionShare sums the profiled time of the attention kernels (forward
+// and backward, fused or composed) and of every call.
+func attentionShare(ops []profile.Op) (attention, total time.Duration) {
+	for _, o := range ops {
+		total += o.Time
+		if strings.HasPrefix(o.Name, "Attention") {
+			attention += o.Time
+		}
+	}
+	return attention, total
 }

@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/profile"
 )
 
 func TestBenchGemm(t *testing.T) {
@@ -102,5 +104,35 @@ func TestBenchErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := runMain([]string{"bench", "help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "gemm") {
 		t.Errorf("bench help: exit %d, stderr %q; want 0 and a list naming gemm", code, stderr.String())
+	}
+}
+
+// TestBenchModelAttentionShare checks that a profiled bench model reports
+// attention's share of the step, from the profile's attention rows.
+func TestBenchModelAttentionShare(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "model", "-preset", "cpu-128", "-batch", "1", "-seq", "32", "-steps", "1", "-profile", "3"}
+	if code := runMain(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("%q: exit %d, stderr:\n%s", args, code, stderr.String())
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("stdout %q: %v", stdout.String(), err)
+	}
+	share, ok := out["attention_share"].(float64)
+	if !ok || share <= 0 || share >= 1 {
+		t.Errorf("attention_share = %v, want a fraction in (0, 1)", out["attention_share"])
+	}
+	if !strings.Contains(stderr.String(), "attention (forward and backward):") {
+		t.Errorf("stderr lacks the attention line:\n%s", stderr.String())
+	}
+
+	a, total := attentionShare([]profile.Op{
+		{Name: "Attention", Time: 3 * time.Millisecond},
+		{Name: "AttentionBackward", Time: 5 * time.Millisecond},
+		{Name: "Gemm", Time: 12 * time.Millisecond},
+	})
+	if a != 8*time.Millisecond || total != 20*time.Millisecond {
+		t.Errorf("attentionShare = %v of %v, want 8ms of 20ms", a, total)
 	}
 }
