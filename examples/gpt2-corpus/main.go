@@ -4,7 +4,7 @@
 // matrices only) and a warmup-cosine schedule, then prints a sample from
 // models.Generate.
 //
-//	go run ./examples/gpt2-corpus                       # the default: about 3 minutes on 2 cores
+//	go run ./examples/gpt2-corpus                       # the default: about 4 minutes on 2 cores
 //	go run ./examples/gpt2-corpus -corpus book.txt -steps 1000 -layers 6 -dim 256
 package main
 
