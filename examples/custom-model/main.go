@@ -1,9 +1,11 @@
-// Command custom-model defines a custom language model with Hilbert's nn
-// modules (an embedding, residual SwiGLU MLP layers and an untied head),
-// trains it for a few steps with plain SGD on a synthetic sequence, and
-// saves it as a safetensors checkpoint.
+// Command custom-model defines a custom language model from Hilbert's nn
+// parts (an embedding, residual pre-norm GELU MLP layers built from
+// nn.Linear with biases and nn.LayerNorm, and an untied head), trains it
+// with AdamW from optim under a warmup-cosine schedule with gradient
+// clipping on a synthetic sequence, and saves it as a safetensors
+// checkpoint.
 //
-//	go run ./examples/custom-model -steps 50 -out /tmp/mlplm.safetensors
+//	go run ./examples/custom-model -steps 100 -out /tmp/mlplm.safetensors
 package main
 
 import (
@@ -13,26 +15,37 @@ import (
 	"math/rand/v2"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/device/compose"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
+// Layer is one residual MLP layer: x + Down(GELU(Up(LN x))).
+type Layer struct {
+	LN   nn.LayerNorm
+	Up   nn.Linear
+	Down nn.Linear
+}
+
 // MLPLM is the custom model: a plain struct of nn modules. nn.Parameters
-// names its weights embed.weight, layers.N.{gate,up,down}.weight and
-// head.weight.
+// names its weights embed.weight, layers.N.ln.{weight,bias},
+// layers.N.{up,down}.{weight,bias}, norm.{weight,bias} and head.weight.
 type MLPLM struct {
 	Embed  nn.Embedding
-	Layers []nn.MLP
-	Norm   nn.RMSNorm
+	Layers []Layer
+	Norm   nn.LayerNorm
 	Head   nn.Linear
 }
 
 func newMLPLM(init *nn.Init, vocab, dim, layers int) *MLPLM {
-	m := &MLPLM{Embed: nn.NewEmbedding(init, vocab, dim), Head: nn.NewLinear(init, dim, vocab)}
+	m := &MLPLM{Embed: nn.NewEmbedding(init, vocab, dim), Norm: nn.NewLayerNorm(init, dim, true), Head: nn.NewLinear(init, dim, vocab)}
 	for range layers {
-		m.Layers = append(m.Layers, nn.NewMLP(init, dim, 4*dim))
+		m.Layers = append(m.Layers, Layer{
+			LN: nn.NewLayerNorm(init, dim, true),
+			Up: nn.NewLinearBias(init, dim, 4*dim), Down: nn.NewLinearBias(init, 4*dim, dim),
+		})
 	}
 	return m
 }
@@ -42,60 +55,84 @@ func newMLPLM(init *nn.Init, vocab, dim, layers int) *MLPLM {
 func (m *MLPLM) Loss(g *autograd.Graph, ids, targets *tensor.Tensor) *tensor.Tensor {
 	x := m.Embed.Forward(g, ids)
 	for i := range m.Layers {
-		x = g.Add(x, m.Layers[i].Forward(g, m.Norm.Forward(g, x)))
+		l := &m.Layers[i]
+		x = g.Add(x, l.Down.Forward(g, nn.GELU.Forward(g, l.Up.Forward(g, l.LN.Forward(g, x)))))
 	}
 	// Fused head and loss: the [batch*seq, vocab] logits are never stored whole.
 	return g.LinearCrossEntropy(m.Norm.Forward(g, x), m.Head.Weight, targets, 0)
 }
 
+// options are the example's flags.
+type options struct {
+	vocab, dim, layers, batch, seq, steps int
+	lr                                    float64
+	seed                                  uint64
+	out                                   string
+}
+
 func main() {
-	var (
-		vocab  = flag.Int("vocab", 64, "vocabulary size")
-		dim    = flag.Int("dim", 64, "model width")
-		layers = flag.Int("layers", 2, "MLP layers")
-		batch  = flag.Int("batch", 8, "sequences per step")
-		seq    = flag.Int("seq", 32, "tokens per sequence")
-		steps  = flag.Int("steps", 50, "training steps")
-		lr     = flag.Float64("lr", 0.5, "SGD learning rate")
-		seed   = flag.Uint64("seed", 1, "init and data seed")
-		out    = flag.String("out", "", "save the trained model to this safetensors file")
-	)
+	var o options
+	flag.IntVar(&o.vocab, "vocab", 64, "vocabulary size")
+	flag.IntVar(&o.dim, "dim", 64, "model width")
+	flag.IntVar(&o.layers, "layers", 2, "MLP layers")
+	flag.IntVar(&o.batch, "batch", 8, "sequences per step")
+	flag.IntVar(&o.seq, "seq", 32, "tokens per sequence")
+	flag.IntVar(&o.steps, "steps", 100, "training steps")
+	flag.Float64Var(&o.lr, "lr", 1e-2, "AdamW peak learning rate")
+	flag.Uint64Var(&o.seed, "seed", 1, "init and data seed")
+	flag.StringVar(&o.out, "out", "", "save the trained model to this safetensors file")
 	flag.Parse()
-	if err := run(*vocab, *dim, *layers, *batch, *seq, *steps, float32(*lr), *seed, *out); err != nil {
+	if _, _, err := run(cpu.New(), o); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(vocab, dim, layers, batch, seq, steps int, lr float32, seed uint64, out string) error {
-	dev := cpu.New()
-	init := nn.NewInit(dev, seed, 0.02)
-	model := newMLPLM(init, vocab, dim, layers)
+// run trains the model and returns the losses of the first and last
+// steps.
+func run(dev device.Device, o options) (first, last float64, err error) {
+	if o.vocab < 2 || o.dim <= 0 || o.layers < 0 || o.batch <= 0 || o.seq <= 0 || o.steps < 2 || !(o.lr > 0) {
+		return 0, 0, fmt.Errorf("custom-model: vocab %d, dim %d, layers %d, batch %d, seq %d, steps %d, lr %g: want vocab >= 2, steps >= 2 and positive sizes",
+			o.vocab, o.dim, o.layers, o.batch, o.seq, o.steps, o.lr)
+	}
+	init := nn.NewInit(dev, o.seed, 0.02)
+	model := newMLPLM(init, o.vocab, o.dim, o.layers)
 	if err := init.Err(); err != nil {
-		return err
+		return 0, 0, err
 	}
 	params := nn.Parameters(model)
 	fmt.Printf("%d parameters in %d tensors\n", nn.NumParams(params), len(params))
+	cfg := optim.PaperAdamW(o.lr)
+	cfg.WeightDecay = 0
+	opt, err := optim.NewAdamW(cfg, params)
+	if err != nil {
+		return 0, 0, err
+	}
+	sched, err := optim.NewCosine(o.steps, o.steps/10)
+	if err != nil {
+		return 0, 0, err
+	}
 
 	// Synthetic data: token t is followed by (3t + 1) mod vocab, from
 	// random starting tokens.
-	rng := rand.New(rand.NewPCG(seed, 2))
-	in, tg := make([]int32, batch*seq), make([]int32, batch*seq)
-	ids, err := tensor.FromInt32(dev, in, batch, seq)
+	rng := rand.New(rand.NewPCG(o.seed, 2))
+	in, tg := make([]int32, o.batch*o.seq), make([]int32, o.batch*o.seq)
+	ids, err := tensor.FromInt32(dev, in, o.batch, o.seq)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	targets, err := tensor.FromInt32(dev, tg, batch, seq)
+	targets, err := tensor.FromInt32(dev, tg, o.batch, o.seq)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	g := autograd.New(dev)
-	for step := range steps {
-		for b := range batch {
-			tok := int32(rng.IntN(vocab))
-			for t := range seq {
-				in[b*seq+t] = tok
-				tok = (3*tok + 1) % int32(vocab)
-				tg[b*seq+t] = tok
+	defer g.Reset()
+	for step := range o.steps {
+		for b := range o.batch {
+			tok := int32(rng.IntN(o.vocab))
+			for t := range o.seq {
+				in[b*o.seq+t] = tok
+				tok = (3*tok + 1) % int32(o.vocab)
+				tg[b*o.seq+t] = tok
 			}
 		}
 		ids.SetInt32(in)
@@ -105,24 +142,31 @@ func run(vocab, dim, layers, batch, seq, steps int, lr float32, seed uint64, out
 		autograd.ZeroGrad(params)
 		loss := model.Loss(g, ids, targets)
 		if err := g.Err(); err != nil {
-			return err
+			return 0, 0, err
 		}
-		l := loss.Item()
+		l := float64(loss.Item())
 		if err := g.Backward(loss); err != nil {
-			return err
+			return 0, 0, err
 		}
-		for _, p := range params {
-			compose.Axpby(dev, p.Buffer(), p.Grad().Buffer(), -lr, 1)
+		if _, err := optim.ClipGradNorm(params, 1); err != nil {
+			return 0, 0, err
 		}
-		if step%10 == 0 || step == steps-1 {
+		if err := opt.Step(sched.Scale(step)); err != nil {
+			return 0, 0, err
+		}
+		if step == 0 {
+			first = l
+		}
+		last = l
+		if step%10 == 0 || step == o.steps-1 {
 			fmt.Printf("step %3d  loss %.4f\n", step, l)
 		}
 	}
-	if out != "" {
-		if err := nn.Save(out, model, map[string]string{"model": "MLPLM"}); err != nil {
-			return err
+	if o.out != "" {
+		if err := nn.Save(o.out, model, map[string]string{"model": "MLPLM"}); err != nil {
+			return 0, 0, err
 		}
-		fmt.Println("saved", out)
+		fmt.Println("saved", o.out)
 	}
-	return nil
+	return first, last, nil
 }

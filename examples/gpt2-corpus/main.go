@@ -1,0 +1,281 @@
+// Command gpt2-corpus trains a byte-level GPT-2 (models.GPT2 with
+// tokenizer/bytelevel, vocabulary 256) on plain or gzip text, by default
+// the offline corpus in ../shared/corpus, with AdamW (weight decay on the
+// matrices only) and a warmup-cosine schedule, then prints a sample from
+// models.Generate.
+//
+//	go run ./examples/gpt2-corpus                       # the default: about 4 minutes on 2 cores
+//	go run ./examples/gpt2-corpus -corpus book.txt -steps 1000 -layers 6 -dim 256
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/optim"
+	"github.com/hilbert-ml/hilbert/tensor"
+	"github.com/hilbert-ml/hilbert/tokenizer/bytelevel"
+)
+
+// options are the example's flags.
+type options struct {
+	corpus   string
+	maxBytes int
+	model    models.GPT2Config
+	batch    int
+	steps    int
+	lr       float64
+	seed     uint64
+	logEvery int
+	prompt   string
+	tokens   int
+	temp     float64
+	topK     int
+	out      io.Writer
+}
+
+// result is what a run measured.
+type result struct {
+	// FirstVal and LastVal are the validation loss (nats per byte) before
+	// the first and after the last update.
+	FirstVal, LastVal float64
+	// Sample is the generated continuation of the prompt.
+	Sample string
+}
+
+func main() {
+	o := options{model: models.GPT2Config{Vocab: bytelevel.VocabSize, InitStd: 0.02}, out: os.Stdout}
+	flag.StringVar(&o.corpus, "corpus", "../shared/corpus", "a text file (plain or .gz) or a folder of them (*.txt, *.txt.gz, read in name order)")
+	flag.IntVar(&o.maxBytes, "max-bytes", 2<<20, "read at most this many bytes of text (the last 5% validate)")
+	flag.IntVar(&o.model.Layers, "layers", 4, "blocks")
+	flag.IntVar(&o.model.Dim, "dim", 128, "model width")
+	flag.IntVar(&o.model.Heads, "heads", 4, "attention heads")
+	flag.IntVar(&o.model.Context, "context", 128, "context length (and training sequence length)")
+	flag.Float64Var(&o.model.Dropout, "dropout", 0, "dropout probability")
+	flag.IntVar(&o.batch, "batch", 8, "sequences per update")
+	flag.IntVar(&o.steps, "steps", 1000, "updates")
+	flag.Float64Var(&o.lr, "lr", 5e-3, "AdamW peak learning rate (warmup 10%, cosine to 10%)")
+	flag.Uint64Var(&o.seed, "seed", 1, "init, data and sampling seed")
+	flag.IntVar(&o.logEvery, "log-every", 50, "print the losses every N updates")
+	flag.StringVar(&o.prompt, "prompt", "It is a truth", "sample prompt")
+	flag.IntVar(&o.tokens, "tokens", 100, "bytes to generate (prompt + tokens <= context)")
+	flag.Float64Var(&o.temp, "temperature", 0.8, "sampling temperature (0: greedy)")
+	flag.IntVar(&o.topK, "top-k", 0, "sample from the K most likely bytes (0: all)")
+	flag.Parse()
+	start := time.Now()
+	r, err := run(cpu.New(), o)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("val loss %.4f -> %.4f nats/byte in %.0f s\n", r.FirstVal, r.LastVal, time.Since(start).Seconds())
+}
+
+// readCorpus returns up to maxBytes of text from path: a file (gzip when
+// it ends in .gz) or a folder's *.txt and *.txt.gz files in name order.
+func readCorpus(path string, maxBytes int) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("-corpus: %w", err)
+	}
+	files := []string{path}
+	if info.IsDir() {
+		files = nil
+		for _, pat := range []string{"*.txt", "*.txt.gz"} {
+			m, _ := filepath.Glob(filepath.Join(path, pat))
+			files = append(files, m...)
+		}
+		sort.Strings(files)
+		if len(files) == 0 {
+			return nil, fmt.Errorf("-corpus %s: no *.txt or *.txt.gz files", path)
+		}
+	}
+	var buf bytes.Buffer
+	for _, f := range files {
+		if buf.Len() >= maxBytes {
+			break
+		}
+		if err := readText(&buf, f, int64(maxBytes-buf.Len())); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func readText(dst *bytes.Buffer, path string, limit int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("-corpus: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return fmt.Errorf("-corpus %s: %w", path, err)
+		}
+		defer z.Close()
+		r = z
+	}
+	if _, err := io.Copy(dst, io.LimitReader(r, limit)); err != nil {
+		return fmt.Errorf("-corpus %s: %w", path, err)
+	}
+	return nil
+}
+
+// batcher cuts random windows of context+1 tokens from a token stream
+// into inputs and next-token targets.
+type batcher struct {
+	data    []int32
+	rng     *rand.Rand
+	in, tgt []int32
+}
+
+func (b *batcher) fill(batch, t int) {
+	for s := range batch {
+		at := b.rng.IntN(len(b.data) - t)
+		copy(b.in[s*t:(s+1)*t], b.data[at:at+t])
+		copy(b.tgt[s*t:(s+1)*t], b.data[at+1:at+t+1])
+	}
+}
+
+func run(dev device.Device, o options) (result, error) {
+	var res result
+	cfg, t := o.model, o.model.Context
+	text, err := readCorpus(o.corpus, o.maxBytes)
+	if err != nil {
+		return res, err
+	}
+	data := bytelevel.Encode(string(text))
+	cut := len(data) * 95 / 100
+	if cut <= t+1 || len(data)-cut <= t+1 {
+		return res, fmt.Errorf("-corpus %s: %d bytes are too few for training and validation windows of %d", o.corpus, len(data), t+1)
+	}
+	prompt := bytelevel.Encode(o.prompt)
+	if len(prompt) == 0 || len(prompt)+o.tokens > t {
+		return res, fmt.Errorf("-prompt of %d bytes and -tokens %d: want a non-empty prompt and at most -context %d together", len(prompt), o.tokens, t)
+	}
+	model, err := models.NewGPT2(dev, cfg, o.seed)
+	if err != nil {
+		return res, err
+	}
+	// nanoGPT's split: weight decay on the matrices and embeddings, none
+	// on biases and norms.
+	decay, noDecay := optim.PaperAdamW(o.lr), optim.PaperAdamW(o.lr)
+	decay.Beta2, noDecay.Beta2 = 0.95, 0.95
+	decay.Eps, noDecay.Eps = 1e-8, 1e-8
+	noDecay.WeightDecay = 0
+	matrices := func(name string) bool {
+		return strings.HasSuffix(name, ".weight") && !strings.Contains(name, ".ln") && name != "norm.weight"
+	}
+	opt, err := optim.NewSet(optim.Recipe{Groups: []optim.GroupSpec{
+		{Name: "decay", Match: matrices, Config: decay, Required: true},
+		{Name: "no-decay", Match: func(name string) bool { return !matrices(name) }, Config: noDecay},
+	}}, model.Parameters())
+	if err != nil {
+		return res, err
+	}
+	sched, err := optim.NewCosine(o.steps, o.steps/10)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.out, "GPT-2 d %d, %d layers, %d heads, context %d: %d parameters; %d training bytes, %d validation bytes\n",
+		cfg.Dim, cfg.Layers, cfg.Heads, t, nn.NumParams(model.Parameters()), cut, len(data)-cut)
+
+	n := o.batch * t
+	rng := rand.New(rand.NewPCG(o.seed, 7))
+	tr := &batcher{data: data[:cut], rng: rng, in: make([]int32, n), tgt: make([]int32, n)}
+	inputs, err := tensor.FromInt32(dev, tr.in, o.batch, t)
+	if err != nil {
+		return res, err
+	}
+	targets, err := tensor.FromInt32(dev, tr.tgt, o.batch, t)
+	if err != nil {
+		return res, err
+	}
+	g := autograd.New(dev)
+	// Validation: the same 8 windows of the held-out text every time.
+	val := &batcher{data: data[cut:], in: make([]int32, n), tgt: make([]int32, n)}
+	valLoss := func() (float64, error) {
+		nn.SetTraining(model, false)
+		defer nn.SetTraining(model, true)
+		g.SetNoGrad(true)
+		defer g.SetNoGrad(false)
+		val.rng = rand.New(rand.NewPCG(o.seed, 8))
+		var sum float64
+		for range 8 {
+			val.fill(o.batch, t)
+			inputs.SetInt32(val.in)
+			targets.SetInt32(val.tgt)
+			g.Reset()
+			loss := model.Loss(g, inputs, targets)
+			if err := g.Err(); err != nil {
+				return 0, err
+			}
+			sum += float64(loss.Item())
+		}
+		g.Reset()
+		return sum / 8, nil
+	}
+	if res.FirstVal, err = valLoss(); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.out, "step %4d  val %.4f\n", 0, res.FirstVal)
+	for step := range o.steps {
+		tr.fill(o.batch, t)
+		inputs.SetInt32(tr.in)
+		targets.SetInt32(tr.tgt)
+		g.Reset()
+		opt.ZeroGrad()
+		loss := model.Loss(g, inputs, targets)
+		if err := g.Err(); err != nil {
+			return res, err
+		}
+		l := loss.Item()
+		if err := g.Backward(loss); err != nil {
+			return res, err
+		}
+		if _, err := optim.ClipGradNorm(opt.Params(), 1); err != nil {
+			return res, err
+		}
+		if err := opt.Step(sched.Scale(step)); err != nil {
+			return res, err
+		}
+		if done := step + 1; done%o.logEvery == 0 || done == o.steps {
+			v, err := valLoss()
+			if err != nil {
+				return res, err
+			}
+			res.LastVal = v
+			fmt.Fprintf(o.out, "step %4d  train %.4f  val %.4f\n", done, l, v)
+		}
+	}
+	g.Reset()
+
+	nn.SetTraining(model, false)
+	out, err := models.Generate(dev, model, prompt, models.GenerateOptions{Tokens: o.tokens, Temperature: o.temp, TopK: o.topK, Seed: o.seed})
+	if err != nil {
+		return res, err
+	}
+	b, err := bytelevel.Decode(out)
+	if err != nil {
+		return res, err
+	}
+	res.Sample = string(b)
+	fmt.Fprintf(o.out, "--- sample ---\n%s%s\n", o.prompt, res.Sample)
+	return res, nil
+}
