@@ -5,6 +5,9 @@
 # run, and their ratio. Both use the OpenMP build of OpenBLAS.
 # Usage: scripts/parity/bench.sh [preset ...]   (default: cpu-128 cpu-256)
 # STEPS (default 3) sets the timed steps per side.
+# On a CPU that OpenBLAS 0.3.21 does not recognise (its kernels then fall
+# back to the generic Prescott ones, several times slower, and PyTorch with
+# them), set OPENBLAS_CORETYPE=Cooperlake (or SkylakeX) for a fair reference.
 set -eu
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export HILBERT_OPENBLAS=${HILBERT_OPENBLAS:-/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0}
