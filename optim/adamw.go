@@ -134,6 +134,7 @@ func (o *AdamW) Step(scale float64) error {
 			step = st.step.Buffer()
 		}
 		compose.AdamWStep(st.p.Device(), st.p.Buffer(), g.Buffer(), st.m.Buffer(), st.v.Buffer(), step, h)
+		st.p.MarkModified() // a graph that saved p for its backward must not use the new values
 		st.done = true
 	}
 	return nil

@@ -19,6 +19,7 @@ func TestStepBetweenForwardAndBackward(t *testing.T) {
 	}{
 		{"Muon", PaperMuon(1e-2)},
 		{"RowNorm", PaperRowNorm(1e-2)},
+		{"AdamW", PaperAdamW(1e-2)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
