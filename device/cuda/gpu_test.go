@@ -395,6 +395,7 @@ func suiteAttention(t *testing.T, g *Device) {
 		{Batch: 1, Seq: 33, Heads: 3, HeadDim: 80},
 		{Batch: 1, Seq: 90, Heads: 1, HeadDim: 96},
 		{Batch: 1, Seq: 1, Heads: 1, HeadDim: 64},
+		{Batch: 1, Seq: 37, Heads: 2, HeadDim: 8}, // no kernel: the Core composition
 	}
 	for _, s := range shapes {
 		attentionCases(t, g, s, 5e-4, 5e-4, false) // float32 operands: the SIMT kernels

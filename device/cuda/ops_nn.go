@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"slices"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -74,20 +75,23 @@ const (
 // attentionHeadDims are the head dimensions attention.cu instantiates.
 var attentionHeadDims = []int{16, 32, 48, 64, 80, 96, 128}
 
-// attentionHeadDim checks that a head dimension has a kernel instance.
-func (d *Device) attentionHeadDim(op string, s device.AttentionShape) bool {
-	if slices.Contains(attentionHeadDims, s.HeadDim) {
-		return true
-	}
-	return d.unsupported(op, fmt.Sprintf("head dim %d (kernels exist for %v)", s.HeadDim, attentionHeadDims))
+// attentionKernel reports whether a head dimension has a kernel instance;
+// the others run attention's composition from the Core (device/compose)
+// on this device, forward and backward, rather than failing.
+func attentionKernel(s device.AttentionShape) bool {
+	return slices.Contains(attentionHeadDims, s.HeadDim)
 }
 
 // Attention runs causal flash attention forward and saves lse: on tensor
 // cores for the head dims of attentionTCHeadDims, else the SIMT kernel.
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
+	if !attentionKernel(s) {
+		compose.Attention(compose.CoreOnly(d), out, lse, q, k, v, s, scale)
+		return
+	}
 	d.enter()
 	defer d.leave()
-	if !d.want("Attention", f32Only, out, lse, q, k, v) || !d.attentionHeadDim("Attention", s) || s.Seq == 0 {
+	if !d.want("Attention", f32Only, out, lse, q, k, v) || s.Seq == 0 {
 		return
 	}
 	if d.attentionTC(s) {
@@ -103,10 +107,13 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 // lse: on tensor cores for the head dims of attentionTCHeadDims, else one
 // thread per query (dq) and per key (dk, dv).
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+	if !attentionKernel(s) {
+		compose.AttentionBackward(compose.CoreOnly(d), dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+		return
+	}
 	d.enter()
 	defer d.leave()
-	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) ||
-		!d.attentionHeadDim("AttentionBackward", s) || s.Seq == 0 {
+	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) || s.Seq == 0 {
 		return
 	}
 	if d.attentionTC(s) {
