@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -444,55 +443,26 @@ func (t *Trainer) diagnoseStep(r *Record) error {
 // validate computes the mean token cross-entropy over the validation
 // prefix, and the Hilbert RMS of the head step over the panel.
 func (t *Trainer) validate(r *Record) error {
-	t.g.Reset()
-	t.g.SetNoGrad(true)
-	defer t.g.SetNoGrad(false)
 	t.val.Reset()
-	var sum float64
-	var count int
 	var panel []float32
 	d := t.cfg.Model.Dim
 	seqIndex := 0
-	for {
-		n, err := t.val.Next(t.hostIn, t.hostTgt)
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("train: validation: %w", err)
-		}
-		in, tg := t.inputs, t.targets
-		if n < t.cfg.MicroBatch { // a short last batch
-			var err error
-			if in, err = tensor.FromInt32(t.dev, t.hostIn[:n*t.cfg.SeqLen], n, t.cfg.SeqLen); err != nil {
-				return err
-			}
-			if tg, err = tensor.FromInt32(t.dev, t.hostTgt[:n*t.cfg.SeqLen], n, t.cfg.SeqLen); err != nil {
-				return err
-			}
-		} else {
-			in.SetInt32(t.hostIn)
-			tg.SetInt32(t.hostTgt)
-		}
-		t.g.Reset()
-		wantHidden := seqIndex < t.cfg.PanelSeqs
-		loss, hidden := t.model.Forward(t.g, in, tg, models.ForwardOptions{Hidden: wantHidden, BlockRows: t.cfg.BlockRows})
-		if err := t.g.Err(); err != nil {
-			return fmt.Errorf("train: validation: %w", err)
-		}
-		sum += float64(loss.Item()) * float64(n*t.cfg.SeqLen)
-		count += n * t.cfg.SeqLen
-		if wantHidden {
+	hook := &panelHook{
+		want: func() bool { return seqIndex < t.cfg.PanelSeqs },
+		take: func(n int, hidden *tensor.Tensor) {
 			h := hidden.Float32s()
 			for s := 0; s < n && seqIndex < t.cfg.PanelSeqs; s++ {
 				row := s * t.cfg.SeqLen * d
 				panel = append(panel, h[row:row+t.cfg.PanelPositions*d]...)
 				seqIndex++
 			}
-		}
+		},
 	}
-	t.g.Reset()
-	v := sum / float64(count)
+	v, _, err := validationPass(t.g, t.model, t.val, t.cfg.BlockRows,
+		validationBuffers{hostIn: t.hostIn, hostTgt: t.hostTgt, in: t.inputs, tgt: t.targets}, hook)
+	if err != nil {
+		return fmt.Errorf("train: validation: %w", err)
+	}
 	r.ValLoss = &v
 	if s := t.opt.LastStep(t.head); s != nil && len(panel) > 0 {
 		// The panel goes to the step's device; two values per position

@@ -15,7 +15,6 @@ import (
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
-	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -145,47 +144,12 @@ func validationLoss(dev device.Device, m *models.Transformer, path string, nToke
 	}
 	defer v.Close()
 	g := autograd.New(dev)
-	g.SetNoGrad(true)
 	g.SetAutocast(autocast)
-	defer g.Reset()
-	in, tg := make([]int32, micro*seqLen), make([]int32, micro*seqLen)
-	var sum float64
-	var count int
-	for {
-		rows, err := v.Next(in, tg)
-		if errors.Is(err, io.EOF) || (err == nil && rows == 0) {
-			break
-		}
-		if err != nil {
-			return 0, 0, fmt.Errorf("-val: %w", err)
-		}
-		k := rows * seqLen
-		inT, err := tensor.FromInt32(dev, in[:k], rows, seqLen)
-		if err != nil {
-			return 0, 0, err
-		}
-		tgT, err := tensor.FromInt32(dev, tg[:k], rows, seqLen)
-		if err != nil {
-			inT.Release()
-			return 0, 0, err
-		}
-		g.Reset()
-		loss, _ := m.Forward(g, inT, tgT, models.ForwardOptions{BlockRows: blockRows})
-		if err := g.Err(); err != nil {
-			inT.Release()
-			tgT.Release()
-			return 0, 0, err
-		}
-		sum += float64(loss.Item()) * float64(k)
-		count += k
-		g.Reset()
-		inT.Release()
-		tgT.Release()
+	loss, tokens, err := train.ValidationLoss(g, m, v, blockRows)
+	if err != nil {
+		return 0, 0, fmt.Errorf("-val %s: %w", path, err)
 	}
-	if count == 0 {
-		return 0, 0, fmt.Errorf("-val %s: no validation sequences", path)
-	}
-	return sum / float64(count), count, nil
+	return loss, tokens, nil
 }
 
 // lastDiagnostics returns the last record of metrics.jsonl at or before
