@@ -29,21 +29,7 @@ import (
 func tinyRun(t *testing.T, extra string) (cfg, runs string) {
 	t.Helper()
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(1, 2))
-	tokens := func(n int) []int32 {
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32((i*5 + rng.IntN(3)) % 61)
-		}
-		return out
-	}
-	train, val := filepath.Join(dir, "t_train.bin"), filepath.Join(dir, "t_val.bin")
-	if err := fineweb.WriteShard(train, tokens(4000), false); err != nil {
-		t.Fatal(err)
-	}
-	if err := fineweb.WriteShard(val, tokens(600), false); err != nil {
-		t.Fatal(err)
-	}
+	train, val := writeTinyShards(t, dir)
 	runs = filepath.Join(dir, "runs")
 	cfg = filepath.Join(dir, "tiny.yaml")
 	base := `name: tiny
@@ -500,4 +486,26 @@ func TestSignalsCheckpointAndExit130(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeTinyShards writes a training shard of 4,000 and a validation shard
+// of 600 tokens of a vocabulary of 61 (a noisy ramp) into dir.
+func writeTinyShards(t *testing.T, dir string) (train, val string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32((i*5 + rng.IntN(3)) % 61)
+		}
+		return out
+	}
+	train, val = filepath.Join(dir, "t_train.bin"), filepath.Join(dir, "t_val.bin")
+	if err := fineweb.WriteShard(train, tokens(4000), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := fineweb.WriteShard(val, tokens(600), false); err != nil {
+		t.Fatal(err)
+	}
+	return train, val
 }

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hilbert-ml/hilbert/data/fineweb"
 )
 
 // TestTrainFromTextWithConfigFile runs `hilbert train` end to end on a
@@ -97,21 +94,7 @@ panel_positions: 8
 // vocabulary and checks the report.
 func TestCompareWritesTable(t *testing.T) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(1, 2))
-	tokens := func(n int) []int32 {
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32((i*5 + rng.IntN(3)) % 61)
-		}
-		return out
-	}
-	train, val := filepath.Join(dir, "t_train.bin"), filepath.Join(dir, "t_val.bin")
-	if err := fineweb.WriteShard(train, tokens(4000), false); err != nil {
-		t.Fatal(err)
-	}
-	if err := fineweb.WriteShard(val, tokens(600), false); err != nil {
-		t.Fatal(err)
-	}
+	train, val := writeTinyShards(t, dir)
 	cfg := filepath.Join(dir, "cmp.yaml")
 	os.WriteFile(cfg, []byte(`name: cmp
 runs: `+filepath.Join(dir, "runs")+`
