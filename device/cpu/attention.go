@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"math"
-	"sync"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -36,7 +35,7 @@ func attnGemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b [
 
 // attnWorkers recycles workers across calls, so that a warm step does not
 // allocate.
-var attnWorkers = sync.Pool{New: func() any { return new(attnWorker) }}
+var attnWorkers = newFreeList[attnWorker](2 * nativeMaxHelpers)
 
 // forEachPair calls body(w, bh) for every pair bh in [0, pairs), the pairs
 // split over Threads() workers, each with its own attnWorker w (scratch of
@@ -44,8 +43,8 @@ var attnWorkers = sync.Pool{New: func() any { return new(attnWorker) }}
 // results do not depend on the scheduling.
 func forEachPair(pairs, seq int, body func(w *attnWorker, bh int)) {
 	parallelFor(pairs, 1, func(lo, hi int) {
-		w := attnWorkers.Get().(*attnWorker)
-		defer attnWorkers.Put(w)
+		w := attnWorkers.get()
+		defer attnWorkers.put(w)
 		w.p, w.dp = growFloats(w.p, seq*seq), growFloats(w.dp, seq*seq)
 		for bh := lo; bh < hi; bh++ {
 			body(w, bh)

@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -324,7 +323,7 @@ const transposeRows, transposeCols, transposePitch = 64, 256, 256 + 16
 
 // transposeTiles recycles the 68 KiB tile buffers (too large for a
 // goroutine stack, so they would be heap allocations per call).
-var transposeTiles = sync.Pool{New: func() any { return new([transposeRows * transposePitch]float32) }}
+var transposeTiles = newFreeList[[transposeRows * transposePitch]float32](2 * nativeMaxHelpers)
 
 // transposeScalar transposes batch matrices of rows x cols element by
 // element, in tiles of 64 rows by 256 columns: each tile's rows are copied
@@ -336,8 +335,8 @@ func transposeScalar(z, x []float32, batch, rows, cols int) {
 	strips := (cols + transposeCols - 1) / transposeCols
 	parallelFor(batch*strips, 1, func(lo, hi int) {
 		const tr, tc, ld = transposeRows, transposeCols, transposePitch
-		tile := transposeTiles.Get().(*[tr * ld]float32)
-		defer transposeTiles.Put(tile)
+		tile := transposeTiles.get()
+		defer transposeTiles.put(tile)
 		buf := tile[:]
 		for bs := lo; bs < hi; bs++ {
 			b, c0 := bs/strips, (bs%strips)*tc

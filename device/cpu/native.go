@@ -186,23 +186,11 @@ type nativeWorker struct {
 // emptied by the garbage collector, which would make the next GEMMs
 // reallocate their (up to L2-sized) buffers; it holds at most as many as
 // ever worked at once, up to its capacity.
-var nativeWorkers = make(chan *nativeWorker, 2*nativeMaxHelpers)
+var nativeWorkers = newFreeList[nativeWorker](2 * nativeMaxHelpers)
 
-func getWorker() *nativeWorker {
-	select {
-	case w := <-nativeWorkers:
-		return w
-	default:
-		return new(nativeWorker)
-	}
-}
+func getWorker() *nativeWorker { return nativeWorkers.get() }
 
-func putWorker(w *nativeWorker) {
-	select {
-	case nativeWorkers <- w:
-	default:
-	}
-}
+func putWorker(w *nativeWorker) { nativeWorkers.put(w) }
 
 // aligned returns n floats starting at a 64-byte boundary within *mem,
 // growing it when needed.
