@@ -103,8 +103,12 @@ func TestWarmStepAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		step()
-		step()
+		// Warm up: the pool, the gradients, and the CPU kernels' scratch
+		// (one set per worker, and under load the most workers at once
+		// can take a few steps to show up).
+		for range 10 {
+			step()
+		}
 		var before, after runtimeMem
 		before.read()
 		const steps = 5

@@ -192,11 +192,13 @@ func getWorker() *nativeWorker { return nativeWorkers.get() }
 
 func putWorker(w *nativeWorker) { nativeWorkers.put(w) }
 
-// aligned returns n floats starting at a 64-byte boundary within *mem,
-// growing it when needed.
-func aligned(mem *[]float32, n int) []float32 {
+// aligned returns n floats starting at a 64-byte boundary within *mem.
+// When *mem is too small it grows to at least full floats, the most any
+// task of the kernel needs, so that a worker grows once and a warm step
+// allocates no buffer whichever worker meets which shape.
+func aligned(mem *[]float32, n, full int) []float32 {
 	if cap(*mem) < n+16 {
-		*mem = make([]float32, n+16)
+		*mem = make([]float32, max(n, full)+16)
 	}
 	m := (*mem)[:cap(*mem)]
 	off := int((64 - uintptr(unsafe.Pointer(&m[0]))%64) % 64 / 4)
@@ -367,8 +369,9 @@ func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 	if j.tA {
 		aSize = aGroup * mr * j.kc // interleaved: mr floats per k
 	}
-	w.b = aligned(&w.bMem, panels*j.kc*nr)
-	w.a = aligned(&w.aMem, aSize)
+	kcMax, ncMax := kn.blocking()
+	w.b = aligned(&w.bMem, panels*j.kc*nr, kcMax*ncMax)
+	w.a = aligned(&w.aMem, aSize, max(mr*(kcMax+aPad), aGroup*mr*kcMax))
 	// With few B panels to reuse a packed A micro-panel on, packing costs
 	// more than reading A where it is, if the micro-panel in place stays
 	// in L1 (directOK).
