@@ -80,34 +80,45 @@ func (t *Trainer) SaveCheckpoint() error {
 	if err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	root := t.checkpointRoot()
-	name := fmt.Sprintf("step-%07d", t.step)
+	tensors, counters := t.opt.SaveState()
+	state := t.stateForCheckpoint(counters, settings)
+	data, _ := json.MarshalIndent(state, "", "  ")
+	return writeCheckpoint(t.checkpointRoot(), t.step, t.model.Parameters(), tensors, data, func() error {
+		if err := t.metrics.Sync(); err != nil {
+			return fmt.Errorf("train: checkpoint: metrics: %w", err)
+		}
+		return nil
+	})
+}
+
+// writeCheckpoint writes root/step-NNNNNNN (model.safetensors, optim.safetensors
+// and state.json holding state), calls beforeLatest, then points
+// root/latest.json at the new folder and removes the older ones.
+func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
+	name := fmt.Sprintf("step-%07d", step)
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	meta := map[string]string{"step": fmt.Sprint(t.step), "format": "hilbert-checkpoint"}
-	if err := nn.SaveTensors(filepath.Join(dir, "model.safetensors"), t.model.Parameters(), meta); err != nil {
+	meta := map[string]string{"step": fmt.Sprint(step), "format": "hilbert-checkpoint"}
+	if err := nn.SaveTensors(filepath.Join(dir, "model.safetensors"), params, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	tensors, counters := t.opt.SaveState()
-	names := make([]string, 0, len(tensors))
-	for n := range tensors {
+	names := make([]string, 0, len(optState))
+	for n := range optState {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	st := make([]safetensors.Tensor, 0, len(names))
 	for _, n := range names {
-		v := tensors[n]
+		v := optState[n]
 		st = append(st, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: []int{len(v)}, Data: safetensors.EncodeFloat32(v)})
 	}
 	if err := safetensors.Save(filepath.Join(dir, "optim.safetensors"), st, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	state := t.stateForCheckpoint(counters, settings)
-	data, _ := json.MarshalIndent(state, "", "  ")
 	statePath := filepath.Join(dir, "state.json")
-	if err := writeFileAtomic(statePath, data); err != nil {
+	if err := writeFileAtomic(statePath, state); err != nil {
 		return err
 	}
 	// The tensor files get the mode of the other outputs (safetensors
@@ -117,10 +128,12 @@ func (t *Trainer) SaveCheckpoint() error {
 			os.Chmod(filepath.Join(dir, f), info.Mode().Perm())
 		}
 	}
-	if err := t.metrics.Sync(); err != nil {
-		return fmt.Errorf("train: checkpoint: metrics: %w", err)
+	if beforeLatest != nil {
+		if err := beforeLatest(); err != nil {
+			return err
+		}
 	}
-	ptr, _ := json.Marshal(latestPointer{Dir: name, Step: t.step})
+	ptr, _ := json.Marshal(latestPointer{Dir: name, Step: step})
 	if err := writeFileAtomic(filepath.Join(root, "latest.json"), ptr); err != nil {
 		return err
 	}
@@ -132,6 +145,29 @@ func (t *Trainer) SaveCheckpoint() error {
 		}
 	}
 	return nil
+}
+
+// readLatest reads root/latest.json and returns the checkpoint folder it
+// names, its step, and its state.json. A missing latest.json is
+// ErrNoCheckpoint.
+func readLatest(root string) (dir string, step int, state []byte, err error) {
+	ptrPath := filepath.Join(root, "latest.json")
+	raw, err := os.ReadFile(ptrPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", 0, nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
+	}
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+	}
+	var ptr latestPointer
+	if err := json.Unmarshal(raw, &ptr); err != nil || ptr.Dir == "" || strings.ContainsAny(ptr.Dir, `/\`) {
+		return "", 0, nil, fmt.Errorf("train: resume: %s is corrupt (%v)", ptrPath, err)
+	}
+	dir = filepath.Join(root, ptr.Dir)
+	if state, err = os.ReadFile(filepath.Join(dir, "state.json")); err != nil {
+		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+	}
+	return dir, ptr.Step, state, nil
 }
 
 func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setting) checkpointState {
@@ -241,25 +277,11 @@ func HasCheckpoint(cfg Config) bool {
 // Parameters and optimizer moments that are not finite are refused with
 // the tensor's name.
 func (t *Trainer) Resume() error {
-	root := t.checkpointRoot()
-	ptrPath := filepath.Join(root, "latest.json")
-	raw, err := os.ReadFile(ptrPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("train: resume: no checkpoint in %s", root)
-	}
+	dir, step, raw, err := readLatest(t.checkpointRoot())
 	if err != nil {
-		return fmt.Errorf("train: resume: %w", err)
+		return err
 	}
-	var ptr latestPointer
-	if err := json.Unmarshal(raw, &ptr); err != nil || ptr.Dir == "" || strings.ContainsAny(ptr.Dir, `/\`) {
-		return fmt.Errorf("train: resume: %s is corrupt (%v)", ptrPath, err)
-	}
-	dir := filepath.Join(root, ptr.Dir)
 	statePath := filepath.Join(dir, "state.json")
-	raw, err = os.ReadFile(statePath)
-	if err != nil {
-		return fmt.Errorf("train: resume: %w", err)
-	}
 	var st checkpointState
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("train: resume: %s is corrupt: %w", statePath, err)
@@ -267,8 +289,8 @@ func (t *Trainer) Resume() error {
 	if st.Version < 1 || st.Version > checkpointVersion {
 		return fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", statePath, st.Version, checkpointVersion)
 	}
-	if st.Step != ptr.Step {
-		return fmt.Errorf("train: resume: %s says step %d but %s says %d", ptrPath, ptr.Step, statePath, st.Step)
+	if st.Step != step {
+		return fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, statePath, st.Step)
 	}
 	cfg, sched, err := t.checkCompatible(st, statePath)
 	if err != nil {
@@ -301,6 +323,7 @@ func (t *Trainer) Resume() error {
 	}
 	t.cfg, t.sched = cfg, sched
 	t.step, t.tokens = st.Step, st.Tokens
+	t.loop.step = st.Step
 	t.elapsed = time.Duration(st.ElapsedS * float64(time.Second))
 	t.history = hist
 	t.resumed = true
@@ -449,3 +472,7 @@ func readOptimState(path string, saveState func() (map[string][]float32, map[str
 	}
 	return out, nil
 }
+
+// ErrNoCheckpoint is wrapped by the error of resuming where no checkpoint
+// was written.
+var ErrNoCheckpoint = errors.New("train: resume: no checkpoint")

@@ -38,7 +38,8 @@ type Trainer struct {
 	head   *tensor.Tensor
 	loader *fineweb.Loader
 	val    *fineweb.ValLoader
-	g      *autograd.Graph
+	loop   *Loop[Tokens]
+	g      *autograd.Graph // the loop's graph
 
 	inputs, targets *tensor.Tensor
 	hostIn, hostTgt []int32
@@ -107,9 +108,8 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
 	}
 	headOpt, _ := cfg.HeadOptimizer()
-	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, g: autograd.New(dev), peakLRs: map[string]float64{}}
+	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, peakLRs: map[string]float64{}}
 	autocast, _ := cfg.AutocastDType()
-	t.g.SetAutocast(autocast)
 	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}
@@ -153,6 +153,16 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		t.loader.Close()
 		return nil, err
 	}
+	model := LM(dev, transformerLM{m: t.model, opts: models.ForwardOptions{BlockRows: cfg.BlockRows}})
+	if t.loop, err = NewLoop(dev, model, LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
+		Accumulate: cfg.BatchSeqs / cfg.MicroBatch, ClipNorm: cfg.ClipNorm,
+		Schedule: trainerSchedule{t}, Autocast: autocast,
+	}); err != nil {
+		t.loader.Close()
+		t.val.Close()
+		return nil, err
+	}
+	t.g = t.loop.Graph()
 	n := cfg.MicroBatch * cfg.SeqLen
 	t.hostIn, t.hostTgt = make([]int32, n), make([]int32, n)
 	if t.inputs, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
@@ -361,57 +371,40 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	return t.WriteReport()
 }
 
-// update runs one optimizer update in the paper's order and returns its
-// record (without validation and diagnostics).
+// update runs one optimizer update (the loop's, in the paper's order)
+// and returns its record (without validation and diagnostics).
 func (t *Trainer) update() (Record, error) {
-	stepStart := time.Now()
-	r := Record{Step: t.step + 1}
-	t.opt.ZeroGrad()
-	accum := t.cfg.BatchSeqs / t.cfg.MicroBatch
-	var lossSum float64
-	for range accum {
-		if err := t.loader.Next(t.hostIn, t.hostTgt); err != nil {
-			return r, fmt.Errorf("train: update %d: data: %w", r.Step, err)
-		}
-		t.inputs.SetInt32(t.hostIn)
-		t.targets.SetInt32(t.hostTgt)
-		t.g.Reset()
-		loss, _ := t.model.Forward(t.g, t.inputs, t.targets, models.ForwardOptions{BlockRows: t.cfg.BlockRows})
-		scaled := t.g.Scale(loss, 1/float32(accum))
-		if err := t.g.Err(); err != nil {
-			return r, fmt.Errorf("train: update %d: %w", r.Step, err)
-		}
-		l := float64(loss.Item())
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return r, fmt.Errorf("train: update %d: loss is %v; stopped (the last checkpoint is kept as it was)", r.Step, l)
-		}
-		if err := t.g.Backward(scaled); err != nil {
-			return r, fmt.Errorf("train: update %d: %w", r.Step, err)
-		}
-		lossSum += l
-	}
-	t.g.Reset()
-	norm, err := optim.ClipGradNorm(t.opt.Params(), t.cfg.ClipNorm)
+	u, err := t.loop.Update()
 	if err != nil {
-		return r, fmt.Errorf("train: update %d: gradient norm: %w; stopped (the last checkpoint is kept as it was)", r.Step, err)
+		return Record{Step: t.step + 1}, err
 	}
-	scale := t.sched.Scale(t.step)
-	if err := t.opt.Step(scale); err != nil {
-		return r, fmt.Errorf("train: update %d: %w", r.Step, err)
-	}
-	if err := t.dev.Synchronize(); err != nil {
-		return r, fmt.Errorf("train: update %d: device: %w", r.Step, err)
-	}
-	t.step++
+	t.step = t.loop.Step()
 	tokens := int64(t.cfg.BatchSeqs * t.cfg.SeqLen)
 	t.tokens += tokens
-	dt := time.Since(stepStart).Seconds()
-	r.Loss = lossSum / float64(accum)
-	r.LRScale = scale
-	r.GradNorm = norm
-	r.Tokens = t.tokens
-	r.TokensPerS = float64(tokens) / dt
-	return r, nil
+	return Record{
+		Step: t.step, Loss: u.Loss, LRScale: u.LRScale, GradNorm: u.GradNorm,
+		Tokens: t.tokens, TokensPerS: float64(tokens) / u.Duration.Seconds(),
+	}, nil
+}
+
+// trainerSchedule is the trainer's schedule (which Resume may replace by
+// the checkpoint's) as the loop's.
+type trainerSchedule struct{ t *Trainer }
+
+func (s trainerSchedule) Scale(step int) float64 { return s.t.sched.Scale(step) }
+
+// transformerLM is the paper's transformer as a LanguageModel, with the
+// run's forward options.
+type transformerLM struct {
+	m    *models.Transformer
+	opts models.ForwardOptions
+}
+
+func (a transformerLM) Parameters() []*tensor.Tensor { return a.m.Parameters() }
+
+func (a transformerLM) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := a.m.Forward(g, inputs, targets, a.opts)
+	return loss
 }
 
 // headStep copies the head's last step S_t to the host.
