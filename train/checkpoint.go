@@ -76,6 +76,14 @@ func (t *Trainer) checkpointRoot() string { return filepath.Join(t.Dir(), "check
 // SaveCheckpoint writes a checkpoint of the current state and makes it the
 // latest; older checkpoint folders are removed afterwards.
 func (t *Trainer) SaveCheckpoint() error {
+	// The loop's source finishes the update's round of a data-parallel
+	// run (every rank), so that the loader's cursor is the stream's.
+	if _, err := t.loop.data.Cursor(); err != nil {
+		return fmt.Errorf("train: checkpoint: data cursor: %w", err)
+	}
+	if t.rank != 0 {
+		return nil
+	}
 	settings, err := t.settings()
 	if err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)

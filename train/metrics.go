@@ -135,8 +135,12 @@ func readMetrics(path string, maxStep int) (recs []Record, torn string, err erro
 	return recs, torn, nil
 }
 
-// Write appends one record as a JSON line.
+// Write appends one record as a JSON line. The zero metricsWriter (of a
+// rank other than 0) writes nothing.
 func (m *metricsWriter) Write(r Record) error {
+	if m.f == nil {
+		return nil
+	}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("train: metrics: %w", err)
@@ -150,6 +154,9 @@ func (m *metricsWriter) Write(r Record) error {
 
 // Sync flushes the records to disk.
 func (m *metricsWriter) Sync() error {
+	if m.f == nil {
+		return nil
+	}
 	if err := m.w.Flush(); err != nil {
 		return err
 	}
@@ -158,6 +165,9 @@ func (m *metricsWriter) Sync() error {
 
 // Close flushes and closes the file.
 func (m *metricsWriter) Close() error {
+	if m.f == nil {
+		return nil
+	}
 	err := m.Sync()
 	if e := m.f.Close(); err == nil {
 		err = e

@@ -7,11 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/optim/geometry"
@@ -54,8 +56,10 @@ type Trainer struct {
 	peakLRs    map[string]float64 // every group's peak learning rate, by group name
 
 	raw      Config   // the config as given, before defaults (see Resume)
-	lock     *RunLock // the run folder's lock, released by Close
-	resumed  bool     // Resume restored a checkpoint
+	lock     *RunLock // the run folder's lock (rank 0's), released by Close
+	comm     dist.Communicator
+	rank     int
+	resumed  bool // Resume restored a checkpoint
 	dataID   [2]string
 	warnings []string
 }
@@ -65,7 +69,18 @@ type Option func(*options)
 
 type options struct {
 	lock *RunLock
+	comm dist.Communicator
 }
+
+// WithComm makes the run data-parallel over the communicator's ranks (one
+// process each, started by mpirun): each rank takes its share of every
+// update's sequences (BatchSeqs = ranks x MicroBatch x accumulation), the
+// gradients are averaged over the ranks, and every rank takes the same
+// step. Rank 0 alone holds the run's lock and writes metrics, checkpoints
+// and the report; every rank reads the same files on resume, so the ranks
+// share one file system. New checks that every rank has the same settings
+// and data.
+func WithComm(c dist.Communicator) Option { return func(o *options) { o.comm = c } }
 
 // WithLock hands New a lock on the run's folder that the caller already
 // holds (from LockRun, taken before preparing the run's data, say): the
@@ -92,23 +107,34 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		}
 		return nil, err
 	}
+	ranks, rank := 1, 0
+	if o.comm != nil {
+		ranks, rank = o.comm.Size(), o.comm.Rank()
+	}
+	if accum := cfg.BatchSeqs / cfg.MicroBatch; accum%ranks != 0 {
+		if o.lock != nil {
+			o.lock.Unlock()
+		}
+		return nil, fmt.Errorf("train: batch_seqs %d = ranks x micro_batch x accumulation does not hold for %d ranks of micro-batches of %d sequences: %d micro-batches per update do not split over %d ranks",
+			cfg.BatchSeqs, ranks, cfg.MicroBatch, accum, ranks)
+	}
 	lock := o.lock
 	dir := filepath.Join(cfg.RunsDir, cfg.Name)
-	if lock == nil {
+	if lock == nil && rank == 0 {
 		if lock, err = LockRun(dir, LockOptions{}); err != nil {
 			return nil, err
 		}
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && lock != nil {
 			lock.Unlock()
 		}
 	}()
-	if !sameDir(lock.Dir(), dir) {
+	if lock != nil && !sameDir(lock.Dir(), dir) {
 		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
 	}
 	headOpt, _ := cfg.HeadOptimizer()
-	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, peakLRs: map[string]float64{}}
+	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, peakLRs: map[string]float64{}, comm: o.comm, rank: rank}
 	autocast, _ := cfg.AutocastDType()
 	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
@@ -156,13 +182,20 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	model := LM(dev, transformerLM{m: t.model, opts: models.ForwardOptions{BlockRows: cfg.BlockRows}})
 	if t.loop, err = NewLoop(dev, model, LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
 		Accumulate: cfg.BatchSeqs / cfg.MicroBatch, ClipNorm: cfg.ClipNorm,
-		Schedule: trainerSchedule{t}, Autocast: autocast,
+		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: o.comm,
 	}); err != nil {
 		t.loader.Close()
 		t.val.Close()
 		return nil, err
 	}
 	t.g = t.loop.Graph()
+	if ranks > 1 {
+		if err = t.agree(); err != nil {
+			t.loader.Close()
+			t.val.Close()
+			return nil, err
+		}
+	}
 	n := cfg.MicroBatch * cfg.SeqLen
 	t.hostIn, t.hostTgt = make([]int32, n), make([]int32, n)
 	if t.inputs, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
@@ -275,8 +308,10 @@ func (t *Trainer) Close() error {
 		}
 		t.metrics = nil
 	}
-	if e := t.lock.Unlock(); err == nil {
-		err = e
+	if t.lock != nil {
+		if e := t.lock.Unlock(); err == nil {
+			err = e
+		}
 	}
 	return err
 }
@@ -289,6 +324,9 @@ func (t *Trainer) Close() error {
 func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	if t.metrics == nil && t.rank != 0 {
+		t.metrics = &metricsWriter{}
 	}
 	if t.metrics == nil {
 		path := filepath.Join(t.Dir(), "metrics.jsonl")
@@ -323,7 +361,11 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 	}
 	for t.step < t.cfg.Steps {
-		if ctx.Err() != nil {
+		stop, err := t.anyRank(ctx.Err() != nil)
+		if err != nil {
+			return err
+		}
+		if stop {
 			t.elapsed += time.Since(start)
 			if err := t.SaveCheckpoint(); err != nil {
 				return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
@@ -368,7 +410,44 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	if err := t.metrics.Sync(); err != nil {
 		return err
 	}
+	if t.rank != 0 {
+		return nil
+	}
 	return t.WriteReport()
+}
+
+// anyRank reports whether stop holds on any rank, so that every rank of a
+// data-parallel run stops (on a signal, which mpirun forwards to each at
+// its own moment) after the same update.
+func (t *Trainer) anyRank(stop bool) (bool, error) {
+	if t.loop.comm == nil {
+		return stop, nil
+	}
+	v := 0.0
+	if stop {
+		v = 1
+	}
+	sum, err := t.loop.comm.reduce(v)
+	if err != nil {
+		return false, fmt.Errorf("train: update %d: %w", t.step+1, err)
+	}
+	return sum > 0, nil
+}
+
+// agree checks that every rank runs the same settings on the same data.
+func (t *Trainer) agree() error {
+	settings, err := t.settings()
+	if err != nil {
+		return fmt.Errorf("train: data-parallel: %w", err)
+	}
+	var b strings.Builder
+	for _, s := range settings {
+		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
+	}
+	if err := dist.Agree(t.comm, "the run's settings and data fingerprints", []byte(b.String())); err != nil {
+		return fmt.Errorf("train: data-parallel: %w", err)
+	}
+	return nil
 }
 
 // update runs one optimizer update (the loop's, in the paper's order)

@@ -95,7 +95,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 				runLock.Unlock()
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
-			s, err := trainOne(ctx, st, c, runLock, resume, stdout, stderr)
+			s, err := trainOne(ctx, st, c, runLock, resume, nil, stdout, stderr)
 			if ie, ok := err.(*interruptedError); ok {
 				return &interruptedError{ie.msg + "; the comparison continues where it stopped when run again with the same command"}
 			}

@@ -11,13 +11,16 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/cuda"
+	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -361,9 +364,20 @@ func trainSignals(stderr io.Writer) (ctx context.Context, stop func()) {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
-	st, err := parseTrainFlags("train", trainUsage, args, stderr, nil)
+	commTimeout := 5 * time.Minute
+	st, err := parseTrainFlags("train", trainUsage, args, stderr, func(fs *flag.FlagSet) {
+		fs.DurationVar(&commTimeout, "comm-timeout", commTimeout, "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it")
+	})
 	if st == nil || err != nil {
 		return err
+	}
+	comm, err := dist.Launch(dist.MPIOptions{Timeout: commTimeout})
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+	if comm.Size() > 1 {
+		return trainRanks(st, comm, stdout, stderr)
 	}
 	ctx, stop := trainSignals(stderr)
 	defer stop()
@@ -381,13 +395,102 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := prepareData(ctx, &st.job, stderr); err != nil {
 		return err
 	}
-	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, stdout, stderr)
+	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, nil, stdout, stderr)
 	if err != nil {
 		return err
 	}
+	printRun(stdout, s)
+	return nil
+}
+
+// printRun prints a finished run's one-line summary.
+func printRun(stdout io.Writer, s *runSummary) {
 	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f (from %.4f), D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
 		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.StartValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(s.Dir, "summary.md"))
+}
+
+// trainRanks is one rank of a data-parallel run started by mpirun: rank 0
+// takes the run's lock and prepares the data as a plain run does; the
+// others wait for it, find the same shards, and train beside it without
+// writing anything.
+func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer) error {
+	ctx, stop := trainSignals(stderr)
+	defer stop()
+	c := st.job.Config
+	var lock *train.RunLock
+	var prepErr error
+	if comm.Rank() == 0 {
+		fmt.Fprintf(stderr, "hilbert: data-parallel over %d ranks\n", comm.Size())
+		lock, prepErr = lockRun(st, c, stderr)
+		if prepErr == nil {
+			defer lock.Unlock()
+			if prepErr = startRun(st, c, st.resume); prepErr == nil {
+				prepErr = prepareData(ctx, &st.job, stderr)
+			}
+		}
+	} else {
+		st.quiet = true
+	}
+	// Every rank waits for rank 0's data; a failure there stops them all.
+	failed, err := anyFailed(comm, prepErr != nil)
+	if err != nil {
+		return err
+	}
+	if prepErr != nil {
+		return prepErr
+	}
+	if failed {
+		return fmt.Errorf("rank %d: rank 0 could not prepare the run (its error is above)", comm.Rank())
+	}
+	if comm.Rank() != 0 && len(st.job.Config.TrainShards) == 0 {
+		if err := findTextShards(&st.job); err != nil {
+			return err
+		}
+	}
+	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, comm, stdout, stderr)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", comm.Rank(), err)
+	}
+	if comm.Rank() == 0 {
+		printRun(stdout, s)
+	}
+	return nil
+}
+
+// anyFailed reports whether failed holds on any rank.
+func anyFailed(comm dist.Communicator, failed bool) (bool, error) {
+	buf := cpu.New()
+	b, err := buf.Alloc(device.Float32, 1)
+	if err != nil {
+		return false, err
+	}
+	defer buf.Free(b)
+	v := float32(0)
+	if failed {
+		v = 1
+	}
+	buf.CopyFromHost(b, []float32{v})
+	if err := comm.AllReduce(b, dist.Sum); err != nil {
+		return false, err
+	}
+	out := make([]float32, 1)
+	buf.CopyToHost(out, b)
+	return out[0] > 0, nil
+}
+
+// findTextShards finds the shards rank 0 tokenized from the job's text
+// into the run's data folder (the names shardsFromText gets).
+func findTextShards(job *trainFile) error {
+	dir := filepath.Join(job.Config.RunsDir, job.Config.Name, "data")
+	train, _ := filepath.Glob(filepath.Join(dir, "text_train_*.bin"))
+	val, _ := filepath.Glob(filepath.Join(dir, "text_val_*.bin"))
+	if len(train) == 0 || len(val) == 0 {
+		return fmt.Errorf("the shards rank 0 tokenized are not in %s (do the ranks share a file system?)", dir)
+	}
+	sort.Strings(train)
+	sort.Strings(val)
+	job.Config.TrainShards, job.Config.ValShard = train, val[0]
 	return nil
 }
 
@@ -445,9 +548,16 @@ func prepareData(ctx context.Context, job *trainFile, stderr io.Writer) error {
 // trainOne trains one run whose lock is held (the trainer releases it),
 // showing its progress on stderr. An interrupted run (its checkpoint
 // written) is an *interruptedError.
-func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.RunLock, resume bool, stdout, stderr io.Writer) (*runSummary, error) {
+func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.RunLock, resume bool, comm dist.Communicator, stdout, stderr io.Writer) (*runSummary, error) {
 	dev := st.dev
-	tr, err := train.New(dev, c, train.WithLock(lock))
+	opts := []train.Option{}
+	if lock != nil {
+		opts = append(opts, train.WithLock(lock))
+	}
+	if comm != nil {
+		opts = append(opts, train.WithComm(comm))
+	}
+	tr, err := train.New(dev, c, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -461,6 +571,9 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 		fmt.Fprintf(stderr, "hilbert: warning: %s\n", w)
 	}
 	cfg := tr.Config()
+	if comm != nil && comm.Rank() != 0 {
+		stderr = io.Discard
+	}
 	fmt.Fprintf(stderr, "hilbert: %s on %s: d %d, %d layers, vocab %d, %d params; head %s; %d updates of %d x %d tokens\n",
 		cfg.Name, dev.Name(), cfg.Model.Dim, cfg.Model.Layers, cfg.Model.Vocab, cfg.Model.NumParams(), cfg.Head,
 		cfg.Steps, cfg.BatchSeqs, cfg.SeqLen)
