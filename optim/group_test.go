@@ -197,3 +197,35 @@ func keys(m map[string][]float32) []string {
 	}
 	return ks
 }
+
+// TestPaperRecipeLearningRates checks that PaperOptions sets every group's
+// peak learning rate, and that zero keeps the paper's.
+func TestPaperRecipeLearningRates(t *testing.T) {
+	lrOf := func(c Config) float64 {
+		switch c := c.(type) {
+		case AdamWConfig:
+			return c.LR
+		case MuonConfig:
+			return c.LR
+		case RowNormConfig:
+			return c.LR
+		}
+		return -1
+	}
+	cases := []struct {
+		name string
+		o    PaperOptions
+		want map[string]float64
+	}{
+		{"paper", PaperOptions{Width: 512}, map[string]float64{"blocks": PaperMuonLR, "embed": PaperEmbedLR, "head": PaperHeadLR(HeadRowNorm, 512)}},
+		{"all set", PaperOptions{Width: 512, MuonLR: 0.01, EmbedLR: 0.002, HeadLR: 0.03}, map[string]float64{"blocks": 0.01, "embed": 0.002, "head": 0.03}},
+		{"adamw head, muon set", PaperOptions{Head: HeadAdamW, Width: 128, MuonLR: 0.05}, map[string]float64{"blocks": 0.05, "embed": PaperEmbedLR, "head": PaperHeadLR(HeadAdamW, 128)}},
+	}
+	for _, c := range cases {
+		for _, g := range PaperRecipe(c.o).Groups {
+			if got := lrOf(g.Config); got != c.want[g.Name] {
+				t.Errorf("%s: group %s: LR %v, want %v", c.name, g.Name, got, c.want[g.Name])
+			}
+		}
+	}
+}

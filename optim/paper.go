@@ -29,6 +29,12 @@ type PaperOptions struct {
 	Width int
 	// HeadLR overrides the head's peak LR when positive.
 	HeadLR float64
+	// MuonLR overrides the blocks' Muon peak LR (PaperMuonLR) when
+	// positive.
+	MuonLR float64
+	// EmbedLR overrides the embedding's AdamW peak LR (PaperEmbedLR) when
+	// positive.
+	EmbedLR float64
 	// Projected selects RowNorm's exact projected form P RN(P .).
 	Projected bool
 	// BlockPrefixes claim the Muon parameters (default "blocks.").
@@ -89,9 +95,16 @@ func PaperRecipe(o PaperOptions) Recipe {
 	if headLR <= 0 {
 		headLR = PaperHeadLR(o.Head, o.Width)
 	}
-	muon := PaperMuon(PaperMuonLR)
+	muonLR, embedLR := PaperMuonLR, PaperEmbedLR
+	if o.MuonLR > 0 {
+		muonLR = o.MuonLR
+	}
+	if o.EmbedLR > 0 {
+		embedLR = o.EmbedLR
+	}
+	muon := PaperMuon(muonLR)
 	muon.KeepStep = o.KeepBlockSteps
-	emb := PaperAdamW(PaperEmbedLR)
+	emb := PaperAdamW(embedLR)
 	emb.KeepStep = o.KeepBlockSteps
 	var headCfg Config
 	if o.Head == HeadAdamW {

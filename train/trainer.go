@@ -139,19 +139,12 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}
-	recipe := optim.PaperRecipe(optim.PaperOptions{Head: headOpt, Width: cfg.Model.Dim, HeadLR: cfg.HeadLR, Projected: cfg.Projected})
-	for i := range recipe.Groups {
-		switch recipe.Groups[i].Name {
-		case "blocks":
-			if cfg.MuonLR > 0 {
-				setLR(&recipe.Groups[i], cfg.MuonLR)
-			}
-		case "embed":
-			if cfg.EmbedLR > 0 {
-				setLR(&recipe.Groups[i], cfg.EmbedLR)
-			}
-		}
-		t.peakLRs[recipe.Groups[i].Name] = peakLR(recipe.Groups[i].Config)
+	recipe := optim.PaperRecipe(optim.PaperOptions{
+		Head: headOpt, Width: cfg.Model.Dim, HeadLR: cfg.HeadLR, Projected: cfg.Projected,
+		MuonLR: cfg.MuonLR, EmbedLR: cfg.EmbedLR,
+	})
+	for _, g := range recipe.Groups {
+		t.peakLRs[g.Name] = peakLR(g.Config)
 	}
 	t.headPeakLR = t.peakLRs["head"]
 	params := t.model.Parameters()
@@ -215,21 +208,6 @@ func sameDir(a, b string) bool {
 	ia, ea := os.Stat(a)
 	ib, eb := os.Stat(b)
 	return ea == nil && eb == nil && os.SameFile(ia, ib)
-}
-
-// setLR replaces a group's peak learning rate, whatever its optimizer.
-func setLR(g *optim.GroupSpec, lr float64) {
-	switch c := g.Config.(type) {
-	case optim.AdamWConfig:
-		c.LR = lr
-		g.Config = c
-	case optim.MuonConfig:
-		c.LR = lr
-		g.Config = c
-	case optim.RowNormConfig:
-		c.LR = lr
-		g.Config = c
-	}
 }
 
 // peakLR reads a group's peak learning rate.
