@@ -1,7 +1,8 @@
 // Command gpt2-corpus trains a byte-level GPT-2 (models.GPT2 with
 // tokenizer/bytelevel, vocabulary 256) on plain or gzip text, by default
 // the offline corpus in ../shared/corpus, with AdamW (weight decay on the
-// matrices only) and a warmup-cosine schedule, then prints a sample from
+// matrices only) and a warmup-cosine schedule through train.Loop over
+// the text held in memory (train.Windows), then prints a sample from
 // models.Generate.
 //
 //	go run ./examples/gpt2-corpus                       # the default: about 4 minutes on 2 cores
@@ -11,6 +12,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -30,6 +31,7 @@ import (
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/tokenizer/bytelevel"
+	"github.com/hilbert-ml/hilbert/train"
 )
 
 // options are the example's flags.
@@ -196,20 +198,30 @@ func run(dev device.Device, o options) (result, error) {
 	fmt.Fprintf(o.out, "GPT-2 d %d, %d layers, %d heads, context %d: %d parameters; %d training bytes, %d validation bytes\n",
 		cfg.Dim, cfg.Layers, cfg.Heads, t, nn.NumParams(model.Parameters()), cut, len(data)-cut)
 
-	n := o.batch * t
-	rng := rand.New(rand.NewPCG(o.seed, 7))
-	tr := &batcher{data: data[:cut], rng: rng, in: make([]int32, n), tgt: make([]int32, n)}
-	inputs, err := tensor.FromInt32(dev, tr.in, o.batch, t)
+	// The training text as an in-memory source of windows, and the loop
+	// that trains any model on any source with the recipe above.
+	windows, err := train.NewWindows(data[:cut], o.batch, t, o.seed)
 	if err != nil {
 		return res, err
 	}
-	targets, err := tensor.FromInt32(dev, tr.tgt, o.batch, t)
+	loop, err := train.NewLoop(dev, train.LM(dev, model), train.Source[train.Tokens](windows), opt,
+		train.LoopConfig{ClipNorm: 1, Schedule: sched})
 	if err != nil {
 		return res, err
 	}
-	g := autograd.New(dev)
+
 	// Validation: the same 8 windows of the held-out text every time.
+	n := o.batch * t
 	val := &batcher{data: data[cut:], in: make([]int32, n), tgt: make([]int32, n)}
+	inputs, err := tensor.FromInt32(dev, val.in, o.batch, t)
+	if err != nil {
+		return res, err
+	}
+	targets, err := tensor.FromInt32(dev, val.tgt, o.batch, t)
+	if err != nil {
+		return res, err
+	}
+	g := loop.Graph()
 	valLoss := func() (float64, error) {
 		nn.SetTraining(model, false)
 		defer nn.SetTraining(model, true)
@@ -235,36 +247,21 @@ func run(dev device.Device, o options) (result, error) {
 		return res, err
 	}
 	fmt.Fprintf(o.out, "step %4d  val %.4f\n", 0, res.FirstVal)
-	for step := range o.steps {
-		tr.fill(o.batch, t)
-		inputs.SetInt32(tr.in)
-		targets.SetInt32(tr.tgt)
-		g.Reset()
-		opt.ZeroGrad()
-		loss := model.Loss(g, inputs, targets)
-		if err := g.Err(); err != nil {
-			return res, err
+	err = loop.Run(context.Background(), o.steps, func(u train.Update) error {
+		if u.Step%o.logEvery != 0 && u.Step != o.steps {
+			return nil
 		}
-		l := loss.Item()
-		if err := g.Backward(loss); err != nil {
-			return res, err
+		v, err := valLoss()
+		if err != nil {
+			return err
 		}
-		if _, err := optim.ClipGradNorm(opt.Params(), 1); err != nil {
-			return res, err
-		}
-		if err := opt.Step(sched.Scale(step)); err != nil {
-			return res, err
-		}
-		if done := step + 1; done%o.logEvery == 0 || done == o.steps {
-			v, err := valLoss()
-			if err != nil {
-				return res, err
-			}
-			res.LastVal = v
-			fmt.Fprintf(o.out, "step %4d  train %.4f  val %.4f\n", done, l, v)
-		}
+		res.LastVal = v
+		fmt.Fprintf(o.out, "step %4d  train %.4f  val %.4f\n", u.Step, u.Loss, v)
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
-	g.Reset()
 
 	nn.SetTraining(model, false)
 	out, err := models.Generate(dev, model, prompt, models.GenerateOptions{Tokens: o.tokens, Temperature: o.temp, TopK: o.topK, Seed: o.seed})
