@@ -14,6 +14,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -192,31 +193,36 @@ func legacyLoss(g *autograd.Graph, m *Transformer, rope *nn.RoPE, inputs, target
 // equal, bit for bit, those of the pre-rewrite arithmetic (legacyLoss),
 // on the CPU backend with its fused kernels and on its Core alone (every
 // fused op composed), with the head whole and in blocks of 5 rows; this
-// holds for any GEMM, where the golden digests hold for one.
+// holds for any GEMM, where the golden digests hold for one. Both make
+// the same kernel calls (by op, shape and count, seen through the
+// profiler), the fused RMSNorm, RoPE, attention and SwiGLU among them.
 func TestTransformerMatchesLegacyBlocks(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		dev  device.Device
 	}{{"cpu", cpu.New()}, {"core-only", compose.CoreOnly(cpu.New())}} {
+		prof := profile.Wrap(c.dev)
 		for _, blockRows := range []int{0, 5} {
 			t.Run(fmt.Sprintf("%s/blockRows=%d", c.name, blockRows), func(t *testing.T) {
 				cfg := tinyConfig()
-				m, err := New(c.dev, cfg, 3)
+				m, err := New(prof, cfg, 3)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rope, err := nn.NewRoPE(c.dev, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
+				rope, err := nn.NewRoPE(prof, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
 				if err != nil {
 					t.Fatal(err)
 				}
 				host := cpu.New()
 				in, tg := randomBatch(host, 4, 2, cfg.Context, cfg.Vocab)
-				inputs, _ := tensor.FromInt32(c.dev, in.Int32s(), in.Shape()...)
-				targets, _ := tensor.FromInt32(c.dev, tg.Int32s(), tg.Shape()...)
-				run := func(loss func(g *autograd.Graph) *tensor.Tensor) (vals [][]float32) {
+				inputs, _ := tensor.FromInt32(prof, in.Int32s(), in.Shape()...)
+				targets, _ := tensor.FromInt32(prof, tg.Int32s(), tg.Shape()...)
+				run := func(loss func(g *autograd.Graph) *tensor.Tensor) (vals [][]float32, calls map[string]int) {
 					autograd.ZeroGrad(m.Parameters())
-					g := autograd.New(c.dev)
+					g := autograd.New(prof)
 					defer g.Reset()
+					prof.Reset()
+					prof.Record(true)
 					l := loss(g)
 					if err := g.Err(); err != nil {
 						t.Fatal(err)
@@ -224,17 +230,45 @@ func TestTransformerMatchesLegacyBlocks(t *testing.T) {
 					if err := g.Backward(l); err != nil {
 						t.Fatal(err)
 					}
+					prof.Record(false)
+					calls = map[string]int{}
+					for _, o := range prof.Ops() {
+						calls[o.Name+" "+o.Detail] += o.Calls
+					}
 					vals = append(vals, l.Float32s())
 					for _, p := range m.Parameters() {
 						vals = append(vals, p.Grad().Float32s())
 					}
-					return vals
+					return vals, calls
 				}
-				got := run(func(g *autograd.Graph) *tensor.Tensor {
+				legacy := func(g *autograd.Graph) *tensor.Tensor { return legacyLoss(g, m, rope, inputs, targets, blockRows) }
+				run(legacy) // allocate the gradients and warm the pool: the runs compared make the same calls
+				got, gotCalls := run(func(g *autograd.Graph) *tensor.Tensor {
 					l, _ := m.Forward(g, inputs, targets, ForwardOptions{BlockRows: blockRows})
 					return l
 				})
-				want := run(func(g *autograd.Graph) *tensor.Tensor { return legacyLoss(g, m, rope, inputs, targets, blockRows) })
+				want, wantCalls := run(legacy)
+				for k, n := range wantCalls {
+					if gotCalls[k] != n {
+						t.Errorf("kernel %s: %d calls, the pre-rewrite arithmetic makes %d", k, gotCalls[k], n)
+					}
+				}
+				for k, n := range gotCalls {
+					if _, ok := wantCalls[k]; !ok {
+						t.Errorf("kernel %s: %d calls, the pre-rewrite arithmetic makes none", k, n)
+					}
+				}
+				if c.name == "cpu" {
+					fused := map[string]bool{}
+					for k := range gotCalls {
+						fused[strings.Fields(k)[0]] = true
+					}
+					for _, op := range []string{"RMSNorm", "RMSNormBackward", "RoPE", "Attention", "AttentionBackward", "SwiGLU", "SwiGLUBackward"} {
+						if !fused[op] {
+							t.Errorf("the fused %s kernel was not called (calls: %v)", op, gotCalls)
+						}
+					}
+				}
 				names := []string{"loss"}
 				for _, p := range m.Parameters() {
 					names = append(names, "grad "+p.Name)
