@@ -102,41 +102,72 @@ func (c Config) NumParams() int {
 	return c.Layers*(4*c.Dim*c.Dim+3*c.Dim*c.MLPHidden) + 2*c.Vocab*c.Dim
 }
 
+// TransformerBlock is the paper's pre-norm block, with N an RMSNorm
+// without gain (eps 1e-6):
+//
+//	x = x + Attn(N(x))
+//	x = x + Down(SiLU(Gate(N(x))) * Up(N(x)))
+//
+// Attn is causal self-attention without biases: q, k, v and out of
+// Dim x Dim, q and k split into heads of HeadDim, each head RMS-normalised
+// (QK-norm, the same N) and then rotated by half-split RoPE; v is not
+// normalised; scores scaled by 1/sqrt(HeadDim). The MLP is SwiGLU without
+// biases: Gate and Up of Dim -> MLPHidden, Down of MLPHidden -> Dim.
+type TransformerBlock struct {
+	Norm nn.RMSNorm // N: no gain, so no parameters; used before both halves
+	Attn nn.SelfAttention
+	MLP  struct{ Gate, Up, Down nn.Linear }
+}
+
+// Forward maps the residual stream x [B, T, Dim] through the block. cache
+// is nil in training; in generation it is the model's KV cache, in which
+// the block is layer layer.
+func (b *TransformerBlock) Forward(g *autograd.Graph, x *tensor.Tensor, cache *nn.KVCache, layer int) *tensor.Tensor {
+	x = g.Add(x, b.Attn.ForwardCached(g, b.Norm.Forward(g, x), cache, layer))
+	h := b.Norm.Forward(g, x)
+	return g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
+}
+
 // Transformer is the paper's decoder-only transformer: untied embedding,
-// Layers pre-norm blocks, a final RMSNorm and an untied, bias-free LM
-// head. Its parameter names are embed.weight,
+// Layers pre-norm blocks, a final RMSNorm without gain and an untied,
+// bias-free LM head. Its parameter names are embed.weight,
 // blocks.N.attn.{q,k,v,out}.weight, blocks.N.mlp.{gate,up,down}.weight and
 // head.weight, matching the PyTorch reference's state dict.
 type Transformer struct {
 	Config Config `nn:"-"`
 	Embed  nn.Embedding
-	Blocks []nn.Block
+	Blocks []TransformerBlock
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	rope   *nn.RoPE
 	params []*tensor.Tensor
 }
 
 // New builds a Transformer on dev with every weight drawn from
-// N(0, InitStd^2) by a generator seeded with seed (embedding first, then
-// the blocks in order, then the head).
+// N(0, InitStd^2) by a generator seeded with seed, in the order of the
+// parameter names: the embedding, then each block's q, k, v, out, gate,
+// up and down, then the head.
 func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rope, err := nn.NewRoPE(dev, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
+	rope, err := nn.NewRoPE(dev, cfg.Context, cfg.HeadDim, cfg.RoPEBase) // shared by every block
 	if err != nil {
 		return nil, err
 	}
 	init := nn.NewInit(dev, seed, cfg.InitStd)
-	m := &Transformer{Config: cfg, rope: rope}
-	m.Embed = nn.NewEmbedding(init, cfg.Vocab, cfg.Dim)
-	m.Blocks = make([]nn.Block, cfg.Layers)
+	d := cfg.Dim
+	m := &Transformer{Config: cfg}
+	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
+	m.Blocks = make([]TransformerBlock, cfg.Layers)
 	for i := range m.Blocks {
-		m.Blocks[i] = nn.NewBlock(init, cfg.Dim, cfg.HeadDim, cfg.MLPHidden, rope)
+		b := &m.Blocks[i]
+		b.Attn = nn.NewSelfAttention(init, d, nn.AttentionOptions{Heads: d / cfg.HeadDim, Causal: true, QKNorm: true, RoPE: rope})
+		b.MLP.Gate = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Up = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Down = nn.NewLinear(init, cfg.MLPHidden, d)
 	}
-	m.Head = nn.NewLinear(init, cfg.Dim, cfg.Vocab)
+	m.Head = nn.NewLinear(init, d, cfg.Vocab)
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
@@ -174,15 +205,10 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", shapeOf(inputs), shapeOf(targets)))
 		return nil, nil
 	}
-	if t := inputs.Dim(1); t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Transformer.Forward: sequence of %d exceeds the context of %d", t, m.Config.Context))
+	h := m.hidden(g, inputs, nil)
+	if h == nil {
 		return nil, nil
 	}
-	x := m.Embed.Forward(g, inputs)
-	for i := range m.Blocks {
-		x = m.Blocks[i].Forward(g, x)
-	}
-	h := m.Norm.Forward(g, x)
 	loss = g.LinearCrossEntropy(h, m.Head.Weight, targets, opts.BlockRows)
 	if g.Err() != nil {
 		return nil, nil
@@ -210,31 +236,40 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 // loss), appending their keys and values to the cache. A cache needs a
 // graph with recording off. Errors are recorded in g.
 func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	h := m.hidden(g, inputs, cache)
+	if h == nil {
+		return nil
+	}
+	return m.Head.Forward(g, h)
+}
+
+// hidden returns the final-norm hidden states [B, T, Dim] of inputs
+// [B, T] placed after the positions in cache (nil: none).
+func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
 	if g.Err() != nil {
 		return nil
 	}
 	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		g.Fail(fmt.Errorf("models: Transformer: inputs %v: want [batch, seq]", shapeOf(inputs)))
 		return nil
 	}
 	pos := 0
 	if cache != nil && len(m.Blocks) > 0 {
 		pos = cache.Len(0)
 	}
-	b, t := inputs.Dim(0), inputs.Dim(1)
-	if pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Transformer.ForwardCached: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+	if t := inputs.Dim(1); pos+t > m.Config.Context {
+		g.Fail(fmt.Errorf("models: Transformer: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
 		return nil
 	}
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
-		x = m.Blocks[i].ForwardCached(g, x, cache, i)
+		x = m.Blocks[i].Forward(g, x, cache, i)
 	}
-	logits := m.Head.Forward(g, m.Norm.Forward(g, x))
+	h := m.Norm.Forward(g, x)
 	if g.Err() != nil {
 		return nil
 	}
-	return g.Reshape(logits, b, t, m.Config.Vocab)
+	return h
 }
 
 // Layers returns the number of blocks (the KV cache's size).

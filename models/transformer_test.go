@@ -3,10 +3,12 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -137,4 +139,75 @@ func TestForwardInitialLoss(t *testing.T) {
 			t.Errorf("%s has no gradient", p.Name)
 		}
 	}
+}
+
+// TestForwardErrors: bad inputs are recorded in the graph with a message
+// naming the problem, and both entry points return nil.
+func TestForwardErrors(t *testing.T) {
+	dev := cpu.New()
+	cfg := tinyConfig()
+	m, err := New(dev, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(b, n int) *tensor.Tensor {
+		x, err := tensor.FromInt32(dev, make([]int32, b*n), b, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	flat, _ := tensor.FromInt32(dev, make([]int32, 4), 4)
+	full := kvCacheFor(t, m, dev, cfg.Context)
+	defer full.Release()
+	cases := []struct {
+		name string
+		run  func(g *autograd.Graph) bool // whether the results were nil
+		want string
+	}{
+		{"nil inputs", func(g *autograd.Graph) bool {
+			l, h := m.Forward(g, nil, ids(1, 4), ForwardOptions{})
+			return l == nil && h == nil
+		},
+			"want two equal [batch, seq] shapes"},
+		{"targets of another shape", func(g *autograd.Graph) bool {
+			l, h := m.Forward(g, ids(1, 4), ids(2, 4), ForwardOptions{})
+			return l == nil && h == nil
+		}, "want two equal [batch, seq] shapes"},
+		{"sequence past the context", func(g *autograd.Graph) bool {
+			l, h := m.Forward(g, ids(1, cfg.Context+1), ids(1, cfg.Context+1), ForwardOptions{})
+			return l == nil && h == nil
+		}, "positions 0..8 exceed the context of 8"},
+		{"rank-1 inputs to ForwardCached", func(g *autograd.Graph) bool { return m.ForwardCached(g, flat, nil) == nil },
+			"want [batch, seq]"},
+		{"a full cache", func(g *autograd.Graph) bool { return m.ForwardCached(g, ids(1, 1), full) == nil },
+			"positions 8..8 exceed the context of 8"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := autograd.New(dev)
+			g.SetNoGrad(true)
+			defer g.Reset()
+			if !c.run(g) {
+				t.Error("non-nil result on bad input")
+			}
+			if err := g.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// kvCacheFor returns a KV cache of m holding n positions of batch 1.
+func kvCacheFor(t *testing.T, m *Transformer, dev *cpu.Device, n int) *nn.KVCache {
+	t.Helper()
+	cache := nn.NewKVCache(m.Layers())
+	g := autograd.New(dev)
+	g.SetNoGrad(true)
+	defer g.Reset()
+	x, _ := tensor.FromInt32(dev, make([]int32, n), 1, n)
+	if m.ForwardCached(g, x, cache) == nil {
+		t.Fatal(g.Err())
+	}
+	return cache
 }

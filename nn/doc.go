@@ -3,10 +3,11 @@
 // (optional gain), Dropout with a train/eval mode set once on a module
 // tree (SetTraining), activations (ReLU, GELU, GELUTanh, SiLU), rotary
 // position embedding, multi-head self-attention (SelfAttention: causal,
-// QK-norm and RoPE as options, with a KV cache for generation), init
-// helpers, and the paper's blocks (Attention, the SwiGLU MLP and the
-// pre-norm Block), plus the module convention that names a model's
-// parameters and saves and loads them as safetensors checkpoints.
+// masks, QK-norm and RoPE as options, with a KV cache for generation) and
+// init helpers, plus the module convention that names a model's
+// parameters and saves and loads them as safetensors checkpoints. Whole
+// models, and the blocks only one model uses (the paper's pre-norm block
+// with its SwiGLU MLP), live in package models.
 //
 // # Module convention
 //

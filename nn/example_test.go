@@ -11,20 +11,37 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
+// SwiGLU is a sub-module the user defines: the feed-forward layer
+// Down(SiLU(Gate x) * Up x) of three bias-free Linears.
+type SwiGLU struct {
+	Gate, Up, Down nn.Linear
+}
+
+// NewSwiGLU returns a SwiGLU from dim features through hidden and back.
+func NewSwiGLU(init *nn.Init, dim, hidden int) SwiGLU {
+	return SwiGLU{Gate: nn.NewLinear(init, dim, hidden), Up: nn.NewLinear(init, dim, hidden), Down: nn.NewLinear(init, hidden, dim)}
+}
+
+// Forward maps x [..., dim] to [..., dim] (autograd's fused SwiGLU op).
+func (s *SwiGLU) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	return s.Down.Forward(g, g.SwiGLU(s.Gate.Forward(g, x), s.Up.Forward(g, x)))
+}
+
 // MLPLM is a custom model: a token embedding, two residual SwiGLU MLP
 // layers and an untied head. It is a plain struct; nn.Parameters names
-// its weights from the field names.
+// its weights from the field names, its own SwiGLU's included.
 type MLPLM struct {
 	Embed  nn.Embedding
-	Layers []nn.MLP
+	Layers []SwiGLU
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 }
 
+// NewMLPLM returns an MLPLM with its weights drawn by init.
 func NewMLPLM(init *nn.Init, vocab, dim, layers int) *MLPLM {
 	m := &MLPLM{Embed: nn.NewEmbedding(init, vocab, dim), Head: nn.NewLinear(init, dim, vocab)}
 	for range layers {
-		m.Layers = append(m.Layers, nn.NewMLP(init, dim, 4*dim))
+		m.Layers = append(m.Layers, NewSwiGLU(init, dim, 4*dim))
 	}
 	return m
 }

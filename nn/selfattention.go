@@ -194,21 +194,6 @@ func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64,
 	return g.Permute(o, 0, 2, 1, 3)
 }
 
-// forwardAt rotates x [B, T, H, D] as positions pos..pos+T-1.
-func (r *RoPE) forwardAt(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
-	if pos == 0 {
-		return r.Forward(g, x)
-	}
-	if g.Err() != nil {
-		return nil
-	}
-	if pos+x.Dim(1) > r.maxSeq {
-		g.Fail(fmt.Errorf("nn: RoPE: positions %d..%d exceed the tables' %d", pos, pos+x.Dim(1)-1, r.maxSeq))
-		return nil
-	}
-	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+x.Dim(1)), g.Slice(r.sin, 0, pos, pos+x.Dim(1)))
-}
-
 // KVCache holds the keys and values of every attention layer of a model
 // for the positions generated so far, so that each new token costs one
 // position of projections and MLP rather than the whole prefix. It is

@@ -1,0 +1,52 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// RoPE holds half-split rotary position tables for up to MaxSeq positions
+// (built once per model). It has no parameters.
+type RoPE struct {
+	cos, sin        *tensor.Tensor
+	maxSeq, headDim int
+}
+
+// NewRoPE builds the tables for positions 0..maxSeq-1 and head dimension
+// headDim with angle(t, j) = t * base^(-2j/headDim).
+func NewRoPE(dev device.Device, maxSeq, headDim int, base float64) (*RoPE, error) {
+	if headDim <= 0 || headDim%2 != 0 || maxSeq <= 0 {
+		return nil, fmt.Errorf("nn: RoPE: head dim %d (want even, > 0), max seq %d", headDim, maxSeq)
+	}
+	cos, sin, err := autograd.RoPETables(dev, maxSeq, headDim, base)
+	if err != nil {
+		return nil, fmt.Errorf("nn: RoPE tables: %w", err)
+	}
+	return &RoPE{cos: cos, sin: sin, maxSeq: maxSeq, headDim: headDim}, nil
+}
+
+// MaxSeq returns the number of positions the tables cover.
+func (r *RoPE) MaxSeq() int { return r.maxSeq }
+
+// Forward rotates x [B, T, H, D] by position (T <= MaxSeq).
+func (r *RoPE) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	return g.RoPE(x, r.cos, r.sin)
+}
+
+// forwardAt rotates x [B, T, H, D] as positions pos..pos+T-1.
+func (r *RoPE) forwardAt(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
+	if pos == 0 {
+		return r.Forward(g, x)
+	}
+	if g.Err() != nil {
+		return nil
+	}
+	if pos+x.Dim(1) > r.maxSeq {
+		g.Fail(fmt.Errorf("nn: RoPE: positions %d..%d exceed the tables' %d", pos, pos+x.Dim(1)-1, r.maxSeq))
+		return nil
+	}
+	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+x.Dim(1)), g.Slice(r.sin, 0, pos, pos+x.Dim(1)))
+}
