@@ -74,6 +74,9 @@ type Update struct {
 	LRScale float64
 	// Duration is the wall time of the update.
 	Duration time.Duration
+	// Comm is the part of Duration spent in collectives (averaging the
+	// gradients and the loss over the ranks); zero with one rank.
+	Comm time.Duration
 }
 
 // Loop trains any Model on any Source with an optimizer recipe the caller
@@ -194,6 +197,7 @@ func (l *Loop[B]) Update() (Update, error) {
 	}
 	l.g.Reset()
 	if l.comm != nil {
+		commStart := time.Now()
 		if err := l.comm.average(); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
@@ -204,6 +208,7 @@ func (l *Loop[B]) Update() (Update, error) {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
 		lossSum /= float64(l.comm.size)
+		u.Comm = time.Since(commStart)
 		if v := lossSum / float64(accum); math.IsNaN(v) || math.IsInf(v, 0) {
 			return u, fmt.Errorf("train: update %d: loss is %v; stopped before the step", u.Step, v)
 		}

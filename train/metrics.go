@@ -30,6 +30,10 @@ type Record struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	// ElapsedS is the training wall time so far, across resumes.
 	ElapsedS float64 `json:"elapsed_s"`
+	// CommS is the update's time in collectives (gradient averaging and
+	// the loss), in a data-parallel run; CommS / (tokens / TokensPerS) is
+	// communication's share of the update.
+	CommS *float64 `json:"comm_s,omitempty"`
 	// ValLoss is the mean token cross-entropy on the validation prefix.
 	ValLoss *float64 `json:"val_loss,omitempty"`
 	// Diameter is the exact row diameter D(S_t) of the head step.

@@ -438,10 +438,15 @@ func (t *Trainer) update() (Record, error) {
 	t.step = t.loop.Step()
 	tokens := int64(t.cfg.BatchSeqs * t.cfg.SeqLen)
 	t.tokens += tokens
-	return Record{
+	r := Record{
 		Step: t.step, Loss: u.Loss, LRScale: u.LRScale, GradNorm: u.GradNorm,
 		Tokens: t.tokens, TokensPerS: float64(tokens) / u.Duration.Seconds(),
-	}, nil
+	}
+	if t.loop.comm != nil {
+		c := u.Comm.Seconds()
+		r.CommS = &c
+	}
+	return r, nil
 }
 
 // trainerSchedule is the trainer's schedule (which Resume may replace by
