@@ -422,7 +422,7 @@ func (t *Trainer) agree() error {
 	for _, s := range settings {
 		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
 	}
-	if err := dist.Agree(t.comm, "the run's settings and data fingerprints", []byte(b.String())); err != nil {
+	if err := dist.Agree(t.comm, "run configuration (settings and data fingerprints)", []byte(b.String())); err != nil {
 		return fmt.Errorf("train: data-parallel: %w", err)
 	}
 	return nil

@@ -322,3 +322,38 @@ func TestLocalRank(t *testing.T) {
 		}
 	}
 }
+
+// TestDataParallelMismatch starts two ranks with different seeds (an MPMD
+// launch, one app context each) and checks that both refuse to train,
+// naming the setting's check and the rank that differs.
+func TestDataParallelMismatch(t *testing.T) {
+	bin, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not on PATH: install openmpi-bin (and libopenmpi3) to run the data-parallel tests")
+	}
+	cfg, _ := tinyRun(t, "micro_batch: 2\nbatch_seqs: 4\n")
+	app := func(seed string) []string {
+		raw, _ := json.Marshal([]string{"train", "-config", cfg, "-quiet", "-seed", seed})
+		return []string{"-np", "1", "-x", cmdArgsEnv + "=" + string(raw), os.Args[0]}
+	}
+	args := append([]string{"--oversubscribe", "--allow-run-as-root"}, app("1")...)
+	args = append(append(args, ":"), app("2")...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("ranks with different seeds trained:\n%s", out)
+	}
+	for _, want := range []string{"ranks [1] have a different run configuration", "rank 1"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "fingerprints") {
+			t.Log(line)
+		}
+	}
+}
