@@ -412,7 +412,8 @@ func (t *Trainer) anyRank(stop bool) (bool, error) {
 	return sum > 0, nil
 }
 
-// agree checks that every rank runs the same settings on the same data.
+// agree checks that every rank runs the same settings on the same data;
+// where they differ, the error names each setting that does.
 func (t *Trainer) agree() error {
 	settings, err := t.settings()
 	if err != nil {
@@ -422,10 +423,21 @@ func (t *Trainer) agree() error {
 	for _, s := range settings {
 		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
 	}
-	if err := dist.Agree(t.comm, "run configuration (settings and data fingerprints)", []byte(b.String())); err != nil {
-		return fmt.Errorf("train: data-parallel: %w", err)
+	whole := dist.Agree(t.comm, "run configuration (settings and data fingerprints)", []byte(b.String()))
+	if whole == nil {
+		return nil
 	}
-	return nil
+	// Which ones: setting by setting, when every rank has the same list.
+	if err := dist.Agree(t.comm, "number of settings", []byte(fmt.Sprint(len(settings)))); err != nil {
+		return fmt.Errorf("train: data-parallel: %w", whole)
+	}
+	var differ []string
+	for _, s := range settings {
+		if err := dist.Agree(t.comm, s.name, []byte(s.name+"="+s.value)); err != nil {
+			differ = append(differ, fmt.Sprintf("%s (here %s)", s.name, s.value))
+		}
+	}
+	return fmt.Errorf("train: data-parallel: %w; differing: %s", whole, strings.Join(differ, ", "))
 }
 
 // update runs one optimizer update (the loop's, in the paper's order)

@@ -346,7 +346,7 @@ func TestDataParallelMismatch(t *testing.T) {
 	if err == nil {
 		t.Fatalf("ranks with different seeds trained:\n%s", out)
 	}
-	for _, want := range []string{"ranks [1] have a different run configuration", "rank 1"} {
+	for _, want := range []string{"ranks [1] have a different run configuration", "differing: seed"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
