@@ -356,7 +356,9 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 		last := t.step == t.cfg.Steps
 		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
-		if last || t.step%t.cfg.DiagEvery == 0 {
+		// The diagnostics of the step every rank took alike: once, on the
+		// rank that writes them.
+		if (last || t.step%t.cfg.DiagEvery == 0) && t.rank == 0 {
 			if err := t.diagnoseStep(&r); err != nil {
 				return err
 			}
