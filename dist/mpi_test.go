@@ -65,6 +65,8 @@ func runWorker(mode string) int {
 		err = loseRank(c, mode)
 	case "bench":
 		err = benchAllReduce(c, os.Stdout)
+	case "reducer":
+		err = checkReducer(c)
 	default:
 		err = fmt.Errorf("unknown worker mode %q", mode)
 	}
