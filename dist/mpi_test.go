@@ -67,6 +67,10 @@ func runWorker(mode string) int {
 		err = benchAllReduce(c, os.Stdout)
 	case "reducer":
 		err = checkReducer(c)
+	case "muon":
+		err = checkShardedMuon(c)
+	case "muonbench":
+		err = benchShardedMuon(c, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown worker mode %q", mode)
 	}
