@@ -65,6 +65,9 @@ func runWorker(mode string) int {
 		err = loseRank(c, mode)
 	case "bench":
 		err = benchAllReduce(c, os.Stdout)
+		if err == nil {
+			err = benchReducer(c, os.Stdout)
+		}
 	case "reducer":
 		err = checkReducer(c)
 	case "muon":

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -45,11 +46,13 @@ type bucket struct {
 // 0 first, then 1, ...) whatever the order their gradients become ready, so
 // every rank issues the same all-reduces in the same order.
 //
-// Gradients are packed into a bucket's buffer, and written back, with the
-// parameters' device's Copy on the goroutine that calls Ready and Wait (the
-// backward pass's); the background goroutine only all-reduces the packed
-// buffer (or, for a parameter with a bucket of its own, its gradient in
-// place, which the backward pass no longer touches). A parameter without a
+// Gradients are packed into a bucket's buffer with the parameters' device's
+// Copy, and written back scaled by 1/size, on the goroutine that calls Ready
+// and Wait (the backward pass's); the background goroutine only sums the
+// packed buffer over ranks (or, for a parameter with a bucket of its own,
+// averages its gradient in place, which the backward pass no longer
+// touches). With a power-of-two rank count the average is the correctly
+// rounded float32 of the sum over ranks divided by their number. A parameter without a
 // gradient contributes zeros and receives the average in a new gradient.
 //
 // With one rank (Single) Ready and Wait do nothing. A Reducer is used from
@@ -146,7 +149,11 @@ func NewReducer(c Communicator, params []*tensor.Tensor, opts ReducerOptions) (*
 	r.done = make(chan error, len(r.buckets))
 	go func() {
 		for b := range r.work {
-			r.done <- c.AllReduce(b.buf, Average)
+			op := Average // a lone gradient, reduced in place
+			if b.flat != nil {
+				op = Sum // scaled by 1/size as Wait unpacks it
+			}
+			r.done <- c.AllReduce(b.buf, op)
 		}
 	}()
 	return r, nil
@@ -279,18 +286,20 @@ func (r *Reducer) Wait() error {
 	return err
 }
 
-// unpack writes b's averaged buffer back into the gradients.
+// unpack writes b's summed buffer back into the gradients, scaled by
+// 1/size (one pass over memory for both).
 func (r *Reducer) unpack(b *bucket) error {
 	if b.flat == nil {
 		return nil // reduced in place
 	}
 	dev := b.flat.Device()
+	inv := 1 / float32(r.comm.Size())
 	for k, i := range b.params {
 		g, err := r.grad(i)
 		if err != nil {
 			return err
 		}
-		dev.Copy(g.Buffer(), b.flat.Slice(b.offsets[k], r.params[i].Len()))
+		compose.Scale(dev, g.Buffer(), b.flat.Slice(b.offsets[k], r.params[i].Len()), inv)
 	}
 	return nil
 }

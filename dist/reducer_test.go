@@ -101,8 +101,8 @@ func (m *toyModel) rankGrads(tb testing.TB, r, micro int) [][]float32 {
 }
 
 // fakeComm is a communicator of size ranks in one process whose other
-// ranks all hold factor times this rank's buffer: an average leaves
-// (1 + (size-1) factor)/size times the buffer. It records the lengths of the
+// ranks all hold factor times this rank's buffer: a sum leaves
+// 1 + (size-1) factor times the buffer, an average that over size. It records the lengths of the
 // all-reduces in order.
 type fakeComm struct {
 	size   int
@@ -115,7 +115,10 @@ func (f *fakeComm) Size() int { return f.size }
 func (f *fakeComm) AllReduce(buf device.Buffer, op Op) error {
 	f.lens = append(f.lens, buf.Len())
 	x := cpu.Float32s(buf)
-	s := (1 + float32(f.size-1)*f.factor) / float32(f.size)
+	s := 1 + float32(f.size-1)*f.factor
+	if op == Average {
+		s /= float32(f.size)
+	}
 	for i := range x {
 		x[i] *= s
 	}
