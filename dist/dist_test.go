@@ -154,3 +154,39 @@ func TestDivide(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalRank checks the variables' order and the errors.
+func TestLocalRank(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int
+		err  string
+	}{
+		{"none", nil, 0, ""},
+		{"torchrun", map[string]string{"LOCAL_RANK": "3"}, 3, ""},
+		{"openmpi", map[string]string{"OMPI_COMM_WORLD_LOCAL_RANK": "5"}, 5, ""},
+		{"torchrun first", map[string]string{"LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, 1, ""},
+		{"mpich", map[string]string{"MPI_LOCALRANKID": "7"}, 7, ""},
+		{"slurm", map[string]string{"SLURM_LOCALID": "2"}, 2, ""},
+		{"malformed", map[string]string{"LOCAL_RANK": "x"}, 0, `LOCAL_RANK="x"`},
+		{"negative", map[string]string{"OMPI_COMM_WORLD_LOCAL_RANK": "-1"}, 0, `OMPI_COMM_WORLD_LOCAL_RANK="-1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range LocalRankEnvs {
+				t.Setenv(k, tt.env[k])
+			}
+			got, err := LocalRank()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, expected one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("LocalRank() = %d, %v; expected %d", got, err, tt.want)
+			}
+		})
+	}
+}
