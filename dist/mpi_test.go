@@ -74,6 +74,8 @@ func runWorker(mode string) int {
 		err = checkShardedMuon(c)
 	case "muonbench":
 		err = benchShardedMuon(c, os.Stdout)
+	case "stepbench":
+		err = benchStep(c, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown worker mode %q", mode)
 	}

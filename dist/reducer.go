@@ -55,6 +55,14 @@ type bucket struct {
 // rounded float32 of the sum over ranks divided by their number. A parameter without a
 // gradient contributes zeros and receives the average in a new gradient.
 //
+// Overlap pays where communication progresses without the cores the
+// backward pass runs on. On CPU ranks under MPI it does not: a rank waiting
+// in MPI_Allreduce for a slower peer spins on a core its own backward pass
+// needs. For the cpu-128 preset on 2 ranks of one core each
+// (TestMPIStepTime), Wait alone after the backward pass added 2-6% to the
+// step, the hook made it 1.2x (with OMPI_MCA_mpi_yield_when_idle=1) to 6x
+// slower: on CPUs, call Wait without the hook.
+//
 // With one rank (Single) Ready and Wait do nothing. A Reducer is used from
 // one goroutine; Close stops its background goroutine.
 type Reducer struct {
