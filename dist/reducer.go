@@ -63,6 +63,10 @@ type bucket struct {
 // step, the hook made it 1.2x (with OMPI_MCA_mpi_yield_when_idle=1) to 6x
 // slower: on CPUs, call Wait without the hook.
 //
+// Every step that reported gradients must end with Wait, a step whose
+// backward pass failed included: the other ranks' all-reduces wait for this
+// rank's, and Wait is what readies the Reducer for the next step.
+//
 // With one rank (Single) Ready and Wait do nothing. A Reducer is used from
 // one goroutine; Close stops its background goroutine.
 type Reducer struct {
@@ -331,4 +335,30 @@ func (r *Reducer) free() {
 			b.flat = nil
 		}
 	}
+}
+
+// BroadcastTensors copies root's values of ts into every rank's ts (float32
+// tensors of equal shapes on every rank), in order: how data-parallel
+// training starts every rank from rank 0's initial weights. With one rank it
+// does nothing.
+func BroadcastTensors(c Communicator, ts []*tensor.Tensor, root int) error {
+	if c.Size() == 1 {
+		return nil
+	}
+	for i, t := range ts {
+		if t == nil {
+			return fmt.Errorf("dist: broadcast: tensor %d is nil", i)
+		}
+		if t.DType() != device.Float32 {
+			return fmt.Errorf("dist: broadcast: tensor %d %s %v is %v, expected float32", i, t.Name, t.Shape(), t.DType())
+		}
+		if t.Len() == 0 {
+			continue
+		}
+		if err := c.Broadcast(t.Buffer(), root); err != nil {
+			return fmt.Errorf("dist: broadcast of tensor %d %s %v: %w", i, t.Name, t.Shape(), err)
+		}
+		t.MarkModified()
+	}
+	return nil
 }

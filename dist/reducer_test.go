@@ -267,6 +267,16 @@ func TestNewReducerErrors(t *testing.T) {
 func checkReducer(c Communicator) error {
 	tb := &workerTB{}
 	m := newToyModel(tb)
+	// BroadcastTensors: rank-dependent values become the last rank's.
+	root := c.Size() - 1
+	x, _ := tensor.FromFloat32(m.dev, []float32{float32(c.Rank()), 1, 2}, 3)
+	y, _ := tensor.FromFloat32(m.dev, []float32{float32(10 * c.Rank())}, 1)
+	if err := BroadcastTensors(c, []*tensor.Tensor{x, y}, root); err != nil {
+		return err
+	}
+	if got := append(x.Float32s(), y.Float32s()...); !slices.Equal(got, []float32{float32(root), 1, 2, float32(10 * root)}) {
+		return fmt.Errorf("BroadcastTensors from rank %d: %v", root, got)
+	}
 	for _, tc := range []struct {
 		name  string
 		hook  bool
@@ -332,5 +342,29 @@ func TestMPIReducer(t *testing.T) {
 		if want := fmt.Sprintf("ok rank %d of 2", r); !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestBroadcastTensorsErrors checks that bad tensors are errors naming them.
+func TestBroadcastTensorsErrors(t *testing.T) {
+	d64, _ := tensor.NewOf(cpu.New(), device.Float64, 2)
+	d64.Name = "w"
+	for _, tt := range []struct {
+		name string
+		ts   []*tensor.Tensor
+		want string
+	}{
+		{"nil", []*tensor.Tensor{nil}, "tensor 0 is nil"},
+		{"float64", []*tensor.Tensor{d64}, "tensor 0 w [2] is float64"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := BroadcastTensors(&fakeComm{size: 2}, tt.ts, 0)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, expected one containing %q", err, tt.want)
+			}
+		})
+	}
+	if err := BroadcastTensors(Single(), []*tensor.Tensor{nil}, 0); err != nil {
+		t.Errorf("one rank: %v, expected nothing done", err)
 	}
 }
