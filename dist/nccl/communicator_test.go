@@ -11,6 +11,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cuda"
 	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/internal/cudaemu"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // TestCommunicatorEmulated runs the dist.Communicator of 2 ranks (goroutines,
@@ -133,4 +134,85 @@ func emulatedRank(l *Library, s *stub, dev *cuda.Device, id UniqueID, p, r, n in
 		return fmt.Errorf("all-reduce after Close: %v, expected dist.ErrClosed", err)
 	}
 	return nil
+}
+
+// TestReducerEmulated averages gradients of 2 ranks (goroutines, each with
+// its own emulated CUDA device) with dist.Reducer over the Communicator and
+// the stub NCCL: a packed bucket of two gradients (summed, then scaled as
+// it is unpacked on the device) and a lone one (averaged in place with
+// ncclAvg) both come back as the mean.
+func TestReducerEmulated(t *testing.T) {
+	l, _ := openStub(t)
+	cudaemu.Setenv(t)
+	id, err := l.GetUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = 2
+	sizes := []int{300, 20, 20}
+	value := func(r, k, i int) float32 { return float32((r+1)*(k+1)*i) + 0.5*float32(r) }
+	errs := make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		dev, err := cuda.New(0)
+		if err != nil {
+			t.Fatalf("cuda.New on the emulator: %v", err)
+		}
+		t.Cleanup(func() { dev.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = func() error {
+				c, err := NewCommunicator(l, dev, p, id, r)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				var params []*tensor.Tensor
+				for k, n := range sizes {
+					x := make([]float32, n)
+					for i := range x {
+						x[i] = value(r, k, i)
+					}
+					w, err := tensor.New(dev, n)
+					if err != nil {
+						return err
+					}
+					g, err := tensor.FromFloat32(dev, x, n)
+					if err != nil {
+						return err
+					}
+					w.SetGrad(g)
+					params = append(params, w)
+				}
+				red, err := dist.NewReducer(c, params, dist.ReducerOptions{BucketBytes: 100})
+				if err != nil {
+					return err
+				}
+				defer red.Close()
+				if red.Buckets() != 2 {
+					return fmt.Errorf("%d buckets, expected 2", red.Buckets())
+				}
+				if err := red.Wait(); err != nil {
+					return err
+				}
+				for k, w := range params {
+					got := w.Grad().Float32s()
+					for i, v := range got {
+						want := (float64(value(0, k, i)) + float64(value(1, k, i))) / 2
+						if float64(v) != want {
+							return fmt.Errorf("gradient %d element %d = %v, expected %v", k, i, v, want)
+						}
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
 }
