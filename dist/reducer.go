@@ -51,8 +51,9 @@ type bucket struct {
 // and Wait (the backward pass's); the background goroutine only sums the
 // packed buffer over ranks (or, for a parameter with a bucket of its own,
 // averages its gradient in place, which the backward pass no longer
-// touches). With a power-of-two rank count the average is the correctly
-// rounded float32 of the sum over ranks divided by their number. A parameter without a
+// touches). The average is the float32 sum over ranks (as the
+// communicator's library adds them) times 1/size, which for a power-of-two
+// rank count is exactly the sum divided by the count. A parameter without a
 // gradient contributes zeros and receives the average in a new gradient.
 //
 // Overlap pays where communication progresses without the cores the
@@ -243,11 +244,15 @@ func (r *Reducer) pack(b *bucket) error {
 	dev := b.flat.Device()
 	for k, i := range b.params {
 		dst := b.flat.Slice(b.offsets[k], r.params[i].Len())
-		if g := r.params[i].Grad(); g != nil {
-			dev.Copy(dst, g.Buffer())
-		} else {
+		if r.params[i].Grad() == nil {
 			dev.Fill(dst, 0)
+			continue
 		}
+		g, err := r.grad(i)
+		if err != nil {
+			return err
+		}
+		dev.Copy(dst, g.Buffer())
 	}
 	return nil
 }
@@ -256,6 +261,10 @@ func (r *Reducer) pack(b *bucket) error {
 func (r *Reducer) grad(i int) (*tensor.Tensor, error) {
 	p := r.params[i]
 	if g := p.Grad(); g != nil {
+		if g.Len() != p.Len() || g.DType() != device.Float32 || g.Device() != p.Device() {
+			return nil, fmt.Errorf("dist: reducer: gradient of parameter %d %v is %v %v on %s, expected float32 of its shape on %s",
+				i, p.Shape(), g.DType(), g.Shape(), g.Device().Name(), p.Device().Name())
+		}
 		return g, nil
 	}
 	g, err := tensor.NewOf(p.Device(), device.Float32, p.Shape()...)

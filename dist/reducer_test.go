@@ -368,3 +368,29 @@ func TestBroadcastTensorsErrors(t *testing.T) {
 		t.Errorf("one rank: %v, expected nothing done", err)
 	}
 }
+
+// TestReducerBadGradient checks that a gradient of the wrong shape is an
+// error naming the parameter at Wait, not a crash.
+func TestReducerBadGradient(t *testing.T) {
+	dev := cpu.New()
+	a, _ := tensor.New(dev, 4)
+	b, _ := tensor.New(dev, 4)
+	short, _ := tensor.New(dev, 3)
+	for _, tt := range []struct {
+		name   string
+		bucket int
+	}{{"packed", 1 << 20}, {"lone", 4}} {
+		t.Run(tt.name, func(t *testing.T) {
+			a.SetGrad(short)
+			b.SetGrad(nil)
+			r, err := NewReducer(&fakeComm{size: 2, factor: 1}, []*tensor.Tensor{a, b}, ReducerOptions{BucketBytes: tt.bucket})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if err := r.Wait(); err == nil || !strings.Contains(err.Error(), "gradient of parameter 0 [4] is float32 [3]") {
+				t.Errorf("Wait: %v, expected an error naming parameter 0's gradient", err)
+			}
+		})
+	}
+}
