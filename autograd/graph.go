@@ -56,6 +56,11 @@ type Graph struct {
 	owned []*tensor.Tensor
 	// custom holds the functions and inputs of recorded custom ops.
 	custom []customCall
+	// ready is the OnGradReady hook (nil: none); readyPlan and readySeen
+	// are its reusable bookkeeping.
+	ready     func(*tensor.Tensor)
+	readyPlan []readyLeaf
+	readySeen map[*tensor.Tensor]struct{}
 }
 
 // New returns an empty graph that records operations on dev.
@@ -278,7 +283,15 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 	seed := g.scratchLike(loss, loss.Shape()...)
 	g.dev.Fill(seed.Buffer(), 1)
 	loss.SetGrad(seed)
+	next := 0 // leaves of readyPlan not yet reported
+	if g.ready != nil {
+		g.planReady()
+		next = len(g.readyPlan)
+	}
 	for i := len(g.nodes) - 1; i >= 0; i-- {
+		if next > 0 { // report the leaves whose last node (i+1 or later) has run
+			next = g.fireReady(i+1, next)
+		}
 		n := &g.nodes[i]
 		gout := n.out.Grad()
 		if gout == nil {
@@ -297,6 +310,9 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 		}
 		gout.Release() // a no-op when backward moved it to an input
 		n.out.SetGrad(nil)
+	}
+	if next > 0 {
+		g.fireReady(0, next)
 	}
 	g.releaseForward(loss) // free the forward tensors now, except the loss
 	if err := g.dev.Synchronize(); err != nil {

@@ -9,6 +9,15 @@
 // Every collective is called by all ranks in the same order with buffers of
 // the same length; errors are returned, never panicked.
 //
+// # Data-parallel building blocks
+//
+// Reducer averages a model's gradients over the ranks in buckets, started
+// from autograd's Graph.OnGradReady hook while the backward pass runs (or
+// all at Wait after it); with Single it does nothing. A Communicator also
+// satisfies optim.Gatherer, which sharded Muon (optim.Set.SetSharding)
+// uses to divide the Newton-Schulz work among the ranks. LocalRank names
+// the GPU of a rank on its node.
+//
 // # MPI
 //
 // NewMPI loads libmpi.so.40 (OpenMPI; Debian's openmpi-bin and libopenmpi3
@@ -233,4 +242,27 @@ func Launch(opts MPIOptions) (Communicator, error) {
 		return nil, fmt.Errorf("dist: the launcher announced %d ranks but MPI_COMM_WORLD has %d (is the MPI library the launcher's?)", n, c.Size())
 	}
 	return c, nil
+}
+
+// LocalRankEnvs are the variables LocalRank reads, in order: torchrun's,
+// OpenMPI's mpirun, MPICH's Hydra, Slurm's srun.
+var LocalRankEnvs = []string{"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}
+
+// LocalRank returns this process's rank among the ranks of its node, the
+// GPU ordinal it should use (cuda.New(LocalRank())), read from the first of
+// LocalRankEnvs that is set; 0 when none is (a plain process). A malformed
+// value is an error naming the variable.
+func LocalRank() (int, error) {
+	for _, env := range LocalRankEnvs {
+		v, ok := os.LookupEnv(env)
+		if !ok || v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("dist: %s=%q: expected a non-negative local rank", env, v)
+		}
+		return n, nil
+	}
+	return 0, nil
 }

@@ -2,6 +2,9 @@ package dist
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +132,61 @@ func TestLaunchPlain(t *testing.T) {
 	t.Setenv("PMI_SIZE", "-3")
 	if _, err := Launch(MPIOptions{}); err == nil || !strings.Contains(err.Error(), `PMI_SIZE="-3"`) {
 		t.Fatalf("Launch with PMI_SIZE=-3: error %v, expected one naming the variable", err)
+	}
+}
+
+// TestDivide checks the average's division against Go's float32 division,
+// bit for bit, on normal, subnormal, huge and special values.
+func TestDivide(t *testing.T) {
+	vals := []float32{0, 1, -3, 7.5, 1e-45, -1.4e-45, 3e-39, 1.17549435e-38, 3.4028235e38, float32(math.Inf(1)), float32(math.NaN())}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 1000 {
+		vals = append(vals, math.Float32frombits(rng.Uint32()))
+	}
+	for _, n := range []int{1, 2, 3, 4, 6, 8, 1024} {
+		x := slices.Clone(vals)
+		divide(x, n)
+		for i, v := range vals {
+			want := v / float32(n)
+			if math.Float32bits(x[i]) != math.Float32bits(want) && !(want != want && x[i] != x[i]) {
+				t.Fatalf("n %d: %v / n = %v (bits %#x), expected %v (bits %#x)", n, v, x[i], math.Float32bits(x[i]), want, math.Float32bits(want))
+			}
+		}
+	}
+}
+
+// TestLocalRank checks the variables' order and the errors.
+func TestLocalRank(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int
+		err  string
+	}{
+		{"none", nil, 0, ""},
+		{"torchrun", map[string]string{"LOCAL_RANK": "3"}, 3, ""},
+		{"openmpi", map[string]string{"OMPI_COMM_WORLD_LOCAL_RANK": "5"}, 5, ""},
+		{"torchrun first", map[string]string{"LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}, 1, ""},
+		{"mpich", map[string]string{"MPI_LOCALRANKID": "7"}, 7, ""},
+		{"slurm", map[string]string{"SLURM_LOCALID": "2"}, 2, ""},
+		{"malformed", map[string]string{"LOCAL_RANK": "x"}, 0, `LOCAL_RANK="x"`},
+		{"negative", map[string]string{"OMPI_COMM_WORLD_LOCAL_RANK": "-1"}, 0, `OMPI_COMM_WORLD_LOCAL_RANK="-1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range LocalRankEnvs {
+				t.Setenv(k, tt.env[k])
+			}
+			got, err := LocalRank()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, expected one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("LocalRank() = %d, %v; expected %d", got, err, tt.want)
+			}
+		})
 	}
 }

@@ -385,12 +385,27 @@ func (c *MPIComm) AllReduce(buf device.Buffer, op Op) error {
 		}
 	}
 	if op == Average && c.size > 1 {
-		n := float32(c.size)
-		for i := range x {
-			x[i] /= n
-		}
+		divide(x, c.size)
 	}
 	return nil
+}
+
+// divide divides x by n in float32. For a power of two it multiplies by
+// 1/n, which is exact and gives the same bits as the division at several
+// times its speed (a gradient average of hundreds of MB was dominated by
+// the divisions).
+func divide(x []float32, n int) {
+	if n&(n-1) == 0 {
+		inv := 1 / float32(n)
+		for i := range x {
+			x[i] *= inv
+		}
+		return
+	}
+	d := float32(n)
+	for i := range x {
+		x[i] /= d
+	}
 }
 
 // Broadcast copies root's buf into every rank's buf.

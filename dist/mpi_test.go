@@ -65,6 +65,17 @@ func runWorker(mode string) int {
 		err = loseRank(c, mode)
 	case "bench":
 		err = benchAllReduce(c, os.Stdout)
+		if err == nil {
+			err = benchReducer(c, os.Stdout)
+		}
+	case "reducer":
+		err = checkReducer(c)
+	case "muon":
+		err = checkShardedMuon(c)
+	case "muonbench":
+		err = benchShardedMuon(c, os.Stdout)
+	case "stepbench":
+		err = benchStep(c, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown worker mode %q", mode)
 	}

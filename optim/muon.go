@@ -77,6 +77,7 @@ type Muon struct {
 	cfg   MuonConfig
 	state []*muonState
 	index map[*tensor.Tensor]*muonState
+	shard *muonShard // nil: every matrix orthogonalised here (see SetSharding)
 }
 
 type muonState struct {
@@ -135,6 +136,9 @@ func (o *Muon) Step(scale float64) error {
 	if err != nil {
 		return err
 	}
+	if o.shard != nil {
+		return o.shardedStep(lr)
+	}
 	for _, st := range o.state {
 		g, err := gradOf("muon", st.p)
 		if err != nil {
@@ -151,43 +155,60 @@ func (o *Muon) Step(scale float64) error {
 }
 
 func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
-	dev := st.p.Device()
-	n := st.p.Len()
-	mom := float32(o.cfg.Momentum)
-
-	// buf = m buf + g; x = g + m buf (Nesterov) or buf.
-	compose.Axpby(dev, st.buf.Buffer(), g.Buffer(), 1, mom)
-	x, err := tensor.NewPooled(dev, device.Float32, n)
+	x, err := o.direction(st, g)
 	if err != nil {
 		return err
 	}
 	defer x.Release()
+	if err := orthogonalize(st.p.Device(), x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
+		return err
+	}
+	o.apply(st, x.Buffer(), lr)
+	return nil
+}
+
+// direction updates st's momentum with g (buf = m buf + g) and returns, in a pooled tensor
+// the caller releases, the direction to orthogonalise: g + m buf
+// (Nesterov) or buf.
+func (o *Muon) direction(st *muonState, g *tensor.Tensor) (*tensor.Tensor, error) {
+	dev := st.p.Device()
+	mom := float32(o.cfg.Momentum)
+	o.momentum(st, g)
+	x, err := tensor.NewPooled(dev, device.Float32, st.p.Len())
+	if err != nil {
+		return nil, err
+	}
 	if o.cfg.Nesterov {
 		dev.Copy(x.Buffer(), g.Buffer())
 		compose.Axpby(dev, x.Buffer(), st.buf.Buffer(), mom, 1)
 	} else {
 		dev.Copy(x.Buffer(), st.buf.Buffer())
 	}
+	return x, nil
+}
 
-	if err := orthogonalize(dev, x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
-		return err
-	}
-	out := x
+// momentum updates st's buffer with g: buf = m buf + g.
+func (o *Muon) momentum(st *muonState, g *tensor.Tensor) {
+	compose.Axpby(st.p.Device(), st.buf.Buffer(), g.Buffer(), 1, float32(o.cfg.Momentum))
+}
 
+// apply updates st's parameter with the orthogonalised direction out:
+// p = p (1 - lr wd) - lr sqrt(max(1, rows/cols)) out.
+func (o *Muon) apply(st *muonState, out device.Buffer, lr float64) {
+	dev := st.p.Device()
 	shape := math.Sqrt(max(1, float64(st.rows)/float64(st.cols)))
 	alpha := float32(-lr * shape)
 	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
 		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
 	}
-	compose.Axpby(dev, st.p.Buffer(), out.Buffer(), alpha, 1)
+	compose.Axpby(dev, st.p.Buffer(), out, alpha, 1)
 	if st.step != nil {
-		compose.Scale(dev, st.step.Buffer(), out.Buffer(), alpha)
+		compose.Scale(dev, st.step.Buffer(), out, alpha)
 	}
 	// The parameter changed in place: a graph that saved it for its
 	// backward pass now refuses to run it.
 	st.p.MarkModified()
 	st.done = true
-	return nil
 }
 
 // NewtonSchulz orthogonalises x (rows x cols, the leading dimension

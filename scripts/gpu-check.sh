@@ -6,7 +6,8 @@
 #   scripts/gpu-check.sh run [DIR]     # on the GPU machine: every op on CUDA
 #                                      # against the CPU backend, the flash
 #                                      # attention check at T=2048, GEMM and
-#                                      # fused-kernel benchmarks, a few
+#                                      # fused-kernel benchmarks, a 1-rank
+#                                      # NCCL all-reduce, a few
 #                                      # training steps with both heads, and
 #                                      # the 190M step throughput next to
 #                                      # PyTorch eager with bf16 autocast
@@ -30,14 +31,16 @@ build() {
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go test -c -o "$(cd "$dir" && pwd)/geometry.test" ./optim/geometry)
 	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
+		go test -c -o "$(cd "$dir" && pwd)/nccl.test" ./dist/nccl)
+	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH="${GPU_GOARCH:-amd64}" \
 		go build -o "$(cd "$dir" && pwd)/hilbert" ./cmd/hilbert)
 	cp "$root/scripts/gpu/run.sh" "$root/scripts/gpu/bench_torch.py" "$root/scripts/gpu/attention_share.awk" "$root/scripts/parity/model.py" "$dir/"
 	# Training data for the GPU training stage: Opticks (shipped with Go,
 	# absent on the GPU machine) tokenized here into llm.c shards.
 	opticks="$(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt"
 	"$dir/hilbert" prepare -quiet -overwrite -out "$dir/data" -prefix opticks -val-tokens 20000 "$opticks" >/dev/null
-	chmod +x "$dir/run.sh" "$dir/cuda.test" "$dir/geometry.test" "$dir/hilbert"
-	echo "gpu-check: built $dir/cuda.test, $dir/geometry.test, $dir/hilbert, $dir/data and $dir/run.sh"
+	chmod +x "$dir/run.sh" "$dir/cuda.test" "$dir/geometry.test" "$dir/nccl.test" "$dir/hilbert"
+	echo "gpu-check: built $dir/cuda.test, $dir/geometry.test, $dir/nccl.test, $dir/hilbert, $dir/data and $dir/run.sh"
 }
 
 case "$mode" in

@@ -4,7 +4,8 @@
 // ncclGetUniqueId, ncclCommInitRank, ncclAllReduce, ncclBroadcast,
 // ncclAllGather and ncclCommDestroy, on CUDA device addresses (uintptr, as
 // they are not Go pointers) and a CUDA stream (0 is the legacy default
-// stream).
+// stream). Communicator wraps them as a dist.Communicator over the float32
+// buffers of one cuda.Device, enqueued on the device's stream.
 //
 // ncclCommInitRank takes the 128-byte ncclUniqueId by value. purego passes
 // structs by value on linux and darwin for amd64 and arm64: on amd64 (System

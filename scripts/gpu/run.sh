@@ -3,7 +3,7 @@
 # files in DIR (cuda.test, this script), the NVIDIA driver and the CUDA 13
 # (or 12) cuBLAS and NVRTC libraries (system, HILBERT_CUDA_LIB_DIR, or pip
 # wheels nvidia-cublas / nvidia-cuda-nvrtc in a Python site-packages).
-# Stage budgets (seconds) keep the whole run under 8 minutes (470 s in all).
+# Stage budgets (seconds) keep the whole run under 8 minutes (480 s in all).
 set -uo pipefail
 
 dir=${1:-$(dirname "${BASH_SOURCE[0]}")}
@@ -54,6 +54,11 @@ else
 
 # 3b. The exact row diameter and Hilbert RMS on the device (V = 50257).
 cmd geometry 35 "$dir/geometry.test" -test.run '^TestGPU' -test.v -test.timeout 30s
+
+# 3c. A 1-rank NCCL communicator on the GPU (dist/nccl with the real
+#     libnccl.so.2: system, HILBERT_NCCL_LIB or pip's nvidia-nccl-cu12);
+#     skips, and says why, without NCCL.
+cmd nccl 10 "$dir/nccl.test" -test.run '^TestGPU' -test.v -test.timeout 8s
 
 # 4. A few training steps of a small preset on CUDA with both heads
 #    (bf16 autocast, validation, D(S_t) and Hilbert RMS at the end).
