@@ -8,11 +8,14 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// gradComm averages a data-parallel loop's gradients over the ranks.
+// gradComm averages a data-parallel loop's gradients over the ranks (a
+// dist.Reducer, in buckets after the backward pass: on CPU ranks MPI spins
+// on the cores a backward pass would need, so overlapping does not pay).
 type gradComm struct {
 	c      dist.Communicator
 	size   int
 	params []*tensor.Tensor
+	red    *dist.Reducer
 	scalar *tensor.Tensor // one float32, for the loss
 }
 
@@ -21,30 +24,17 @@ func newGradComm(dev device.Device, c dist.Communicator, params []*tensor.Tensor
 	if err != nil {
 		return nil, fmt.Errorf("train: data-parallel: %w", err)
 	}
-	return &gradComm{c: c, size: c.Size(), params: params, scalar: buf}, nil
+	red, err := dist.NewReducer(c, params, dist.ReducerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("train: data-parallel: %w", err)
+	}
+	return &gradComm{c: c, size: c.Size(), params: params, red: red, scalar: buf}, nil
 }
 
 // average replaces every parameter's gradient by its mean over the ranks.
-// A parameter without a gradient on this rank gets a zero one first, so
-// that every rank makes the same calls.
 func (gc *gradComm) average() error {
-	for _, p := range gc.params {
-		g := p.Grad()
-		if g == nil {
-			z, err := tensor.NewOf(p.Device(), p.DType(), p.Shape()...)
-			if err != nil {
-				return fmt.Errorf("train: data-parallel: gradient of %q: %w", p.Name, err)
-			}
-			z.Device().Fill(z.Buffer(), 0)
-			p.SetGrad(z)
-			g = z
-		}
-		if g.Buffer().Len() != g.Len() {
-			return fmt.Errorf("train: data-parallel: the gradient of %q is a view (%d of %d elements); want a whole buffer", p.Name, g.Len(), g.Buffer().Len())
-		}
-		if err := gc.c.AllReduce(g.Buffer(), dist.Average); err != nil {
-			return fmt.Errorf("train: data-parallel: gradient of %q: %w", p.Name, err)
-		}
+	if err := gc.red.Wait(); err != nil {
+		return fmt.Errorf("train: data-parallel: gradients: %w", err)
 	}
 	return nil
 }

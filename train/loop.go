@@ -136,6 +136,14 @@ func NewLoop[B any](dev device.Device, model Model[B], data Source[B], opt *opti
 		if err != nil {
 			return nil, err
 		}
+		// Every rank starts from rank 0's weights and orthogonalises its
+		// share of the Muon matrices (the results are all-gathered).
+		if err := dist.BroadcastTensors(c, opt.Params(), 0); err != nil {
+			return nil, fmt.Errorf("train: data-parallel: initial weights: %w", err)
+		}
+		if err := opt.SetSharding(c); err != nil {
+			return nil, fmt.Errorf("train: data-parallel: %w", err)
+		}
 		l.comm = gc
 		l.data = &shardedSource[B]{inner: data, rank: c.Rank(), ranks: c.Size()}
 	}

@@ -285,44 +285,6 @@ func TestDataParallelRankDies(t *testing.T) {
 	t.Logf("stopped %v after rank 1 died", took.Round(time.Millisecond))
 }
 
-// TestLocalRank checks which GPU plain -device cuda picks under each
-// launcher's variables.
-func TestLocalRank(t *testing.T) {
-	cases := []struct {
-		env  map[string]string
-		want int
-		err  string
-	}{
-		{map[string]string{}, 0, ""},
-		{map[string]string{"LOCAL_RANK": "3"}, 3, ""},
-		{map[string]string{"OMPI_COMM_WORLD_LOCAL_RANK": "5"}, 5, ""},
-		{map[string]string{"MPI_LOCALRANKID": "1"}, 1, ""},
-		{map[string]string{"LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "7"}, 2, ""},
-		{map[string]string{"LOCAL_RANK": "x"}, 0, `LOCAL_RANK="x" is not a rank`},
-		{map[string]string{"LOCAL_RANK": "-1"}, 0, "is not a rank"},
-	}
-	for _, c := range cases {
-		for _, v := range localRankVars {
-			os.Unsetenv(v)
-			t.Setenv(v, "") // restored after the test
-			os.Unsetenv(v)
-		}
-		for k, v := range c.env {
-			t.Setenv(k, v)
-		}
-		got, err := localRank()
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%v: error %v, want one containing %q", c.env, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%v: %d, %v; want %d", c.env, got, err, c.want)
-		}
-	}
-}
-
 // TestDataParallelMismatch starts two ranks with different seeds (an MPMD
 // launch, one app context each) and checks that both refuse to train,
 // naming the setting's check and the rank that differs.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -619,7 +618,7 @@ func openDevice(name string) (device.Device, error) {
 	case name == "cuda" || strings.HasPrefix(name, "cuda:"):
 		// Plain cuda is the local rank's GPU under a launcher (one GPU per
 		// process on a machine), GPU 0 otherwise.
-		n, err := localRank()
+		n, err := dist.LocalRank()
 		if err != nil {
 			return nil, fmt.Errorf("-device %s: %w", name, err)
 		}
@@ -635,25 +634,6 @@ func openDevice(name string) (device.Device, error) {
 		return d, nil
 	}
 	return nil, fmt.Errorf("-device %q: want cpu, cuda or cuda:N", name)
-}
-
-// localRankVars name a process's rank on its machine: torchrun's, then
-// OpenMPI's and MPICH's.
-var localRankVars = []string{"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}
-
-// localRank returns the process's rank on its machine as a launcher set
-// it, or 0 outside a launcher.
-func localRank() (int, error) {
-	for _, v := range localRankVars {
-		if s, ok := os.LookupEnv(v); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("%s=%q is not a rank (want an int >= 0)", v, s)
-			}
-			return n, nil
-		}
-	}
-	return 0, nil
 }
 
 // opticksPath finds the public-domain text every Go installation ships.
