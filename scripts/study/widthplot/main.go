@@ -48,6 +48,7 @@ type final struct {
 	step                 int
 	tokens               int64
 	valLoss, diam, hrms  float64
+	headLR               float64 // the head's scheduled LR at the last diameter
 	elapsed, tokensPerS  float64
 	hasVal, hasD, hasRMS bool
 }
@@ -60,6 +61,7 @@ type record struct {
 	ValLoss    *float64 `json:"val_loss"`
 	Diameter   *float64 `json:"diameter"`
 	HilbertRMS *float64 `json:"hilbert_rms"`
+	HeadLR     *float64 `json:"head_lr"`
 }
 
 func readFinal(path string) (final, error) {
@@ -88,6 +90,9 @@ func readFinal(path string) (final, error) {
 		}
 		if r.Diameter != nil {
 			out.diam, out.hasD = *r.Diameter, true
+			if r.HeadLR != nil {
+				out.headLR = *r.HeadLR
+			}
 		}
 		if r.HilbertRMS != nil {
 			out.hrms, out.hasRMS = *r.HilbertRMS, true
@@ -144,15 +149,18 @@ func main() {
 
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs %s -out %s -steps %d`.\n\n", *runs, *out, *steps)
-	md.WriteString("## Runs (final update)\n\n| d | head | seed | updates | tokens | val loss | D(S_T) | Hilbert RMS | tokens/s |\n|---|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("## Runs (final update)\n\n| d | head | seed | updates | tokens | val loss | D(S_T) | head lr_T | D(S_T) / (lr_T sqrt d) | Hilbert RMS | tokens/s (with val, diag) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		f := res[k]
 		note := ""
 		if !done(f) {
 			note = " (partial)"
 		}
-		fmt.Fprintf(&md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.hrms, f.tokensPerS)
+		fmt.Fprintf(&md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.headLR, f.diam/(f.headLR*math.Sqrt(float64(k.d))), f.hrms, f.tokensPerS)
 	}
+
+	md.WriteString("\nD(S_T) / (lr_T sqrt d): the final diameter in units of the head's final scheduled LR times sqrt(d). RowNorm's bound D <= 2 lr_T gives 2/sqrt(d). ")
+	md.WriteString("With RowNorm on its bound the AdamW/RowNorm diameter ratio is (AdamW's value) x (lr ratio 4/3.2) x sqrt(d) / 2, so it grows exactly as sqrt(d) when AdamW's value does not change with d.\n")
 
 	// Per width: paired ratios (same seed, same data order).
 	type width struct {
