@@ -51,6 +51,8 @@ type final struct {
 	headLR               float64 // the head's scheduled LR at the last diameter
 	elapsed, tokensPerS  float64
 	hasVal, hasD, hasRMS bool
+	// Every logged value by update, for the ratios over training.
+	valAt, diamAt, hrmsAt map[int]float64
 }
 
 type record struct {
@@ -70,7 +72,7 @@ func readFinal(path string) (final, error) {
 		return final{}, err
 	}
 	defer f.Close()
-	var out final
+	out := final{valAt: map[int]float64{}, diamAt: map[int]float64{}, hrmsAt: map[int]float64{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -87,15 +89,18 @@ func readFinal(path string) (final, error) {
 		}
 		if r.ValLoss != nil {
 			out.valLoss, out.hasVal = *r.ValLoss, true
+			out.valAt[r.Step] = *r.ValLoss
 		}
 		if r.Diameter != nil {
 			out.diam, out.hasD = *r.Diameter, true
+			out.diamAt[r.Step] = *r.Diameter
 			if r.HeadLR != nil {
 				out.headLR = *r.HeadLR
 			}
 		}
 		if r.HilbertRMS != nil {
 			out.hrms, out.hasRMS = *r.HilbertRMS, true
+			out.hrmsAt[r.Step] = *r.HilbertRMS
 		}
 	}
 	return out, sc.Err()
@@ -231,6 +236,7 @@ func main() {
 	addFit("D(S_T)", "paper", paperD, paperDiam)
 	addFit("Hilbert RMS", "this study (CPU)", xs, yH)
 	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
+
 	md.WriteString("\nse(a): the slope's standard error from the fit's residuals (n - 2 degrees of freedom; none with two widths).\n")
 	if f, ok := fits["D(S_T)/this study (CPU)"]; ok {
 		fmt.Fprintf(&md, "\nExtrapolated to the paper's widths, the CPU diameter fit gives %.1f, %.1f, %.1f at d = 512, 768, 1024 (paper: 45.1, 54.3, 59.5).\n",
@@ -240,6 +246,83 @@ func main() {
 		fmt.Fprintf(&md, "The CPU Hilbert-RMS fit gives %.1f, %.1f, %.1f (paper: 12.1, 13.6, 15.2).\n",
 			f.c*math.Pow(512, f.a), f.c*math.Pow(768, f.a), f.c*math.Pow(1024, f.a))
 	}
+	// The same ratios at every update where all finished runs logged them:
+	// is the final update's exponent a property of the end of the schedule
+	// or of the whole run?
+	overTraining := func(name string, at func(f final) map[int]float64, cost bool) {
+		var steps []int
+		for t := range at(res[keys[0]]) {
+			if t == 0 {
+				continue
+			}
+			all := true
+			for _, d := range ds {
+				for _, sd := range byD[d].seeds {
+					for _, h := range []string{"adamw", "rownorm"} {
+						if _, ok := at(res[runKey{d, h, sd}])[t]; !ok {
+							all = false
+						}
+					}
+				}
+			}
+			if all {
+				steps = append(steps, t)
+			}
+		}
+		sort.Ints(steps)
+		if len(steps) == 0 {
+			return
+		}
+		what := "AdamW/RowNorm ratio of seed means"
+		if cost {
+			what = "RowNorm minus AdamW, mean over seeds"
+		}
+		fmt.Fprintf(&md, "\n%s over training (%s):\n\n| update |", name, what)
+		for _, d := range ds {
+			fmt.Fprintf(&md, " d %d |", d)
+		}
+		if !cost {
+			md.WriteString(" fitted a |")
+		}
+		md.WriteString("\n|---|")
+		for range ds {
+			md.WriteString("---|")
+		}
+		if !cost {
+			md.WriteString("---|")
+		}
+		md.WriteString("\n")
+		for _, t := range steps {
+			fmt.Fprintf(&md, "| %d |", t)
+			var x, y []float64
+			for _, d := range ds {
+				var a, r []float64
+				for _, sd := range byD[d].seeds {
+					a = append(a, at(res[runKey{d, "adamw", sd}])[t])
+					r = append(r, at(res[runKey{d, "rownorm", sd}])[t])
+				}
+				v := mean(a) / mean(r)
+				if cost {
+					v = mean(r) - mean(a)
+				}
+				fmt.Fprintf(&md, " %.4g |", v)
+				x, y = append(x, float64(d)), append(y, v)
+			}
+			if !cost {
+				if len(x) >= 2 {
+					_, a, _ := fit(x, y)
+					fmt.Fprintf(&md, " %.3f |", a)
+				} else {
+					md.WriteString(" - |")
+				}
+			}
+			md.WriteString("\n")
+		}
+	}
+	md.WriteString("\n## Over training\n")
+	overTraining("D(S_t)", func(f final) map[int]float64 { return f.diamAt }, false)
+	overTraining("Hilbert RMS", func(f final) map[int]float64 { return f.hrmsAt }, false)
+	overTraining("Validation loss cost", func(f final) map[int]float64 { return f.valAt }, true)
 	md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
