@@ -123,7 +123,11 @@ func (c Comparison) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.0f |\n", r.Head, strings.Join(seeds, ","), r.ValLoss, r.Diameter, r.HilbertRMS, r.Rate.Mean)
 	}
-	fmt.Fprintf(&b, "\nAdamW/RowNorm ratios: diameter %.3gx, Hilbert RMS %.3gx; loss cost of RowNorm %+.4f nats.\n", c.DiameterRatio, c.RMSRatio, c.LossCost)
+	if math.IsNaN(c.DiameterRatio) {
+		b.WriteString("\nAdamW/RowNorm ratios: none (the comparison needs runs of both heads).\n")
+	} else {
+		fmt.Fprintf(&b, "\nAdamW/RowNorm ratios: diameter %.3gx, Hilbert RMS %.3gx; loss cost of RowNorm %+.4f nats.\n", c.DiameterRatio, c.RMSRatio, c.LossCost)
+	}
 	b.WriteString("The paper (190M-640M, FineWeb) reports diameter ratios of 45-60x, Hilbert-RMS ratios of 12-15x and a loss cost of 0.006-0.015.\n")
 	return b.String()
 }

@@ -312,6 +312,10 @@ func TestStatAndComparison(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
+	// One head alone has no ratios: say so instead of printing NaN.
+	if one := Compare(runs[:2]).Markdown(); strings.Contains(one, "NaN") || !strings.Contains(one, "ratios: none") {
+		t.Errorf("one head's markdown:\n%s", one)
+	}
 }
 
 func TestAutocastRunTrainsAndStaysCloseToFloat32(t *testing.T) {

@@ -1,0 +1,566 @@
+// Command widthplot analyses the width study of issue 16 (part 2): it reads
+// the runs that scripts/study/width/run.sh made (RUNS/width-d<d>/<head>-seed<k>/
+// metrics.jsonl), pairs the AdamW and RowNorm runs of each width and seed,
+// and writes
+//
+//   - OUT/width.md: per run the final validation loss, D(S_T) and Hilbert
+//     RMS; per width the AdamW/RowNorm ratios (per seed and of the seed
+//     means) and RowNorm's loss cost; the least-squares fits
+//     log ratio = log c + a log d for both diagnostics, ours and the paper's;
+//   - OUT/ratio_diameter.png, OUT/ratio_hilbert_rms.png: the ratios against
+//     d on log-log axes, with the fit and the paper's three points and fit;
+//   - OUT/loss_cost.png: RowNorm's loss cost against d.
+//
+// usage: go run ./scripts/study/widthplot -runs /tmp/ws/runs -out docs/results/width
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// The paper's AdamW/RowNorm ratios (190M, 380M, 640M on FineWeb).
+var (
+	paperD    = []float64{512, 768, 1024}
+	paperDiam = []float64{45.1, 54.3, 59.5}
+	paperHRMS = []float64{12.1, 13.6, 15.2}
+)
+
+// final is the end of one run: the last update's validation loss, D(S_T)
+// and Hilbert RMS (each the last value the run logged).
+type final struct {
+	step                 int
+	tokens               int64
+	valLoss, diam, hrms  float64
+	headLR               float64 // the head's scheduled LR at the last diameter
+	elapsed, tokensPerS  float64
+	hasVal, hasD, hasRMS bool
+	// Every logged value by update, for the ratios over training.
+	valAt, diamAt, hrmsAt map[int]float64
+}
+
+type record struct {
+	Step       int      `json:"step"`
+	Tokens     int64    `json:"tokens"`
+	TokensPerS float64  `json:"tokens_per_s"`
+	ElapsedS   float64  `json:"elapsed_s"`
+	ValLoss    *float64 `json:"val_loss"`
+	Diameter   *float64 `json:"diameter"`
+	HilbertRMS *float64 `json:"hilbert_rms"`
+	HeadLR     *float64 `json:"head_lr"`
+}
+
+func readFinal(path string) (final, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return final{}, err
+	}
+	defer f.Close()
+	out := final{valAt: map[int]float64{}, diamAt: map[int]float64{}, hrmsAt: map[int]float64{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			continue // a torn last line of a run still going
+		}
+		if r.Step < out.step {
+			continue
+		}
+		out.step, out.tokens, out.elapsed = r.Step, r.Tokens, r.ElapsedS
+		if r.Step > 0 {
+			out.tokensPerS = float64(r.Tokens) / r.ElapsedS
+		}
+		if r.ValLoss != nil {
+			out.valLoss, out.hasVal = *r.ValLoss, true
+			out.valAt[r.Step] = *r.ValLoss
+		}
+		if r.Diameter != nil {
+			out.diam, out.hasD = *r.Diameter, true
+			out.diamAt[r.Step] = *r.Diameter
+			if r.HeadLR != nil {
+				out.headLR = *r.HeadLR
+			}
+		}
+		if r.HilbertRMS != nil {
+			out.hrms, out.hasRMS = *r.HilbertRMS, true
+			out.hrmsAt[r.Step] = *r.HilbertRMS
+		}
+	}
+	return out, sc.Err()
+}
+
+type runKey struct {
+	d    int
+	head string
+	seed int
+}
+
+func main() {
+	runs := flag.String("runs", "/tmp/ws/runs", "folder holding width-d<d>/<head>-seed<k> runs")
+	out := flag.String("out", "docs/results/width", "output folder")
+	steps := flag.Int("steps", 200, "updates a finished run has; shorter runs are listed as partial and left out of the ratios")
+	flag.Parse()
+	log.SetFlags(0)
+
+	re := regexp.MustCompile(`width-d(\d+)/(adamw|rownorm)-seed(\d+)/metrics\.jsonl$`)
+	paths, _ := filepath.Glob(filepath.Join(*runs, "width-d*", "*-seed*", "metrics.jsonl"))
+	res := map[runKey]final{}
+	var keys []runKey
+	for _, p := range paths {
+		m := re.FindStringSubmatch(filepath.ToSlash(p))
+		if m == nil {
+			continue
+		}
+		d, _ := strconv.Atoi(m[1])
+		s, _ := strconv.Atoi(m[3])
+		f, err := readFinal(p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		k := runKey{d, m[2], s}
+		res[k], keys = f, append(keys, k)
+	}
+	if len(keys) == 0 {
+		log.Fatalf("widthplot: no runs under %s", *runs)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.d != b.d {
+			return a.d < b.d
+		}
+		if a.head != b.head {
+			return a.head < b.head
+		}
+		return a.seed < b.seed
+	})
+	done := func(f final) bool { return f.step >= *steps && f.hasVal && f.hasD && f.hasRMS }
+
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs %s -out %s -steps %d`.\n\n", *runs, *out, *steps)
+	md.WriteString("## Runs (final update)\n\n| d | head | seed | updates | tokens | val loss | D(S_T) | head lr_T | D(S_T) / (lr_T sqrt d) | Hilbert RMS | tokens/s (with val, diag) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		f := res[k]
+		note := ""
+		if !done(f) {
+			note = " (partial)"
+		}
+		fmt.Fprintf(&md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.headLR, f.diam/(f.headLR*math.Sqrt(float64(k.d))), f.hrms, f.tokensPerS)
+	}
+
+	md.WriteString("\nD(S_T) / (lr_T sqrt d): the final diameter in units of the head's final scheduled LR times sqrt(d). RowNorm's bound D <= 2 lr_T gives 2/sqrt(d). ")
+	md.WriteString("With RowNorm on its bound the AdamW/RowNorm diameter ratio is (AdamW's value) x (lr ratio 4/3.2) x sqrt(d) / 2, so it grows exactly as sqrt(d) when AdamW's value does not change with d.\n")
+
+	// Per width: paired ratios (same seed, same data order).
+	type width struct {
+		d                              int
+		seeds                          []int
+		rD, rH, cost                   []float64 // per seed
+		meanRD, meanRH, meanCost       float64   // ratio of seed means; mean cost
+		adamwLoss, rownormLoss         []float64
+		adamwD, rownormD, adamwH, rowH []float64
+	}
+	byD := map[int]*width{}
+	var ds []int
+	for _, k := range keys {
+		if k.head != "adamw" {
+			continue
+		}
+		a, r := res[k], res[runKey{k.d, "rownorm", k.seed}]
+		if !done(a) || !done(r) {
+			continue
+		}
+		w := byD[k.d]
+		if w == nil {
+			w = &width{d: k.d}
+			byD[k.d] = w
+			ds = append(ds, k.d)
+		}
+		w.seeds = append(w.seeds, k.seed)
+		w.rD = append(w.rD, a.diam/r.diam)
+		w.rH = append(w.rH, a.hrms/r.hrms)
+		w.cost = append(w.cost, r.valLoss-a.valLoss)
+		w.adamwLoss, w.rownormLoss = append(w.adamwLoss, a.valLoss), append(w.rownormLoss, r.valLoss)
+		w.adamwD, w.rownormD = append(w.adamwD, a.diam), append(w.rownormD, r.diam)
+		w.adamwH, w.rowH = append(w.adamwH, a.hrms), append(w.rowH, r.hrms)
+	}
+	sort.Ints(ds)
+	md.WriteString("\n## AdamW/RowNorm ratios per width\n\nPer seed: the ratio of the AdamW and RowNorm runs of that seed (same initialisation, same data order). ")
+	md.WriteString("Ratio: of the seed means (as `hilbert compare` reports it); ± is the sample standard deviation of the per-seed ratios (n = 1: none). ")
+	md.WriteString("Loss cost: RowNorm's final validation loss minus AdamW's, mean ± sd over seeds.\n\n")
+	md.WriteString("| d | seeds | D ratio per seed | D ratio | Hilbert RMS ratio per seed | Hilbert RMS ratio | AdamW val loss | RowNorm val loss | loss cost (nats) |\n|---|---|---|---|---|---|---|---|---|\n")
+	var xs, yD, yH []float64
+	for _, d := range ds {
+		w := byD[d]
+		w.meanRD = mean(w.adamwD) / mean(w.rownormD)
+		w.meanRH = mean(w.adamwH) / mean(w.rowH)
+		w.meanCost = mean(w.cost)
+		fmt.Fprintf(&md, "| %d | %s | %s | %.2f%s | %s | %.2f%s | %.4f | %.4f | %+.4f%s |\n", d, ints(w.seeds),
+			floats(w.rD, 2), w.meanRD, pm(w.rD, 2), floats(w.rH, 2), w.meanRH, pm(w.rH, 2),
+			mean(w.adamwLoss), mean(w.rownormLoss), w.meanCost, pm(w.cost, 4))
+		xs, yD, yH = append(xs, float64(d)), append(yD, w.meanRD), append(yH, w.meanRH)
+	}
+	md.WriteString("\n## Fits: ratio = c d^a (least squares on log ratio against log d, one point per width)\n\n| diagnostic | data | widths | c | a | se(a) |\n|---|---|---|---|---|---|\n")
+	type fitRes struct{ c, a, se float64 }
+	fits := map[string]fitRes{}
+	addFit := func(name, data string, x, y []float64) {
+		if len(x) < 2 {
+			fmt.Fprintf(&md, "| %s | %s | %s | - | - | - |\n", name, data, ints(toInts(x)))
+			return
+		}
+		c, a, se := fit(x, y)
+		fits[name+"/"+data] = fitRes{c, a, se}
+		ses := "-"
+		if len(x) > 2 {
+			ses = fmt.Sprintf("%.3f", se)
+		}
+		fmt.Fprintf(&md, "| %s | %s | %s | %.4g | %.3f | %s |\n", name, data, ints(toInts(x)), c, a, ses)
+	}
+	addFit("D(S_T)", "this study (CPU)", xs, yD)
+	addFit("D(S_T)", "paper", paperD, paperDiam)
+	addFit("Hilbert RMS", "this study (CPU)", xs, yH)
+	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
+
+	md.WriteString("\nse(a): the slope's standard error from the fit's residuals (n - 2 degrees of freedom; none with two widths).\n")
+	if f, ok := fits["D(S_T)/this study (CPU)"]; ok {
+		fmt.Fprintf(&md, "\nExtrapolated to the paper's widths, the CPU diameter fit gives %.1f, %.1f, %.1f at d = 512, 768, 1024 (paper: 45.1, 54.3, 59.5).\n",
+			f.c*math.Pow(512, f.a), f.c*math.Pow(768, f.a), f.c*math.Pow(1024, f.a))
+	}
+	if f, ok := fits["Hilbert RMS/this study (CPU)"]; ok {
+		fmt.Fprintf(&md, "The CPU Hilbert-RMS fit gives %.1f, %.1f, %.1f (paper: 12.1, 13.6, 15.2).\n",
+			f.c*math.Pow(512, f.a), f.c*math.Pow(768, f.a), f.c*math.Pow(1024, f.a))
+	}
+	// The same ratios at every update where all finished runs logged them:
+	// is the final update's exponent a property of the end of the schedule
+	// or of the whole run?
+	overTraining := func(name string, at func(f final) map[int]float64, cost bool) {
+		var steps []int
+		for t := range at(res[keys[0]]) {
+			if t == 0 {
+				continue
+			}
+			all := true
+			for _, d := range ds {
+				for _, sd := range byD[d].seeds {
+					for _, h := range []string{"adamw", "rownorm"} {
+						if _, ok := at(res[runKey{d, h, sd}])[t]; !ok {
+							all = false
+						}
+					}
+				}
+			}
+			if all {
+				steps = append(steps, t)
+			}
+		}
+		sort.Ints(steps)
+		if len(steps) == 0 {
+			return
+		}
+		what := "AdamW/RowNorm ratio of seed means"
+		if cost {
+			what = "RowNorm minus AdamW, mean over seeds"
+		}
+		fmt.Fprintf(&md, "\n%s over training (%s):\n\n| update |", name, what)
+		for _, d := range ds {
+			fmt.Fprintf(&md, " d %d |", d)
+		}
+		if !cost {
+			md.WriteString(" fitted a |")
+		}
+		md.WriteString("\n|---|")
+		for range ds {
+			md.WriteString("---|")
+		}
+		if !cost {
+			md.WriteString("---|")
+		}
+		md.WriteString("\n")
+		for _, t := range steps {
+			fmt.Fprintf(&md, "| %d |", t)
+			var x, y []float64
+			for _, d := range ds {
+				var a, r []float64
+				for _, sd := range byD[d].seeds {
+					a = append(a, at(res[runKey{d, "adamw", sd}])[t])
+					r = append(r, at(res[runKey{d, "rownorm", sd}])[t])
+				}
+				v := mean(a) / mean(r)
+				if cost {
+					v = mean(r) - mean(a)
+				}
+				fmt.Fprintf(&md, " %.4g |", v)
+				x, y = append(x, float64(d)), append(y, v)
+			}
+			if !cost {
+				if len(x) >= 2 {
+					_, a, _ := fit(x, y)
+					fmt.Fprintf(&md, " %.3f |", a)
+				} else {
+					md.WriteString(" - |")
+				}
+			}
+			md.WriteString("\n")
+		}
+	}
+	md.WriteString("\n## Over training\n")
+	overTraining("D(S_t)", func(f final) map[int]float64 { return f.diamAt }, false)
+	overTraining("Hilbert RMS", func(f final) map[int]float64 { return f.hrmsAt }, false)
+	overTraining("Validation loss cost", func(f final) map[int]float64 { return f.valAt }, true)
+	md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
+
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "width.md"), []byte(md.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	perSeed := func(get func(w *width) []float64) plotter.XYs {
+		var xy plotter.XYs
+		for _, d := range ds {
+			for _, v := range get(byD[d]) {
+				xy = append(xy, plotter.XY{X: float64(d), Y: v})
+			}
+		}
+		return xy
+	}
+	fitLine := func(key string) plotter.XYs {
+		f, ok := fits[key]
+		if !ok {
+			return nil
+		}
+		var xy plotter.XYs
+		for x := 100.0; x <= 1200; x *= 1.05 {
+			xy = append(xy, plotter.XY{X: x, Y: f.c * math.Pow(x, f.a)})
+		}
+		return xy
+	}
+	label := func(key, what string) string {
+		f, ok := fits[key]
+		if !ok {
+			return what
+		}
+		return fmt.Sprintf("%s: %.3g d^%.2f", what, f.c, f.a)
+	}
+	check(ratioPlot(filepath.Join(*out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
+		perSeed(func(w *width) []float64 { return w.rD }), xyOf(xs, yD), fitLine("D(S_T)/this study (CPU)"),
+		xyOf(paperD, paperDiam), fitLine("D(S_T)/paper"),
+		label("D(S_T)/this study (CPU)", "CPU fit"), label("D(S_T)/paper", "paper fit")))
+	check(ratioPlot(filepath.Join(*out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
+		perSeed(func(w *width) []float64 { return w.rH }), xyOf(xs, yH), fitLine("Hilbert RMS/this study (CPU)"),
+		xyOf(paperD, paperHRMS), fitLine("Hilbert RMS/paper"),
+		label("Hilbert RMS/this study (CPU)", "CPU fit"), label("Hilbert RMS/paper", "paper fit")))
+	var costMean plotter.XYs
+	for _, d := range ds {
+		costMean = append(costMean, plotter.XY{X: float64(d), Y: byD[d].meanCost})
+	}
+	check(costPlot(filepath.Join(*out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
+	fmt.Print(md.String())
+}
+
+// fit returns c, a and the standard error of a for log y = log c + a log x.
+func fit(x, y []float64) (c, a, se float64) {
+	n := float64(len(x))
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		lx, ly := math.Log(x[i]), math.Log(y[i])
+		sx, sy, sxx, sxy = sx+lx, sy+ly, sxx+lx*lx, sxy+lx*ly
+	}
+	a = (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	b := (sy - a*sx) / n
+	if len(x) > 2 {
+		var rss float64
+		for i := range x {
+			r := math.Log(y[i]) - b - a*math.Log(x[i])
+			rss += r * r
+		}
+		se = math.Sqrt(rss / (n - 2) / (sxx - sx*sx/n))
+	}
+	return math.Exp(b), a, se
+}
+
+var (
+	blue  = color.RGBA{31, 119, 180, 255}
+	red   = color.RGBA{214, 39, 40, 255}
+	faint = color.NRGBA{31, 119, 180, 120}
+)
+
+func ratioPlot(path, title, yLabel string, seeds, means, fitXY, paper, paperFit plotter.XYs, fitLabel, paperLabel string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "model width d"
+	p.Y.Label.Text = yLabel + " (AdamW / RowNorm)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = fixedTicks{100, 128, 200, 256, 300, 400, 512, 600, 768, 1024}
+	p.Y.Tick.Marker = fixedTicks{1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100}
+	p.X.Min, p.X.Max = 100, 1200
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, set := range []plotter.XYs{seeds, means, paper} {
+		for _, v := range set {
+			lo, hi = math.Min(lo, v.Y), math.Max(hi, v.Y)
+		}
+	}
+	p.Y.Min, p.Y.Max = lo/1.6, hi*1.6
+	if err := addLine(p, fitXY, blue, true, fitLabel); err != nil {
+		return err
+	}
+	if err := addLine(p, paperFit, red, true, paperLabel); err != nil {
+		return err
+	}
+	if err := addPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"); err != nil {
+		return err
+	}
+	if err := addPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"); err != nil {
+		return err
+	}
+	if err := addPoints(p, paper, red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+func costPlot(path string, seeds, means plotter.XYs) error {
+	p := plot.New()
+	p.Title.Text = "RowNorm's loss cost: final val loss(RowNorm) - val loss(AdamW)"
+	p.X.Label.Text = "model width d"
+	p.Y.Label.Text = "loss cost (nats)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = fixedTicks{100, 128, 200, 256, 300, 400, 512, 600, 768, 1024}
+	p.X.Min, p.X.Max = 100, 700
+	p.Y.Min = 0 // a cost's size reads against zero
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = false, false
+	if err := addLine(p, means, blue, false, ""); err != nil {
+		return err
+	}
+	if err := addPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "per seed"); err != nil {
+		return err
+	}
+	if err := addPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "mean over seeds"); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 4*vg.Inch, path)
+}
+
+func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashed bool, label string) error {
+	if len(xy) < 2 {
+		return nil
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = c, vg.Points(1.2)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(4)}
+	}
+	p.Add(l)
+	if label != "" {
+		p.Legend.Add(label, l)
+	}
+	return nil
+}
+
+func addPoints(p *plot.Plot, xy plotter.XYs, c color.Color, r float64, g draw.GlyphDrawer, label string) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(xy)
+	if err != nil {
+		return err
+	}
+	s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = c, vg.Points(r), g
+	p.Add(s)
+	p.Legend.Add(label, s)
+	return nil
+}
+
+// fixedTicks labels the given values that fall inside the axis range.
+type fixedTicks []float64
+
+func (t fixedTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, v := range t {
+		if v >= lo && v <= hi {
+			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+		}
+	}
+	return out
+}
+
+func xyOf(x, y []float64) plotter.XYs {
+	xy := make(plotter.XYs, len(x))
+	for i := range x {
+		xy[i] = plotter.XY{X: x[i], Y: y[i]}
+	}
+	return xy
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// pm formats " ± sd" of v (nothing for a single value).
+func pm(v []float64, prec int) string {
+	if len(v) < 2 {
+		return ""
+	}
+	m := mean(v)
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return fmt.Sprintf(" ± %.*f", prec, math.Sqrt(ss/float64(len(v)-1)))
+}
+
+func floats(v []float64, prec int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', prec, 64)
+	}
+	return strings.Join(s, ", ")
+}
+
+func ints(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func toInts(x []float64) []int {
+	v := make([]int, len(x))
+	for i := range x {
+		v[i] = int(x[i])
+	}
+	return v
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
