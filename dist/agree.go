@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
@@ -12,8 +13,15 @@ import (
 // caller): each rank's FNV-64a hash of value is all-gathered and compared with
 // rank 0's. A mismatch is an error, on every rank, that names what and the
 // ranks that differ from rank 0. It uses CPU buffers, so it runs on any
-// Communicator whose all-gather takes them (Single, MPI).
+// Communicator whose all-gather takes them (Single, MPI); AgreeOn runs on
+// another device's buffers (NCCL's).
 func Agree(c Communicator, what string, value []byte) error {
+	return AgreeOn(c, cpu.New(), what, value)
+}
+
+// AgreeOn is Agree with the exchanged hashes in buffers of dev, for a
+// communicator of that device (an NCCL one on a GPU).
+func AgreeOn(c Communicator, dev device.Device, what string, value []byte) error {
 	h := fnv.New64a()
 	h.Write(value)
 	sum := h.Sum64()
@@ -23,9 +31,21 @@ func Agree(c Communicator, what string, value []byte) error {
 		send[i] = float32(uint16(sum >> (16 * i)))
 	}
 	recv := make([]float32, 4*c.Size())
-	if err := c.AllGather(cpu.NewFloat32(send), cpu.NewFloat32(recv)); err != nil {
+	sendBuf, err := dev.Alloc(device.Float32, len(send))
+	if err != nil {
 		return fmt.Errorf("dist: comparing %s across ranks: %w", what, err)
 	}
+	defer dev.Free(sendBuf)
+	recvBuf, err := dev.Alloc(device.Float32, len(recv))
+	if err != nil {
+		return fmt.Errorf("dist: comparing %s across ranks: %w", what, err)
+	}
+	defer dev.Free(recvBuf)
+	dev.CopyFromHost(sendBuf, send)
+	if err := c.AllGather(sendBuf, recvBuf); err != nil {
+		return fmt.Errorf("dist: comparing %s across ranks: %w", what, err)
+	}
+	dev.CopyToHost(recv, recvBuf)
 	var differ []int
 	for r := 1; r < c.Size(); r++ {
 		for i := 0; i < 4; i++ {

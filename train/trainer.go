@@ -425,17 +425,17 @@ func (t *Trainer) agree() error {
 	for _, s := range settings {
 		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
 	}
-	whole := dist.Agree(t.comm, "run configuration (settings and data fingerprints)", []byte(b.String()))
+	whole := dist.AgreeOn(t.comm, t.dev, "run configuration (settings and data fingerprints)", []byte(b.String()))
 	if whole == nil {
 		return nil
 	}
 	// Which ones: setting by setting, when every rank has the same list.
-	if err := dist.Agree(t.comm, "number of settings", []byte(fmt.Sprint(len(settings)))); err != nil {
+	if err := dist.AgreeOn(t.comm, t.dev, "number of settings", []byte(fmt.Sprint(len(settings)))); err != nil {
 		return fmt.Errorf("train: data-parallel: %w", whole)
 	}
 	var differ []string
 	for _, s := range settings {
-		if err := dist.Agree(t.comm, s.name, []byte(s.name+"="+s.value)); err != nil {
+		if err := dist.AgreeOn(t.comm, t.dev, s.name, []byte(s.name+"="+s.value)); err != nil {
 			differ = append(differ, fmt.Sprintf("%s (here %s)", s.name, s.value))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/safetensors"
 )
 
@@ -317,5 +318,26 @@ func TestDataParallelMismatch(t *testing.T) {
 		if strings.Contains(line, "fingerprints") {
 			t.Log(line)
 		}
+	}
+}
+
+// TestLaunchRanks checks the communicator a plain start gets (one rank)
+// and the clear error of a torchrun-style launch on the CPU.
+func TestLaunchRanks(t *testing.T) {
+	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	c, err := launchRanks(cpu.New(), time.Second)
+	if err != nil || c.Size() != 1 || c.Rank() != 0 {
+		t.Fatalf("plain start: %v, %v; want one rank", c, err)
+	}
+	c.Close()
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "2")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", "29500")
+	if _, err := launchRanks(cpu.New(), time.Second); err == nil || !strings.Contains(err.Error(), "needs -device cuda") {
+		t.Errorf("torchrun launch on the CPU: %v; want the error naming -device cuda", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/cuda"
 	"github.com/hilbert-ml/hilbert/dist"
+	"github.com/hilbert-ml/hilbert/dist/nccl"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -371,7 +372,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if st == nil || err != nil {
 		return err
 	}
-	comm, err := dist.Launch(dist.MPIOptions{Timeout: commTimeout})
+	comm, err := launchRanks(st.dev, commTimeout)
 	if err != nil {
 		return err
 	}
@@ -433,7 +434,7 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 		st.quiet = true
 	}
 	// Every rank waits for rank 0's data; a failure there stops them all.
-	failed, err := anyFailed(comm, prepErr != nil)
+	failed, err := anyFailed(comm, st.dev, prepErr != nil)
 	if err != nil {
 		return err
 	}
@@ -458,9 +459,71 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 	return nil
 }
 
-// anyFailed reports whether failed holds on any rank.
-func anyFailed(comm dist.Communicator, failed bool) (bool, error) {
-	buf := cpu.New()
+// launchRanks returns the communicator of the job this process was
+// started in, for buffers of dev: one rank outside a launcher; under
+// mpirun, MPI on a CPU device and NCCL on a GPU (its id shared through
+// MPI); under torchrun's variables, NCCL (its id shared through
+// MASTER_ADDR:MASTER_PORT), which needs a GPU.
+func launchRanks(dev device.Device, timeout time.Duration) (dist.Communicator, error) {
+	comm, err := dist.Launch(dist.MPIOptions{Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	gpu, onGPU := dev.(*cuda.Device)
+	env, torchrun, err := dist.Torchrun()
+	if err != nil {
+		comm.Close()
+		return nil, err
+	}
+	switch {
+	case comm.Size() > 1 && !onGPU:
+		return comm, nil
+	case comm.Size() == 1 && (!torchrun || env.WorldSize == 1):
+		return comm, nil
+	case comm.Size() == 1 && !onGPU:
+		comm.Close()
+		return nil, fmt.Errorf("a torchrun-style launch (RANK=%d, WORLD_SIZE=%d) trains through NCCL, which needs -device cuda; on CPUs start the ranks with mpirun", env.Rank, env.WorldSize)
+	}
+	lib, err := nccl.Open("")
+	if err != nil {
+		comm.Close()
+		return nil, fmt.Errorf("data-parallel on GPUs: %w", err)
+	}
+	var id nccl.UniqueID
+	rank, size := env.Rank, env.WorldSize
+	if mpi, ok := comm.(*dist.MPIComm); ok {
+		rank, size = comm.Rank(), comm.Size()
+		id, err = lib.ShareID(mpi)
+	} else {
+		id, err = lib.ShareIDTCP(env, timeout)
+	}
+	if err == nil {
+		var nc *nccl.Communicator
+		if nc, err = nccl.NewCommunicator(lib, gpu, size, id, rank); err == nil {
+			return &gpuRanks{Communicator: nc, launcher: comm}, nil
+		}
+	}
+	comm.Close()
+	return nil, fmt.Errorf("data-parallel on GPUs: rank %d: NCCL: %w", rank, err)
+}
+
+// gpuRanks is NCCL's communicator, closing the launcher's (MPI's) with it.
+type gpuRanks struct {
+	*nccl.Communicator
+	launcher dist.Communicator
+}
+
+func (g *gpuRanks) Close() error {
+	err := g.Communicator.Close()
+	if e := g.launcher.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// anyFailed reports whether failed holds on any rank, through buffers of
+// dev (the communicator's device).
+func anyFailed(comm dist.Communicator, buf device.Device, failed bool) (bool, error) {
 	b, err := buf.Alloc(device.Float32, 1)
 	if err != nil {
 		return false, err
