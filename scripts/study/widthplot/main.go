@@ -15,6 +15,8 @@
 package main
 
 import (
+	"github.com/hilbert-ml/hilbert/train"
+
 	"bufio"
 	"encoding/json"
 	"flag"
@@ -55,17 +57,6 @@ type final struct {
 	valAt, diamAt, hrmsAt map[int]float64
 }
 
-type record struct {
-	Step       int      `json:"step"`
-	Tokens     int64    `json:"tokens"`
-	TokensPerS float64  `json:"tokens_per_s"`
-	ElapsedS   float64  `json:"elapsed_s"`
-	ValLoss    *float64 `json:"val_loss"`
-	Diameter   *float64 `json:"diameter"`
-	HilbertRMS *float64 `json:"hilbert_rms"`
-	HeadLR     *float64 `json:"head_lr"`
-}
-
 func readFinal(path string) (final, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -76,7 +67,7 @@ func readFinal(path string) (final, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var r record
+		var r train.Record // a line of metrics.jsonl
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			continue // a torn last line of a run still going
 		}
@@ -94,8 +85,8 @@ func readFinal(path string) (final, error) {
 		if r.Diameter != nil {
 			out.diam, out.hasD = *r.Diameter, true
 			out.diamAt[r.Step] = *r.Diameter
-			if r.HeadLR != nil {
-				out.headLR = *r.HeadLR
+			if r.LR != nil {
+				out.headLR = *r.LR
 			}
 		}
 		if r.HilbertRMS != nil {
