@@ -15,8 +15,6 @@
 package main
 
 import (
-	"github.com/hilbert-ml/hilbert/train"
-
 	"bufio"
 	"encoding/json"
 	"flag"
@@ -35,6 +33,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/hilbert-ml/hilbert/train"
 )
 
 // The paper's AdamW/RowNorm ratios (190M, 380M, 640M on FineWeb).
