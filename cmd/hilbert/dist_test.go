@@ -226,7 +226,9 @@ func TestDataParallel(t *testing.T) {
 	copyDir(t, filepath.Join(runs, "half"), filepath.Join(runs, "half1"))
 	runMPI(t, 2, args("half", "-steps", "6", "-resume")...)
 	compareRuns(t, "2 ranks resumed on 2 vs uninterrupted", filepath.Join(runs, "two"), filepath.Join(runs, "half"), 0, 0)
-	// The thread count is a setting of the run (the ranks ran one each).
+	// The thread count is a setting of the run (the ranks ran one each);
+	// -threads sets the process's, so it is put back for the other tests.
+	defer cpu.SetThreads(0)
 	if code := runMain(args("half1", "-steps", "6", "-resume", "-threads", "1"), &stdout, &stderr); code != 0 {
 		t.Fatalf("resume on 1 rank: exit %d\n%s", code, stderr.String())
 	}
