@@ -146,6 +146,9 @@ func (b *BPE) Encoder() func(dst []int32, doc string) []int32 {
 
 // mergePiece appends the tokens of one piece: its bytes, then repeatedly
 // every occurrence (left to right) of the adjacent pair of lowest rank.
+// The lowest rank present grows with every round (a pair holding the token
+// of merge r has a rank above r), so a piece of n bytes costs at most
+// O(n min(n, merges)).
 func (b *BPE) mergePiece(dst []int32, piece string) []int32 {
 	start := len(dst)
 	for i := 0; i < len(piece); i++ {
