@@ -31,21 +31,23 @@ import (
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/optim/geometry/oracle"
 	"github.com/hilbert-ml/hilbert/tokenizer/bytelevel"
+	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
 func init() {
 	register(subcommand{
 		name:    "oracle",
-		summary: "exact diameter oracle: RowNorm's Delta_RN/Delta_* on a byte-level model's head gradients",
+		summary: "exact diameter oracle: RowNorm's Delta_RN/Delta_* on a small-vocabulary model's head gradients",
 		run:     runOracle,
 	})
 }
 
 const oracleUsage = `usage: hilbert oracle [flags]
 
-Trains a small byte-level model (vocabulary V = 256) with the paper's
-recipe and, at chosen updates, solves the exact diameter-constrained
+Trains a small-vocabulary model (byte-level, V = 256, or with -vocab V a
+byte-level BPE of V tokens trained on the text) with the paper's recipe
+and, at chosen updates, solves the exact diameter-constrained
 problem T(G) for the head gradient G (centred), reporting RowNorm's
 first-order decrease relative to the best under the same row-diameter
 budget,
@@ -55,12 +57,15 @@ budget,
 with its certified interval and the paper's bound sqrt((k+1)/(2k)) <= ratio
 <= 1, k = rank(G). Output in OUT: oracle.jsonl and oracle.csv (one row per
 measured update), ratio.png, summary.md, the training run in OUT/train and
-the byte shards in OUT/data.
+the token shards (and with -vocab V > 256 the BPE's merges, bpeV.txt) in
+OUT/data.
 
 Text: -text names files (gzip when they end in .gz); the default is
 /work/shared/corpus/*.txt.gz when present, else Newton's Opticks from the Go
 installation. Documents are blank-line-separated paragraphs, shuffled, the
-first -val-tokens bytes to validation.
+first -val-tokens tokens to validation. With -vocab V > 256 the BPE
+(package tokenizer/smallbpe) learns its V - 256 merges from all the
+paragraphs before they are encoded.
 
 -head exact (experimental, small V) trains with the exact diameter-constrained
 head step instead of RowNorm's: RowNorm's EMA B is kept, and its step
@@ -96,6 +101,7 @@ type oracleRow struct {
 
 type oracleFlags struct {
 	out, text, timing, head string
+	vocab                   int
 	dim, layers, context    int
 	seqLen, micro, batch    int
 	steps, warmup, every    int
@@ -125,6 +131,7 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.timingSamples, "timing-samples", 2000, "timing: positions summed into each synthetic gradient")
 	fs.StringVar(&f.head, "head", "rownorm", "head optimizer of the training run: rownorm, adamw, or exact (experimental: RowNorm's EMA, with the step replaced by the exact diameter-constrained step)")
 	fs.Float64Var(&f.stepTol, "exact-tol", 1e-2, "with -head exact: relative gap of each step's solve")
+	fs.IntVar(&f.vocab, "vocab", bytelevel.VocabSize, "vocabulary V: 256 is the byte-level tokenizer; a larger V trains a byte-level BPE of V tokens on the text")
 	fs.IntVar(&f.dim, "dim", 128, "model width d")
 	fs.IntVar(&f.layers, "layers", 2, "blocks")
 	fs.IntVar(&f.context, "context", 128, "context length")
@@ -134,7 +141,7 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.steps, "steps", 300, "updates")
 	fs.IntVar(&f.warmup, "warmup", 0, "warmup updates (0: floor(0.1 steps))")
 	fs.IntVar(&f.every, "every", 20, "solve T(G) every N updates (and at updates 1 and the last)")
-	fs.IntVar(&f.valTokens, "val-tokens", 65_536, "validation bytes")
+	fs.IntVar(&f.valTokens, "val-tokens", 65_536, "validation tokens (bytes at -vocab 256)")
 	fs.IntVar(&f.valEvery, "val-every", 100, "validate every N updates (and at the end)")
 	fs.Float64Var(&f.muonLR, "muon-lr", 0, "Muon peak LR (0: the paper's 8e-3)")
 	fs.Float64Var(&f.embedLR, "embed-lr", 0, "embedding AdamW peak LR (0: the paper's 4e-3)")
@@ -174,7 +181,7 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 	return oracleStudy(f, opt, stdout, stderr)
 }
 
-// oracleStudy trains the byte-level model and measures the ratio.
+// oracleStudy trains the small-vocabulary model and measures the ratio.
 func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) error {
 	jsonl := filepath.Join(f.out, "oracle.jsonl")
 	if _, err := os.Stat(jsonl); err == nil && !f.overwrite {
@@ -182,6 +189,9 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	}
 	if f.every < 1 {
 		return fmt.Errorf("-every %d: want at least 1", f.every)
+	}
+	if f.vocab < bytelevel.VocabSize || f.vocab > smallbpe.MaxVocab {
+		return fmt.Errorf("-vocab %d: want 256 (bytes) up to %d (a BPE)", f.vocab, smallbpe.MaxVocab)
 	}
 	files, err := oracleTextFiles(f.text)
 	if err != nil {
@@ -191,11 +201,11 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	if seqLen == 0 {
 		seqLen = f.context
 	}
-	trainShard, valShard, nTrain, err := byteShards(files, filepath.Join(f.out, "data"), f.valTokens+1, f.dataSeed)
+	sh, err := tokenShards(files, filepath.Join(f.out, "data"), f.valTokens+1, f.dataSeed, f.vocab)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "hilbert oracle: %d training and %d validation bytes from %s\n", nTrain, f.valTokens+1, strings.Join(files, ", "))
+	fmt.Fprintf(stderr, "hilbert oracle: %s; %d training and %d validation tokens from %s\n", sh.tokenizer, sh.nTrain, f.valTokens+1, strings.Join(files, ", "))
 
 	exact := strings.EqualFold(f.head, "exact")
 	head := f.head
@@ -205,10 +215,10 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	cfg := train.Config{
 		Name: "train", RunsDir: f.out, Head: head,
 		Model: models.Config{Layers: f.layers, Dim: f.dim, HeadDim: 64, MLPHidden: 4 * f.dim,
-			Vocab: bytelevel.VocabSize, Context: f.context, RoPEBase: 10000, InitStd: 0.02},
+			Vocab: f.vocab, Context: f.context, RoPEBase: 10000, InitStd: 0.02},
 		MuonLR: f.muonLR, EmbedLR: f.embedLR, HeadLR: f.headLR,
 		Seed: f.seed, DataSeed: f.dataSeed,
-		TrainShards: []string{trainShard}, ValShard: valShard,
+		TrainShards: []string{sh.train}, ValShard: sh.val,
 		SeqLen: seqLen, MicroBatch: f.micro, BatchSeqs: f.batch,
 		Steps: f.steps, Warmup: f.warmup,
 		ValEvery: f.valEvery, ValTokens: f.valTokens, DiagEvery: f.every,
@@ -228,7 +238,7 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	defer tr.Close()
 	c := tr.Config()
 	v, d := c.Model.Vocab, c.Model.Dim
-	fmt.Fprintf(stderr, "hilbert oracle: d %d, %d layers, V %d, %d params; head %s; %d updates of %d x %d bytes; T(G) every %d updates (tol %g)\n",
+	fmt.Fprintf(stderr, "hilbert oracle: d %d, %d layers, V %d, %d params; head %s; %d updates of %d x %d tokens; T(G) every %d updates (tol %g)\n",
 		d, c.Model.Layers, v, c.Model.NumParams(), c.Head, c.Steps, c.BatchSeqs, c.SeqLen, f.every, f.tol)
 
 	out, err := os.Create(jsonl)
@@ -301,7 +311,7 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 	if exact {
 		note = steps.String()
 	}
-	if err := writeOracleSummary(filepath.Join(f.out, "summary.md"), c, f.head, note, sum, rows, files); err != nil {
+	if err := writeOracleSummary(filepath.Join(f.out, "summary.md"), c, f.head, sh.tokenizer, note, sum, rows, files); err != nil {
 		return err
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -431,15 +441,24 @@ func oracleTextFiles(text string) ([]string, error) {
 	return []string{p}, nil
 }
 
-// byteShards reads the files' paragraphs, shuffles them with seed and
-// writes byte-level shards: the first valTokens tokens to validation, the
-// rest to training. It returns the shard paths and the training size.
-func byteShards(files []string, dir string, valTokens int, seed uint64) (trainPath, valPath string, nTrain int, err error) {
+// oracleShards are a study's token shards.
+type oracleShards struct {
+	train, val string
+	nTrain     int
+	tokenizer  string // in words, for the log and summary.md
+}
+
+// tokenShards reads the files' paragraphs, shuffles them with seed and
+// writes token shards: the first valTokens tokens to validation, the rest
+// to training. At vocab 256 the tokens are bytes (package bytelevel);
+// above, a byte-level BPE of vocab tokens (package smallbpe) is trained on
+// all the paragraphs first and its merges saved beside the shards.
+func tokenShards(files []string, dir string, valTokens int, seed uint64, vocab int) (oracleShards, error) {
 	var docs []string
 	for _, p := range files {
 		text, err := readText(p)
 		if err != nil {
-			return "", "", 0, err
+			return oracleShards{}, err
 		}
 		for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
 			if strings.TrimSpace(para) != "" {
@@ -447,27 +466,47 @@ func byteShards(files []string, dir string, valTokens int, seed uint64) (trainPa
 			}
 		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return oracleShards{}, err
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x6f7261636c65))
 	rng.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
+	appendDoc, prefix, unit := bytelevel.AppendDocument, "bytes", "bytes"
+	desc := "byte-level tokens (V 256)"
+	if vocab != bytelevel.VocabSize {
+		bpe, err := smallbpe.Train(vocab, docs...)
+		if err != nil {
+			return oracleShards{}, fmt.Errorf("-vocab %d: %w", vocab, err)
+		}
+		prefix, unit = fmt.Sprintf("bpe%d", vocab), "tokens"
+		merges := filepath.Join(dir, prefix+".txt")
+		if err := bpe.Save(merges); err != nil {
+			return oracleShards{}, err
+		}
+		appendDoc = bpe.Encoder()
+		desc = fmt.Sprintf("byte-level BPE of V %d trained on the text (merges in %s)", vocab, merges)
+	}
 	var toks []int32
+	n := 0
 	for _, doc := range docs {
-		toks = bytelevel.AppendDocument(toks, doc)
+		toks = appendDoc(toks, doc)
+		n += len(doc) + 1
+	}
+	if vocab != bytelevel.VocabSize {
+		desc += fmt.Sprintf(", %.3f tokens per byte", float64(len(toks))/float64(n))
 	}
 	if len(toks) < 2*valTokens {
-		return "", "", 0, fmt.Errorf("%d bytes of text: too few for %d validation bytes and as many for training", len(toks), valTokens)
+		return oracleShards{}, fmt.Errorf("%d %s of text: too few for %d validation %s and as many for training", len(toks), unit, valTokens, unit)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", 0, err
+	sh := oracleShards{val: filepath.Join(dir, prefix+"_val_000000.bin"), train: filepath.Join(dir, prefix+"_train_000000.bin"),
+		nTrain: len(toks) - valTokens, tokenizer: desc}
+	if err := fineweb.WriteShard(sh.val, toks[:valTokens], true); err != nil {
+		return oracleShards{}, err
 	}
-	valPath = filepath.Join(dir, "bytes_val_000000.bin")
-	trainPath = filepath.Join(dir, "bytes_train_000000.bin")
-	if err := fineweb.WriteShard(valPath, toks[:valTokens], true); err != nil {
-		return "", "", 0, err
+	if err := fineweb.WriteShard(sh.train, toks[valTokens:], true); err != nil {
+		return oracleShards{}, err
 	}
-	if err := fineweb.WriteShard(trainPath, toks[valTokens:], true); err != nil {
-		return "", "", 0, err
-	}
-	return trainPath, valPath, len(toks) - valTokens, nil
+	return sh, nil
 }
 
 // readText reads a file, gunzipping it when its name ends in .gz.
@@ -554,15 +593,20 @@ func plotOracle(path string, rows []oracleRow) error {
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)
 }
 
-func writeOracleSummary(path string, c train.Config, head, note string, s train.Summary, rows []oracleRow, files []string) error {
+func writeOracleSummary(path string, c train.Config, head, tokenizer, note string, s train.Summary, rows []oracleRow, files []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Delta_RN / Delta_* over training\n\n")
-	fmt.Fprintf(&b, "Byte-level model (V %d): d %d, %d layers, seq %d; head %s; %d updates of %d sequences; seed %d, data seed %d.\n",
+	unit := "byte"
+	if c.Model.Vocab != bytelevel.VocabSize {
+		unit = "token"
+	}
+	fmt.Fprintf(&b, "Tokens: %s.\n", tokenizer)
+	fmt.Fprintf(&b, "Model (V %d): d %d, %d layers, seq %d; head %s; %d updates of %d sequences; seed %d, data seed %d.\n",
 		c.Model.Vocab, c.Model.Dim, c.Model.Layers, c.SeqLen, head, c.Steps, c.BatchSeqs, c.Seed, c.DataSeed)
 	if note != "" {
 		b.WriteString(note + "\n")
 	}
-	fmt.Fprintf(&b, "Text: %s. Final train loss %.4f, val loss %.4f (nats/byte).\n\n", strings.Join(files, ", "), s.FinalLoss, s.ValLoss)
+	fmt.Fprintf(&b, "Text: %s. Final train loss %.4f, val loss %.4f (nats/%s).\n\n", strings.Join(files, ", "), s.FinalLoss, s.ValLoss, unit)
 	b.WriteString("| update | loss | rank k | Delta_RN/Delta_* | certified interval | bound | gap | active pairs | iterations | solve |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d | %.3f | %d | %.5f | [%.5f, %.5f] | %.5f | %.1e | %d | %d | %.1f s |\n",

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 )
 
 // TestOracleStudy runs `hilbert oracle` end to end on a slice of Opticks
@@ -89,6 +90,86 @@ func TestOracleStudy(t *testing.T) {
 	stderr.Reset()
 	if code := runMain(args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-overwrite") {
 		t.Errorf("second run: exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+// TestOracleBPE runs the study with -vocab: a byte-level BPE trained on
+// the text, the model's vocabulary its size.
+func TestOracleBPE(t *testing.T) {
+	opticks, err := opticksPath()
+	if err != nil {
+		t.Skip(err)
+	}
+	full, err := os.ReadFile(opticks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	text := filepath.Join(dir, "slice.txt.gz")
+	writeGzip(t, text, full[:60_000])
+	out := filepath.Join(dir, "bpe")
+	args := []string{"oracle", "-out", out, "-text", text, "-vocab", "320", "-dim", "64", "-layers", "1", "-context", "16",
+		"-micro-batch", "4", "-batch-seqs", "4", "-steps", "2", "-every", "2", "-val-tokens", "200", "-val-every", "2",
+		"-tol", "1e-3", "-quiet"}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "oracle: 2 measurements over 2 updates") {
+		t.Errorf("stdout: %s", stdout.String())
+	}
+	bpe, err := smallbpe.Load(filepath.Join(out, "data", "bpe320.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bpe.VocabSize() != 320 {
+		t.Errorf("merges file: vocabulary %d, want 320", bpe.VocabSize())
+	}
+	// The shards hold BPE tokens: validated against V 320, the validation
+	// shard -val-tokens + 1 long, and fewer training tokens than bytes.
+	val, err := fineweb.OpenShard(filepath.Join(out, "data", "bpe320_val_000000.bin"), 320)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if val.Len() != 201 {
+		t.Errorf("validation shard: %d tokens, want 201", val.Len())
+	}
+	val.Close()
+	tr, err := fineweb.OpenShard(filepath.Join(out, "data", "bpe320_train_000000.bin"), 320)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Len(); n > 45_000 {
+		t.Errorf("training shard: %d tokens from 60,000 bytes, want compression", n)
+	}
+	tr.Close()
+	f, err := os.Open(filepath.Join(out, "oracle.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r oracleRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Converged || r.Rank != 64 || r.RatioHi < r.Bound || r.RatioLo > 1+1e-12 {
+			t.Errorf("update %d: rank %d, ratio in [%g, %g], bound %g, converged %v", r.Step, r.Rank, r.RatioLo, r.RatioHi, r.Bound, r.Converged)
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sum), "byte-level BPE of V 320") || !strings.Contains(string(sum), "Model (V 320)") || !strings.Contains(string(sum), "nats/token") {
+		t.Errorf("summary:\n%s", sum)
+	}
+	for _, bad := range []string{"255", "1048577"} {
+		stderr.Reset()
+		if code := runMain([]string{"oracle", "-out", filepath.Join(dir, "bad"), "-text", text, "-vocab", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-vocab "+bad) {
+			t.Errorf("-vocab %s: exit %d, stderr %s", bad, code, stderr.String())
+		}
 	}
 }
 
