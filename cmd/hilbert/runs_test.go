@@ -81,14 +81,16 @@ func metricsLines(t *testing.T, path string) []map[string]any {
 // parse runs the train flag parser as train does.
 func parse(t *testing.T, args ...string) (*trainSetup, error) {
 	t.Helper()
-	return parseTrainFlags("train", trainUsage, args, io.Discard, nil)
+	timeout := time.Minute
+	return parseTrainFlags("train", trainUsage, args, io.Discard, func(f *flag.FlagSet) { rankFlags(f, &timeout) })
 }
 
 // trainFlags returns train's flag set.
 func trainFlags(t *testing.T) *flag.FlagSet {
 	t.Helper()
 	var fs *flag.FlagSet
-	if _, err := parseTrainFlags("train", trainUsage, []string{"-h"}, io.Discard, func(f *flag.FlagSet) { fs = f }); err != nil || fs == nil {
+	timeout := time.Minute
+	if _, err := parseTrainFlags("train", trainUsage, []string{"-h"}, io.Discard, func(f *flag.FlagSet) { rankFlags(f, &timeout); fs = f }); err != nil || fs == nil {
 		t.Fatalf("no flag set: %v", err)
 	}
 	return fs

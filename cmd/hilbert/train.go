@@ -366,9 +366,7 @@ func trainSignals(stderr io.Writer) (ctx context.Context, stop func()) {
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	commTimeout := 5 * time.Minute
-	st, err := parseTrainFlags("train", trainUsage, args, stderr, func(fs *flag.FlagSet) {
-		fs.DurationVar(&commTimeout, "comm-timeout", commTimeout, "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it")
-	})
+	st, err := parseTrainFlags("train", trainUsage, args, stderr, func(fs *flag.FlagSet) { rankFlags(fs, &commTimeout) })
 	if st == nil || err != nil {
 		return err
 	}
@@ -402,6 +400,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	printRun(stdout, s)
 	return nil
+}
+
+// rankFlags adds train's own flags (those of data-parallel runs) to the
+// shared ones.
+func rankFlags(fs *flag.FlagSet, commTimeout *time.Duration) {
+	fs.DurationVar(commTimeout, "comm-timeout", *commTimeout, "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it")
 }
 
 // printRun prints a finished run's one-line summary.
