@@ -13,8 +13,6 @@ import (
 // on the cores a backward pass would need, so overlapping does not pay).
 type gradComm struct {
 	c      dist.Communicator
-	size   int
-	params []*tensor.Tensor
 	red    *dist.Reducer
 	scalar *tensor.Tensor // one float32, for the loss
 }
@@ -28,7 +26,7 @@ func newGradComm(dev device.Device, c dist.Communicator, params []*tensor.Tensor
 	if err != nil {
 		return nil, fmt.Errorf("train: data-parallel: %w", err)
 	}
-	return &gradComm{c: c, size: c.Size(), params: params, red: red, scalar: buf}, nil
+	return &gradComm{c: c, red: red, scalar: buf}, nil
 }
 
 // average replaces every parameter's gradient by its mean over the ranks.

@@ -170,7 +170,7 @@ func (l *Loop[B]) Update() (Update, error) {
 	u := Update{Step: l.step + 1}
 	accum := l.cfg.Accumulate
 	if l.comm != nil {
-		accum /= l.comm.size
+		accum /= l.comm.c.Size()
 	}
 	l.opt.ZeroGrad()
 	var lossSum float64
@@ -194,14 +194,10 @@ func (l *Loop[B]) Update() (Update, error) {
 		if err := l.g.Err(); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
-		v := float64(loss.Item())
-		if l.comm == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			return u, fmt.Errorf("train: update %d: loss is %v; stopped before the step", u.Step, v)
-		}
+		lossSum += float64(loss.Item())
 		if err := l.g.Backward(scaled); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
-		lossSum += v
 	}
 	l.g.Reset()
 	if l.comm != nil {
@@ -215,13 +211,13 @@ func (l *Loop[B]) Update() (Update, error) {
 		if lossSum, err = l.comm.reduce(lossSum); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
-		lossSum /= float64(l.comm.size)
+		lossSum /= float64(l.comm.c.Size())
 		u.Comm = time.Since(commStart)
-		if v := lossSum / float64(accum); math.IsNaN(v) || math.IsInf(v, 0) {
-			return u, fmt.Errorf("train: update %d: loss is %v; stopped before the step", u.Step, v)
-		}
 	}
 	u.Loss = lossSum / float64(accum)
+	if math.IsNaN(u.Loss) || math.IsInf(u.Loss, 0) {
+		return u, fmt.Errorf("train: update %d: loss is %v; stopped before the step", u.Step, u.Loss)
+	}
 	clip := l.cfg.ClipNorm
 	if clip == 0 {
 		clip = math.Inf(1) // the norm is still computed and checked

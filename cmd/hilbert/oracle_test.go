@@ -18,14 +18,7 @@ import (
 // TestOracleStudy runs `hilbert oracle` end to end on a slice of Opticks
 // (gzip-compressed, as the shared corpus is) with a tiny byte-level model.
 func TestOracleStudy(t *testing.T) {
-	opticks, err := opticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	full, err := os.ReadFile(opticks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := opticksText(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "slice.txt.gz")
 	writeGzip(t, text, full[:60_000])
@@ -96,14 +89,7 @@ func TestOracleStudy(t *testing.T) {
 // TestOracleBPE runs the study with -vocab: a byte-level BPE trained on
 // the text, the model's vocabulary its size.
 func TestOracleBPE(t *testing.T) {
-	opticks, err := opticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	full, err := os.ReadFile(opticks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := opticksText(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "slice.txt.gz")
 	writeGzip(t, text, full[:60_000])

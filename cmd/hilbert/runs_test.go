@@ -332,14 +332,7 @@ func TestPlainProgressLines(t *testing.T) {
 // A resumed run must keep every setting that changes the numbers and its
 // data: the refusal lists each difference. -steps may grow.
 func TestResumeRefusesChangedSettings(t *testing.T) {
-	opticks, err := opticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	full, err := os.ReadFile(opticks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := opticksText(t)
 	dir := t.TempDir()
 	text, other := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
 	os.WriteFile(text, full[:40_000], 0o644)

@@ -17,14 +17,7 @@ import (
 // Opticks (GPT-2 tokens) and returns the run's folder.
 func tinyTextRun(t *testing.T) string {
 	t.Helper()
-	opticks, err := opticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	full, err := os.ReadFile(opticks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := opticksText(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "slice.txt")
 	if err := os.WriteFile(text, full[:30_000], 0o644); err != nil {

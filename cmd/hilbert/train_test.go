@@ -13,14 +13,7 @@ import (
 // slice of Opticks tokenized on the fly, configured by a YAML file whose
 // values a flag overrides.
 func TestTrainFromTextWithConfigFile(t *testing.T) {
-	opticks, err := opticksPath()
-	if err != nil {
-		t.Skip(err)
-	}
-	full, err := os.ReadFile(opticks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := opticksText(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "slice.txt")
 	if err := os.WriteFile(text, full[:40_000], 0o644); err != nil {
@@ -132,4 +125,19 @@ panel_positions: 8
 	if code := runMain([]string{"compare", "-config", cfg, "-seeds", "0,1", "-quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("second compare: exit %d: %s", code, stderr.String())
 	}
+}
+
+// opticksText returns Newton's Opticks, the text every Go installation
+// ships (the default job's), skipping the test where it is missing.
+func opticksText(t *testing.T) []byte {
+	t.Helper()
+	opticks, err := opticksPath()
+	if err != nil {
+		t.Skip(err)
+	}
+	full, err := os.ReadFile(opticks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return full
 }
