@@ -5,6 +5,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/optim"
 )
 
 // BenchmarkTrainStep times one forward+backward pass (no optimizer step)
@@ -43,6 +44,55 @@ func BenchmarkTrainStep(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				step()
+			}
+			b.ReportMetric(float64(batch*seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkPaperUpdate times one full paper update of the small presets at
+// batch 8 x 256 tokens: forward+backward, the global gradient norm clipped
+// at 1.0, and the step of every group (Nesterov Muon on the blocks, AdamW
+// on the embedding, RowNorm on the head), and reports tokens/s.
+// scripts/parity/bench.sh prints it next to PyTorch's full update
+// (scripts/parity/bench.py -update) for the same model.
+func BenchmarkPaperUpdate(b *testing.B) {
+	const batch, seq = 8, 256
+	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}
+	for _, preset := range []string{"d128-l2", "d256-l4"} {
+		b.Run(preset, func(b *testing.B) {
+			dev := cpu.New()
+			cfg, _ := Preset("cpu-128")
+			s := shapes[preset]
+			cfg.Layers, cfg.Dim, cfg.MLPHidden = s[0], s[1], 4*s[1]
+			m, err := New(dev, cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			set, err := optim.NewSet(optim.PaperRecipe(optim.PaperOptions{Width: cfg.Dim}), m.Parameters())
+			if err != nil {
+				b.Fatal(err)
+			}
+			inputs, targets := randomBatch(dev, 1, batch, seq, cfg.Vocab)
+			g := autograd.New(dev)
+			update := func() {
+				g.Reset()
+				autograd.ZeroGrad(m.Parameters())
+				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
+				if err := g.Backward(loss); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := optim.ClipGradNorm(m.Parameters(), 1); err != nil {
+					b.Fatal(err)
+				}
+				if err := set.Step(0.5); err != nil {
+					b.Fatal(err)
+				}
+			}
+			update() // warm the pool, the gradients and the optimizer state
+			b.ResetTimer()
+			for b.Loop() {
+				update()
 			}
 			b.ReportMetric(float64(batch*seq)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
