@@ -31,6 +31,23 @@ func (d *Device) attentionTC(s device.AttentionShape) bool {
 	return s.BFloat16Operands && !d.simtAttention && archAtLeast(d.arch, 80) && slices.Contains(attentionTCHeadDims, s.HeadDim)
 }
 
+// AttentionKernel names the kernels that Attention and AttentionBackward
+// run for shape s on this device (device/profile adds the name to its
+// attention rows): "mma.sync bf16" for the tensor-core kernels of
+// attention_tc.cu, "simt f32" for the SIMT kernels of attention.cu, and
+// "composed" for a head dim without a fused kernel (the Core
+// composition).
+func (d *Device) AttentionKernel(s device.AttentionShape) string {
+	switch {
+	case !attentionKernel(s):
+		return "composed"
+	case d.attentionTC(s):
+		return "mma.sync bf16"
+	default:
+		return "simt f32"
+	}
+}
+
 // archAtLeast reports whether an architecture name such as "sm_90" is at
 // least sm_<min>; a name it cannot read is not.
 func archAtLeast(arch string, min int) bool {

@@ -293,17 +293,40 @@ print(bench_torch.check_sdpa(torch.device("cpu")))
 	}
 }
 
+// namedCPU is the CPU backend naming its attention kernel as the CUDA
+// backend does, for the profile rows attention_share.awk reads.
+type namedCPU struct{ *cpu.Device }
+
+func (namedCPU) AttentionKernel(device.AttentionShape) string { return "mma.sync bf16" }
+
 // TestAttentionShareScript runs scripts/gpu/attention_share.awk (the
-// gpu-check stage after the 190M profile) on a table that device/profile
+// gpu-check stage after the 190M profile) on tables that device/profile
 // wrote for real CPU work, and checks its figures against the profile's
-// own op times; without a table the script must fail.
+// own op times, kernel names and rates; without a table the script must
+// fail.
 func TestAttentionShareScript(t *testing.T) {
 	if _, err := exec.LookPath("awk"); err != nil {
 		t.Skip("no awk")
 	}
 	root, _ := filepath.Abs("../..")
 	script := filepath.Join(root, "scripts", "gpu", "attention_share.awk")
-	p := profile.Wrap(cpu.New())
+	for _, c := range []struct {
+		name   string
+		dev    device.Device
+		kernel string
+	}{{"cpu", cpu.New(), "not named"}, {"named", namedCPU{cpu.New()}, "mma.sync bf16"}} {
+		t.Run(c.name, func(t *testing.T) { attentionShareCase(t, script, profile.Wrap(c.dev), c.kernel) })
+	}
+	cmd := exec.Command("awk", "-f", script)
+	cmd.Stdin = strings.NewReader("no table here\n")
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "no profile table") {
+		t.Errorf("without a table: err %v, output %q; want a failure saying so", err, b)
+	}
+}
+
+// attentionShareCase profiles attention and a GEMM on p, then checks the
+// script's line against the profile (kernel: the name it must print).
+func attentionShareCase(t *testing.T, script string, p *profile.Device, kernel string) {
 	s := device.AttentionShape{Batch: 1, Seq: 256, Heads: 2, HeadDim: 64}
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
 	buf := func(n int) device.Buffer { b, _ := p.Alloc(device.Float32, n); return b }
@@ -314,15 +337,15 @@ func TestAttentionShareScript(t *testing.T) {
 	p.AttentionBackward(dq, dk, dv, dout, q, k, v, o, lse, s, 0.125)
 	p.Gemm(device.GemmArgs{M: 256, N: 256, K: 256, Alpha: 1, A: x, LDA: 256, B: x, LDB: 256, C: x, LDC: 256})
 	p.Record(false)
-	var fwd, bwd, total float64
+	var fwd, bwd, total, frate, brate float64
 	for _, op := range p.Ops() {
 		ms := float64(op.Time) / 1e6
 		total += ms
 		switch op.Name {
 		case "Attention":
-			fwd += ms
+			fwd, frate = fwd+ms, op.GFlops()
 		case "AttentionBackward":
-			bwd += ms
+			bwd, brate = bwd+ms, op.GFlops()
 		}
 	}
 	var table strings.Builder
@@ -335,10 +358,18 @@ func TestAttentionShareScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("attention_share.awk: %v\n%s", err, b)
 	}
-	var share, att, tot, f, fs, bw, bs float64
+	var share, att, tot, f, fs, bw, bs, fr, br float64
 	if _, err := fmt.Sscanf(string(b), "attention share of the profiled step: %f%% (%f ms of %f ms; forward %f ms = %f%%, backward %f ms = %f%%)",
 		&share, &att, &tot, &f, &fs, &bw, &bs); err != nil {
 		t.Fatalf("output %q: %v\ntable:\n%s", b, err, table.String())
+	}
+	tail := "; kernel " + kernel + "; forward "
+	i := strings.Index(string(b), tail)
+	if i < 0 {
+		t.Fatalf("output %q lacks %q\ntable:\n%s", b, tail, table.String())
+	}
+	if _, err := fmt.Sscanf(string(b)[i+len(tail):], "%f GFLOP/s, backward %f GFLOP/s", &fr, &br); err != nil {
+		t.Fatalf("output %q: rates: %v", b, err)
 	}
 	for _, c := range []struct {
 		what      string
@@ -351,14 +382,11 @@ func TestAttentionShareScript(t *testing.T) {
 		// one's to the rounding of a few ms-sized entries.
 		{"share % of the printed figures", share, 100 * (f + bw) / tot, 0.051},
 		{"share %", share, 100 * (fwd + bwd) / total, 0.3},
+		// The table prints GFLOP/s to 0.1.
+		{"forward GFLOP/s", fr, frate, 0.051}, {"backward GFLOP/s", br, brate, 0.051},
 	} {
 		if math.Abs(c.got-c.want) > c.tol {
 			t.Errorf("%s = %v, want %v (output %q)", c.what, c.got, c.want, b)
 		}
-	}
-	cmd = exec.Command("awk", "-f", script)
-	cmd.Stdin = strings.NewReader("no table here\n")
-	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "no profile table") {
-		t.Errorf("without a table: err %v, output %q; want a failure saying so", err, b)
 	}
 }
