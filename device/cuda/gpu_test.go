@@ -338,8 +338,10 @@ func suiteCrossEntropy(t *testing.T, g *Device) {
 
 // attentionCases compares forward and backward; the backward gets the CPU
 // forward's out and lse as inputs on both backends. fwdTol bounds the
-// forward, tol the backward (always the f32 SIMT kernels). round feeds
-// q, k, v rounded to bf16 to both backends.
+// forward, tol the backward: both run the tensor-core kernels where
+// g.attentionTC(s) (bf16 operands, head dims 64 and 128, sm_80 or newer),
+// else the f32 SIMT kernels. round feeds q, k, v rounded to bf16 to both
+// backends.
 func attentionCases(t *testing.T, g *Device, s device.AttentionShape, fwdTol, tol float64, round bool) {
 	rng := rand.New(rand.NewPCG(uint64(s.Seq), uint64(s.HeadDim)))
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
@@ -404,19 +406,24 @@ func suiteAttention(t *testing.T, g *Device) {
 			attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
 		}
 	}
-	// The SIMT forward stays the fallback: check it at the tensor-core head
-	// dims too.
+	// The SIMT forward and backward stay the fallback: check them at the
+	// tensor-core head dims too, with bf16 operands allowed.
 	g.simtAttention = true
 	defer func() { g.simtAttention = false }()
 	for _, s := range shapes {
 		if slices.Contains(attentionTCHeadDims, s.HeadDim) {
+			s.BFloat16Operands = true
+			if g.attentionTC(s) {
+				t.Fatalf("%+v takes the tensor-core kernels with simtAttention set", s)
+			}
 			t.Run("SIMT", func(t *testing.T) { attentionCases(t, g, s, 5e-4, 5e-4, false) })
 		}
 	}
 }
 
-// suiteAttentionTC checks the tensor-core forward at its head dims, with
-// several query tiles, a ragged last tile and inputs already in bf16.
+// suiteAttentionTC checks the tensor-core forward and backward at their
+// head dims, with several query tiles, a ragged last tile and inputs
+// already in bf16.
 func suiteAttentionTC(t *testing.T, g *Device) {
 	for _, s := range []device.AttentionShape{
 		{Batch: 1, Seq: 200, Heads: 2, HeadDim: 64, BFloat16Operands: true},
@@ -458,12 +465,21 @@ func attentionChain(t *testing.T, g *Device, s device.AttentionShape, tol float6
 }
 
 // suiteFlashAttention2048 checks the paper's context length, where a
-// T x T score matrix per head would be 16 MiB.
+// T x T score matrix per head would be 16 MiB: the tensor-core kernels,
+// then the SIMT ones.
 func suiteFlashAttention2048(t *testing.T, g *Device) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64, BFloat16Operands: true}, attTCTol, attTCBwdTol, false)
+	s := device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64, BFloat16Operands: true}
+	attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
+	// The f32 SIMT fallback at the same length, forward and backward.
+	g.simtAttention = true
+	defer func() { g.simtAttention = false }()
+	if got := g.AttentionKernel(s); got != "simt f32" {
+		t.Fatalf("AttentionKernel(%+v) with simtAttention = %q, want simt f32", s, got)
+	}
+	t.Run("SIMT", func(t *testing.T) { attentionCases(t, g, s, 5e-4, 5e-4, false) })
 }
 
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS

@@ -1,8 +1,10 @@
-// attention_tc.cu: causal flash attention forward on tensor cores
-// (mma.sync m16n8k16, bf16 operands, f32 accumulation) for head dims 64
-// and 128, on the same [B, T, H, D] f32 tensors and saved log-sum-exp as
-// attention.cu, which stays the fallback for other head dims and for the
-// backward.
+// attention_tc.cu: causal flash attention, forward and backward, on tensor
+// cores (mma.sync m16n8k16, bf16 operands, f32 accumulation) for head dims
+// 64 and 128, on the same [B, T, H, D] f32 tensors and saved log-sum-exp
+// as attention.cu. The host takes these kernels when the caller allows
+// bf16 operands (autocast) on sm_80 or newer (attentionTC in
+// attention_tc.go); attention.cu's f32 SIMT kernels stay the fallback,
+// forward and backward, for other head dims, f32 operands and older GPUs.
 //
 // Forward:
 // A block of four warps takes 64 queries; each warp owns 16 of them and
