@@ -124,6 +124,7 @@ func TestRunScriptDeadline(t *testing.T) {
 	for name, body := range map[string]string{
 		"hilbert":   "#!/bin/sh\nexec sleep 60\n",
 		"cuda.test": "#!/bin/sh\necho \"$@\"\nexec sleep 60\n",
+		"python3":   "#!/bin/sh\necho torch 9.9 CUDA 13.0 available: NVIDIA H200\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestRunScriptDeadline(t *testing.T) {
 		}
 	}
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "gpu", "run.sh"), dir)
-	cmd.Env = append(os.Environ(), "GPU_CHECK_DEADLINE=14", "OUT="+dir, "PATH=/usr/bin:/bin")
+	cmd.Env = append(os.Environ(), "GPU_CHECK_DEADLINE=14", "OUT="+dir, "PATH="+dir+":/usr/bin:/bin")
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
 	elapsed := time.Since(start)
@@ -150,8 +151,7 @@ func TestRunScriptDeadline(t *testing.T) {
 		t.Errorf("run.sh took %v, past its 14 s deadline:\n%s", elapsed, b)
 	}
 	// The first stage's limit is what was left of the deadline, less the
-	// grace, when it started (the torch line before it takes a second or
-	// so).
+	// grace, when it started.
 	m := regexp.MustCompile(`=== gpu-check: devices \(limit (\d+)s, (\d+)s elapsed\)`).FindStringSubmatch(string(b))
 	if m == nil {
 		t.Fatalf("no devices stage line:\n%s", b)
@@ -161,6 +161,7 @@ func TestRunScriptDeadline(t *testing.T) {
 	}
 	for _, want := range []string{
 		"=== gpu-check: devices FAILED",
+		"gpu-check: torch 9.9 CUDA 13.0 available: NVIDIA H200\n",
 		"=== gpu-check: parity SKIPPED: out of time",
 		"=== gpu-check: bench-gemm SKIPPED: out of time",
 		"skipped for time: parity",
@@ -170,6 +171,49 @@ func TestRunScriptDeadline(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("run output lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// TestRunScriptTorchCheck runs scripts/gpu/run.sh with quick stand-ins
+// (no GPU) and python3 stand-ins for each answer of the torch check at the
+// start: the run must say what it found, in one line.
+func TestRunScriptTorchCheck(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Skip("no timeout(1)")
+	}
+	root, _ := filepath.Abs("../..")
+	for _, c := range []struct {
+		name, python, want string
+	}{
+		{"available", "echo torch 2.9.0 CUDA 13.0 available: NVIDIA H200", "gpu-check: torch 2.9.0 CUDA 13.0 available: NVIDIA H200\n"},
+		{"no GPU", "echo torch 2.9.0 CUDA None available: NOT available", "torch sees no GPU, the PyTorch anchor stage will not run"},
+		{"no torch", "echo \"ModuleNotFoundError: No module named 'torch'\" >&2; exit 1", "cannot import torch (the PyTorch anchor stage will not run): ModuleNotFoundError"},
+		{"hung", "exec sleep 60", "did not import torch within 6s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range map[string]string{
+				"hilbert":   "#!/bin/sh\nexit 0\n",
+				"cuda.test": "#!/bin/sh\necho 'no CUDA device: stand-in'\n",
+				"python3":   "#!/bin/sh\n" + c.python + "\n",
+			} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("bash", filepath.Join(root, "scripts", "gpu", "run.sh"), dir)
+			cmd.Env = append(os.Environ(), "GPU_CHECK_DEADLINE=60", "OUT="+dir, "PATH="+dir+":/usr/bin:/bin")
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("run.sh without a GPU: %v", err)
+			}
+			if !strings.Contains(string(b), c.want) || !strings.Contains(string(b), "no usable GPU") {
+				t.Errorf("output lacks %q (or the no-GPU line):\n%s", c.want, b)
+			}
+		})
 	}
 }
 
