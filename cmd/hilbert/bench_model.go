@@ -93,6 +93,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	per := time.Since(start).Seconds() / float64(*steps)
 	if prof != nil {
+		// The speed first, in case the profiled step fails (scripts/gpu's
+		// summary reads this line when the JSON is missing).
+		fmt.Fprintf(stderr, "bench model: %.0f tokens/s (%.1f ms a step)\n", float64(*batch**seq)/per, per*1000)
 		prof.Record(true)
 		err := step()
 		prof.Record(false)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -125,6 +127,15 @@ func TestBenchModelAttentionShare(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "attention (forward and backward):") {
 		t.Errorf("stderr lacks the attention line:\n%s", stderr.String())
+	}
+	// The speed line before the profile, the JSON's figure to the unit.
+	var tps, msStep float64
+	if i := strings.Index(stderr.String(), "bench model: "); i < 0 {
+		t.Errorf("stderr lacks the bench model speed line:\n%s", stderr.String())
+	} else if _, err := fmt.Sscanf(stderr.String()[i:], "bench model: %f tokens/s (%f ms a step)", &tps, &msStep); err != nil {
+		t.Errorf("speed line: %v\n%s", err, stderr.String())
+	} else if want := out["tokens_per_s"].(float64); math.Abs(tps-want) > 0.5 || math.Abs(msStep-out["ms_per_step"].(float64)) > 0.05 {
+		t.Errorf("speed line %v tokens/s, %v ms; JSON %v tokens/s, %v ms", tps, msStep, want, out["ms_per_step"])
 	}
 
 	a, total := attentionShare([]profile.Op{

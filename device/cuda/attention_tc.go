@@ -31,6 +31,23 @@ func (d *Device) attentionTC(s device.AttentionShape) bool {
 	return s.BFloat16Operands && !d.simtAttention && archAtLeast(d.arch, 80) && slices.Contains(attentionTCHeadDims, s.HeadDim)
 }
 
+// AttentionKernel names the kernels that Attention and AttentionBackward
+// run for shape s on this device (device/profile adds the name to its
+// attention rows): "mma.sync bf16" for the tensor-core kernels of
+// attention_tc.cu, "simt f32" for the SIMT kernels of attention.cu, and
+// "composed" for a head dim without a fused kernel (the Core
+// composition).
+func (d *Device) AttentionKernel(s device.AttentionShape) string {
+	switch {
+	case !attentionKernel(s):
+		return "composed"
+	case d.attentionTC(s):
+		return "mma.sync bf16"
+	default:
+		return "simt f32"
+	}
+}
+
 // archAtLeast reports whether an architecture name such as "sm_90" is at
 // least sm_<min>; a name it cannot read is not.
 func archAtLeast(arch string, min int) bool {
@@ -47,14 +64,16 @@ func (d *Device) launchAttentionTC(out, lse, q, k, v device.Buffer, s device.Att
 }
 
 // launchAttentionBackwardTC runs the tensor-core backward: dq per 64
-// queries, then dk and dv per 16 keys a warp.
-func (d *Device) launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+// queries, which also writes delta_i = dO_i . O_i (once per backward) to
+// the scratch buffer delta of B H T floats, then dk and dv per 16 keys a
+// warp, which read it (the same stream orders them).
+func (d *Device) launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse, delta device.Buffer, s device.AttentionShape, scale float32) {
 	bh := uint32(s.Batch * s.Heads)
 	d.launch(fmt.Sprintf("h_attn_bwd_dq_tc_d%d", s.HeadDim), [3]uint32{uint32((s.Seq + attTCBQ - 1) / attTCBQ), bh, 1}, [3]uint32{attTCThreads, 1, 1}, 0,
-		ptrArg(dq), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(out), ptrArg(lse),
+		ptrArg(dq), ptrArg(delta), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(out), ptrArg(lse),
 		i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
 	w := attTCKeyWarps[s.HeadDim]
 	d.launch(fmt.Sprintf("h_attn_bwd_dkdv_tc_d%d", s.HeadDim), [3]uint32{uint32((s.Seq + 16*w - 1) / (16 * w)), bh, 1}, [3]uint32{uint32(32 * w), 1, 1}, 0,
-		ptrArg(dk), ptrArg(dv), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(out), ptrArg(lse),
+		ptrArg(dk), ptrArg(dv), ptrArg(dout), ptrArg(q), ptrArg(k), ptrArg(v), ptrArg(delta), ptrArg(lse),
 		i32arg(s.Seq), i32arg(s.Heads), f32arg(scale))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/profile"
 )
 
 // Benchmarks of GEMM and the fused kernels; they skip without a GPU. Each
@@ -54,8 +55,9 @@ func BenchmarkGemm(b *testing.B) {
 
 // BenchmarkAttention times the 190M preset's attention (8 sequences of
 // 2048, d 512) on tensor cores at head dims 64 and 128, and on the f32 SIMT
-// kernels at 64, so one run gives their ratio. TFLOP/s counts the causal
-// half of the products a minimal kernel does: 2 forward, 5 backward.
+// kernels at 64, so one run gives their ratio. TFLOP/s counts
+// profile.AttentionFlops, as the profile's attention rows do: the causal
+// pairs of the products a minimal kernel does, 2 forward, 5 backward.
 func BenchmarkAttention(b *testing.B) {
 	d := gpu(b)
 	for _, c := range []struct {
@@ -75,16 +77,16 @@ func BenchmarkAttention(b *testing.B) {
 		n, nl := s.Batch*s.Seq*s.Heads*s.HeadDim, s.Batch*s.Heads*s.Seq
 		q, k, v, o, l := benchAlloc(b, d, device.Float32, n), benchAlloc(b, d, device.Float32, n), benchAlloc(b, d, device.Float32, n),
 			benchAlloc(b, d, device.Float32, n), benchAlloc(b, d, device.Float32, nl)
-		flops := 2 * 2 * float64(s.Batch*s.Heads) * float64(s.Seq) * float64(s.Seq) / 2 * float64(s.HeadDim)
+		fwd, bwd := profile.AttentionFlops(s, false), profile.AttentionFlops(s, true)
 		b.Run(c.name+"/forward", func(b *testing.B) {
 			benchLoop(b, d, func() { d.Attention(o, l, q, k, v, s, 0.125) })
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			b.ReportMetric(fwd*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
 		b.Run(c.name+"/backward", func(b *testing.B) {
 			dq, dk, dv := benchAlloc(b, d, device.Float32, n), benchAlloc(b, d, device.Float32, n), benchAlloc(b, d, device.Float32, n)
 			d.Attention(o, l, q, k, v, s, 0.125)
 			benchLoop(b, d, func() { d.AttentionBackward(dq, dk, dv, o, q, k, v, o, l, s, 0.125) })
-			b.ReportMetric(2.5*flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			b.ReportMetric(bwd*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
 	}
 	d.simtAttention = false

@@ -36,7 +36,7 @@ type Device struct {
 	err    error // first error, sticky
 	closed bool
 
-	simtAttention bool // tests: the f32 SIMT attention forward for every head dim
+	simtAttention bool // tests: the f32 SIMT attention kernels, forward and backward, for every head dim
 }
 
 var _ device.Device = (*Device)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/devicetest"
+	"github.com/hilbert-ml/hilbert/device/profile"
 )
 
 // The GPU tests run every kernel on CUDA and on the CPU backend with the
@@ -337,8 +338,10 @@ func suiteCrossEntropy(t *testing.T, g *Device) {
 
 // attentionCases compares forward and backward; the backward gets the CPU
 // forward's out and lse as inputs on both backends. fwdTol bounds the
-// forward, tol the backward (always the f32 SIMT kernels). round feeds
-// q, k, v rounded to bf16 to both backends.
+// forward, tol the backward: both run the tensor-core kernels where
+// g.attentionTC(s) (bf16 operands, head dims 64 and 128, sm_80 or newer),
+// else the f32 SIMT kernels. round feeds q, k, v rounded to bf16 to both
+// backends.
 func attentionCases(t *testing.T, g *Device, s device.AttentionShape, fwdTol, tol float64, round bool) {
 	rng := rand.New(rand.NewPCG(uint64(s.Seq), uint64(s.HeadDim)))
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
@@ -403,19 +406,24 @@ func suiteAttention(t *testing.T, g *Device) {
 			attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
 		}
 	}
-	// The SIMT forward stays the fallback: check it at the tensor-core head
-	// dims too.
+	// The SIMT forward and backward stay the fallback: check them at the
+	// tensor-core head dims too, with bf16 operands allowed.
 	g.simtAttention = true
 	defer func() { g.simtAttention = false }()
 	for _, s := range shapes {
 		if slices.Contains(attentionTCHeadDims, s.HeadDim) {
+			s.BFloat16Operands = true
+			if g.attentionTC(s) {
+				t.Fatalf("%+v takes the tensor-core kernels with simtAttention set", s)
+			}
 			t.Run("SIMT", func(t *testing.T) { attentionCases(t, g, s, 5e-4, 5e-4, false) })
 		}
 	}
 }
 
-// suiteAttentionTC checks the tensor-core forward at its head dims, with
-// several query tiles, a ragged last tile and inputs already in bf16.
+// suiteAttentionTC checks the tensor-core forward and backward at their
+// head dims, with several query tiles, a ragged last tile and inputs
+// already in bf16.
 func suiteAttentionTC(t *testing.T, g *Device) {
 	for _, s := range []device.AttentionShape{
 		{Batch: 1, Seq: 200, Heads: 2, HeadDim: 64, BFloat16Operands: true},
@@ -429,6 +437,15 @@ func suiteAttentionTC(t *testing.T, g *Device) {
 		attentionCases(t, g, s, attTCTolRounded, attTCBwdTolRounded, true)
 		attentionChain(t, g, s, attTCBwdTol)
 	}
+	// The profile names the kernel that ran: tensor cores here, SIMT with
+	// f32 operands.
+	s := device.AttentionShape{Batch: 1, Seq: 40, Heads: 2, HeadDim: 64, BFloat16Operands: true}
+	if got := g.AttentionKernel(s); got != "mma.sync bf16" {
+		t.Errorf("AttentionKernel(%+v) = %q, want the tensor-core kernels", s, got)
+	}
+	profileAttentionRows(t, g, s)
+	s.BFloat16Operands = false
+	profileAttentionRows(t, g, s)
 }
 
 // attentionChain runs forward then backward on each backend's own out and
@@ -448,12 +465,21 @@ func attentionChain(t *testing.T, g *Device, s device.AttentionShape, tol float6
 }
 
 // suiteFlashAttention2048 checks the paper's context length, where a
-// T x T score matrix per head would be 16 MiB.
+// T x T score matrix per head would be 16 MiB: the tensor-core kernels,
+// then the SIMT ones.
 func suiteFlashAttention2048(t *testing.T, g *Device) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	attentionCases(t, g, device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64, BFloat16Operands: true}, attTCTol, attTCBwdTol, false)
+	s := device.AttentionShape{Batch: 1, Seq: 2048, Heads: 2, HeadDim: 64, BFloat16Operands: true}
+	attentionCases(t, g, s, attTCTol, attTCBwdTol, false)
+	// The f32 SIMT fallback at the same length, forward and backward.
+	g.simtAttention = true
+	defer func() { g.simtAttention = false }()
+	if got := g.AttentionKernel(s); got != "simt f32" {
+		t.Fatalf("AttentionKernel(%+v) with simtAttention = %q, want simt f32", s, got)
+	}
+	t.Run("SIMT", func(t *testing.T) { attentionCases(t, g, s, 5e-4, 5e-4, false) })
 }
 
 // TestStubGemmParity runs the GEMM parity cases through the stub cuBLAS
@@ -531,5 +557,78 @@ func TestArchAtLeast(t *testing.T) {
 		if got := archAtLeast(c.arch, 80); got != c.want {
 			t.Errorf("archAtLeast(%q, 80) = %v, want %v", c.arch, got, c.want)
 		}
+	}
+}
+
+// The CUDA backend names its attention kernels to device/profile.
+var _ profile.AttentionKerneler = (*Device)(nil)
+
+// TestAttentionKernel checks the kernel names the profile shows against
+// the choice Attention makes: tensor cores for bf16 operands at head dims
+// 64 and 128 on sm_80 and newer, SIMT otherwise, the composition for a
+// head dim without a kernel.
+func TestAttentionKernel(t *testing.T) {
+	for _, c := range []struct {
+		arch  string
+		simt  bool
+		shape device.AttentionShape
+		want  string
+	}{
+		{"sm_90", false, device.AttentionShape{Batch: 8, Seq: 2048, Heads: 8, HeadDim: 64, BFloat16Operands: true}, "mma.sync bf16"},
+		{"sm_80", false, device.AttentionShape{Batch: 1, Seq: 7, Heads: 1, HeadDim: 128, BFloat16Operands: true}, "mma.sync bf16"},
+		{"sm_90", false, device.AttentionShape{Batch: 8, Seq: 2048, Heads: 8, HeadDim: 64}, "simt f32"},
+		{"sm_90", true, device.AttentionShape{Batch: 8, Seq: 2048, Heads: 8, HeadDim: 64, BFloat16Operands: true}, "simt f32"},
+		{"sm_75", false, device.AttentionShape{Batch: 1, Seq: 64, Heads: 1, HeadDim: 64, BFloat16Operands: true}, "simt f32"},
+		{"sm_90", false, device.AttentionShape{Batch: 1, Seq: 64, Heads: 1, HeadDim: 96, BFloat16Operands: true}, "simt f32"},
+		{"sm_90", false, device.AttentionShape{Batch: 1, Seq: 64, Heads: 1, HeadDim: 8, BFloat16Operands: true}, "composed"},
+	} {
+		d := &Device{arch: c.arch, simtAttention: c.simt}
+		if got := d.AttentionKernel(c.shape); got != c.want {
+			t.Errorf("%s simt=%v %+v: AttentionKernel = %q, want %q", c.arch, c.simt, c.shape, got, c.want)
+		}
+	}
+}
+
+// profileAttentionRows runs one forward and backward of s through
+// device/profile on g and checks the rows: the kernel's name in the
+// detail and the FLOPs of profile.AttentionFlops.
+func profileAttentionRows(t *testing.T, g *Device, s device.AttentionShape) {
+	p := profile.Wrap(g)
+	n := s.Batch * s.Seq * s.Heads * s.HeadDim
+	bufs := make([]device.Buffer, 9)
+	for i := range bufs {
+		m := n
+		if i == 8 {
+			m = s.Batch * s.Heads * s.Seq
+		}
+		b, err := p.Alloc(device.Float32, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Free(b)
+		bufs[i] = b
+	}
+	q, k, v, o, dout, dq, dk, dv, lse := bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8]
+	p.Record(true)
+	p.Attention(o, lse, q, k, v, s, 0.125)
+	p.AttentionBackward(dq, dk, dv, dout, q, k, v, o, lse, s, 0.125)
+	p.Record(false)
+	if err := p.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	detail := fmt.Sprintf("B%d T%d H%d D%d %s", s.Batch, s.Seq, s.Heads, s.HeadDim, g.AttentionKernel(s))
+	rows := 0
+	for _, op := range p.Ops() {
+		if op.Name != "Attention" && op.Name != "AttentionBackward" {
+			continue
+		}
+		rows++
+		want := profile.AttentionFlops(s, op.Name == "AttentionBackward")
+		if op.Detail != detail || op.Flops != want || op.Calls != 1 {
+			t.Errorf("%s row: detail %q, flops %g, calls %d; want %q, %g, 1", op.Name, op.Detail, op.Flops, op.Calls, detail, want)
+		}
+	}
+	if rows != 2 {
+		t.Errorf("%d attention rows in %+v, want 2", rows, p.Ops())
 	}
 }

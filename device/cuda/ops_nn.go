@@ -111,13 +111,25 @@ func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 		compose.AttentionBackward(compose.CoreOnly(d), dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 		return
 	}
+	var delta device.Buffer // the tensor-core backward's dO . O per query
+	if d.attentionTC(s) && s.Seq > 0 {
+		// Allocated before enter (Alloc takes the device) and freed after
+		// leave: the cache hands the block out again only to work queued
+		// later on the same stream.
+		var err error
+		if delta, err = d.Alloc(device.Float32, s.Batch*s.Heads*s.Seq); err != nil {
+			d.fail(err)
+			return
+		}
+		defer d.Free(delta)
+	}
 	d.enter()
 	defer d.leave()
 	if !d.want("AttentionBackward", f32Only, dq, dk, dv, dout, q, k, v, out, lse) || s.Seq == 0 {
 		return
 	}
-	if d.attentionTC(s) {
-		d.launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+	if delta != nil {
+		d.launchAttentionBackwardTC(dq, dk, dv, dout, q, k, v, out, lse, delta, s, scale)
 		return
 	}
 	bh := uint32(s.Batch * s.Heads)

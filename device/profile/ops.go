@@ -34,6 +34,48 @@ func attention(s device.AttentionShape) string {
 	return fmt.Sprintf("B%d T%d H%d D%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
 }
 
+// AttentionKerneler is implemented by a device that can name the kernels
+// its Attention and AttentionBackward run for a shape, e.g. the CUDA
+// backend's "mma.sync bf16" (tensor cores) or "simt f32". The wrapper
+// appends the name to the detail of its attention rows, so that a profile
+// says which kernel it timed.
+type AttentionKerneler interface {
+	AttentionKernel(s device.AttentionShape) string
+}
+
+// attentionDetail is the detail of an attention row: the shape, then the
+// kernel where the wrapped device names it.
+func (p *Device) attentionDetail(s device.AttentionShape) string {
+	if k, ok := p.inner.(AttentionKerneler); ok {
+		if name := k.AttentionKernel(s); name != "" {
+			return attention(s) + " " + name
+		}
+	}
+	return attention(s)
+}
+
+// CausalPairs is the number of (query, key) pairs causal attention over seq
+// tokens computes per (batch, head): seq (seq + 1) / 2, the diagonal
+// included.
+func CausalPairs(seq int) float64 { return float64(seq) * float64(seq+1) / 2 }
+
+// AttentionFlops returns the floating-point operations the profile charges
+// to a causal attention call of shape s: the matrix products over the
+// CausalPairs, 2 head-dim flops (a multiply and an add) per pair and
+// product. The forward has two products (S = Q K^T, O = P V): 4 D per
+// pair. The backward has five (S recomputed, dV = P^T dO, dP = dO V^T,
+// dQ = dS K, dK = dS^T Q): 10 D per pair, FlashAttention-2's count (2.5
+// times the forward). Softmax exponentials and the row sums are not
+// counted, nor a kernel's own repeats (a backward that recomputes S and dP
+// in separate dq and dk, dv kernels executes 14 D per pair).
+func AttentionFlops(s device.AttentionShape, backward bool) float64 {
+	per := 4.0
+	if backward {
+		per = 10
+	}
+	return per * float64(s.HeadDim) * CausalPairs(s.Seq) * float64(s.Batch) * float64(s.Heads)
+}
+
 // tr names a transpose flag.
 func tr(t bool) string {
 	if t {
@@ -397,7 +439,8 @@ func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	}
 }
 
-// Attention is timed by shape.
+// Attention is timed by shape (and kernel, see AttentionKerneler), with
+// AttentionFlops.
 func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
 	c := ""
@@ -408,11 +451,12 @@ func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 		c = composed
 	}
 	if !t.IsZero() {
-		p.stopAs(t, c, "Attention", attention(s), 0)
+		p.stopAs(t, c, "Attention", p.attentionDetail(s), AttentionFlops(s, false))
 	}
 }
 
-// AttentionBackward is timed by shape.
+// AttentionBackward is timed by shape (and kernel, see
+// AttentionKerneler), with AttentionFlops.
 func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	t := p.start()
 	c := ""
@@ -423,7 +467,7 @@ func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 		c = composed
 	}
 	if !t.IsZero() {
-		p.stopAs(t, c, "AttentionBackward", attention(s), 0)
+		p.stopAs(t, c, "AttentionBackward", p.attentionDetail(s), AttentionFlops(s, true))
 	}
 }
 

@@ -32,7 +32,8 @@ type Op struct {
 	Calls int
 	Time  time.Duration
 	// Flops sums the floating-point operations of the calls where they are
-	// well defined (Gemm: 2 M N K per product); 0 elsewhere.
+	// well defined (Gemm: 2 M N K per product; attention: AttentionFlops);
+	// 0 elsewhere.
 	Flops float64
 }
 

@@ -130,3 +130,78 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("top-1 table has %d lines, want header, 1 op, the rest, total:\n%s", lines, top.String())
 	}
 }
+
+// kernelNamer is the CPU backend that names its attention kernel, as the
+// CUDA backend does (profile.AttentionKerneler).
+type kernelNamer struct{ *cpu.Device }
+
+func (kernelNamer) AttentionKernel(s device.AttentionShape) string {
+	if s.BFloat16Operands {
+		return "mma.sync bf16"
+	}
+	return "simt f32"
+}
+
+// TestAttentionRows checks the attention rows of a profile: their FLOPs
+// against the closed form (causal pairs T (T + 1) / 2 per head, 4 D flops a
+// pair forward, 10 D backward, counted here by brute force over the
+// pairs), and the kernel name in the detail where the device gives one.
+func TestAttentionRows(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		dev    device.Device
+		shape  device.AttentionShape
+		detail string
+	}{
+		{"cpu", cpu.New(), device.AttentionShape{Batch: 2, Seq: 48, Heads: 3, HeadDim: 16}, "B2 T48 H3 D16"},
+		{"named simt", kernelNamer{cpu.New()}, device.AttentionShape{Batch: 1, Seq: 33, Heads: 2, HeadDim: 64}, "B1 T33 H2 D64 simt f32"},
+		{"named tc", kernelNamer{cpu.New()}, device.AttentionShape{Batch: 1, Seq: 64, Heads: 1, HeadDim: 64, BFloat16Operands: true}, "B1 T64 H1 D64 mma.sync bf16"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := profile.Wrap(c.dev)
+			s := c.shape
+			n := s.Batch * s.Seq * s.Heads * s.HeadDim
+			q, k, v, o, dout := alloc(t, p, n), alloc(t, p, n), alloc(t, p, n), alloc(t, p, n), alloc(t, p, n)
+			dq, dk, dv, lse := alloc(t, p, n), alloc(t, p, n), alloc(t, p, n), alloc(t, p, s.Batch*s.Heads*s.Seq)
+			p.Record(true)
+			for range 2 {
+				p.Attention(o, lse, q, k, v, s, 0.25)
+				p.AttentionBackward(dq, dk, dv, dout, q, k, v, o, lse, s, 0.25)
+			}
+			p.Record(false)
+			pairs := 0
+			for i := 0; i < s.Seq; i++ {
+				for j := 0; j <= i; j++ {
+					pairs++
+				}
+			}
+			if got := profile.CausalPairs(s.Seq); got != float64(pairs) {
+				t.Errorf("CausalPairs(%d) = %v, want %d", s.Seq, got, pairs)
+			}
+			heads := float64(s.Batch * s.Heads * pairs * s.HeadDim)
+			want := map[string]float64{"Attention": 2 * 4 * heads, "AttentionBackward": 2 * 10 * heads}
+			seen := 0
+			for _, op := range p.Ops() {
+				w, ok := want[op.Name]
+				if !ok {
+					continue
+				}
+				seen++
+				if op.Detail != c.detail || op.Calls != 2 || op.Flops != w || op.GFlops() <= 0 {
+					t.Errorf("%s: detail %q, calls %d, flops %g (%g GFLOP/s); want %q, 2, %g and a rate",
+						op.Name, op.Detail, op.Calls, op.Flops, op.GFlops(), c.detail, w)
+				}
+			}
+			if seen != 2 {
+				t.Errorf("%d attention rows in %v, want forward and backward", seen, p.Ops())
+			}
+			var table strings.Builder
+			if err := p.WriteTable(&table, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(table.String(), c.detail) {
+				t.Errorf("table lacks %q:\n%s", c.detail, table.String())
+			}
+		})
+	}
+}

@@ -1,8 +1,10 @@
-// attention_tc.cu: causal flash attention forward on tensor cores
-// (mma.sync m16n8k16, bf16 operands, f32 accumulation) for head dims 64
-// and 128, on the same [B, T, H, D] f32 tensors and saved log-sum-exp as
-// attention.cu, which stays the fallback for other head dims and for the
-// backward.
+// attention_tc.cu: causal flash attention, forward and backward, on tensor
+// cores (mma.sync m16n8k16, bf16 operands, f32 accumulation) for head dims
+// 64 and 128, on the same [B, T, H, D] f32 tensors and saved log-sum-exp
+// as attention.cu. The host takes these kernels when the caller allows
+// bf16 operands (autocast) on sm_80 or newer (attentionTC in
+// attention_tc.go); attention.cu's f32 SIMT kernels stay the fallback,
+// forward and backward, for other head dims, f32 operands and older GPUs.
 //
 // Forward:
 // A block of four warps takes 64 queries; each warp owns 16 of them and
@@ -17,15 +19,24 @@
 // query (a warp-uniform test: mma.sync needs all 32 lanes).
 //
 // Backward (FlashAttention-2 style, probabilities recomputed from the
-// saved log-sum-exp, delta_i = dO_i . O_i computed per tile): one kernel
-// per 64 queries accumulates dq = scale dS K over key tiles, with
-// S = Q K^T, dP = dO V^T, dS = P (dP - delta); one kernel per 16 keys a
-// warp accumulates dv = P^T dO and dk = scale dS^T Q over query tiles at
-// or past its keys. Both round P and dS to bf16 as operands.
+// saved log-sum-exp): one kernel per 64 queries computes
+// delta_i = dO_i . O_i for its queries, once per backward, and writes it
+// to a [B H, T] buffer, then accumulates dq = scale dS K over key tiles,
+// with S = Q K^T, dP = dO V^T, dS = P (dP - delta); one kernel per 16 keys
+// a warp, launched after it, reads delta and accumulates dv = P^T dO and
+// dk = scale dS^T Q over query tiles at or past its keys. Both round P and
+// dS to bf16 as operands.
+//
+// Exponentials are exp2f of log2-scaled arguments: the scores are scaled
+// by scale log2(e) and the saved log-sum-exp by log2(e), so that
+// exp(x - m) = exp2(x log2 e - m log2 e) costs one ex2 and no range
+// reduction; lse is saved in natural-log units.
 
 #define TC_BQ 64   // queries per block (16 per warp)
 #define TC_BK 64   // keys per shared tile
 #define TC_PAD 8   // bf16 of padding per shared row, against bank conflicts
+#define TC_LOG2E 1.4426950408889634f  // log2(e)
+#define TC_LN2 0.6931471805599453f    // ln(2)
 
 // tc_head_base is the offset of head h of batch b (bh = b H + h) in a
 // [B, T, H, D] tensor (each kernel file compiles on its own in the clang
@@ -72,6 +83,8 @@ __device__ void attn_fwd_tc(float* out, float* lse, const float* q, const float*
     float o[D / 8][4];
 #pragma unroll
     for (int n = 0; n < D / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    // Scores in log2 units: m, mt, mb and the exponents below are too.
+    float scale2 = scale * TC_LOG2E;
     float m[2] = {H_NEG_INF, H_NEG_INF}, l[2] = {0.0f, 0.0f};
 
     int kend = min(T, q0 + TC_BQ);
@@ -99,7 +112,7 @@ __device__ void attn_fwd_tc(float* out, float* lse, const float* q, const float*
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 int j = k0 + n * 8 + 2 * qd + (r & 1);
-                float x = j <= rows[r >> 1] ? s[n][r] * scale : H_NEG_INF;
+                float x = j <= rows[r >> 1] ? s[n][r] * scale2 : H_NEG_INF;
                 s[n][r] = x;
                 mt[r >> 1] = fmaxf(mt[r >> 1], x);
             }
@@ -110,7 +123,7 @@ __device__ void attn_fwd_tc(float* out, float* lse, const float* q, const float*
             mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 1));
             mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 2));
             mb[h] = mt[h] == H_NEG_INF ? 0.0f : mt[h];  // a row with nothing visible yet
-            float corr = expf(m[h] - mb[h]);
+            float corr = exp2f(m[h] - mb[h]);
             l[h] *= corr;
 #pragma unroll
             for (int n = 0; n < D / 8; n++) {
@@ -128,7 +141,7 @@ __device__ void attn_fwd_tc(float* out, float* lse, const float* q, const float*
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 int n = 2 * kk + (e >> 2), r = e & 3;
-                p[e] = f2bf(expf(s[n][r] - mb[r >> 1]));
+                p[e] = f2bf(exp2f(s[n][r] - mb[r >> 1]));
                 l[r >> 1] += bf2f(p[e]);
             }
             unsigned pa[4] = {pack_bf16(p[0], p[1]), pack_bf16(p[2], p[3]), pack_bf16(p[4], p[5]), pack_bf16(p[6], p[7])};
@@ -154,7 +167,7 @@ __device__ void attn_fwd_tc(float* out, float* lse, const float* q, const float*
             out[base + i * rs + c] = o[n][2 * h] * inv;
             out[base + i * rs + c + 1] = o[n][2 * h + 1] * inv;
         }
-        if (qd == 0) lse[(i64)bh * T + i] = m[h] + logf(l[h]);
+        if (qd == 0) lse[(i64)bh * T + i] = m[h] * TC_LN2 + logf(l[h]);
     }
 }
 
@@ -202,18 +215,32 @@ __device__ __forceinline__ void cfrag_to_a(unsigned* a, const float* c0, const f
     a[3] = pack_bf16(f2bf(c1[2]), f2bf(c1[3]));
 }
 
-// tc_delta fills Ds[r] = dO_i . O_i and Ls[r] = lse_i for the R rows from
-// i0 (zeros past T), one thread per row.
+// tc_delta fills Ds[r] = delta_i = dO_i . O_i, also stored to
+// delta[bh T + i], and Ls[r] = lse_i log2(e) for the R rows from i0 (zeros
+// past T), one thread per row.
 template <int D, int R>
-__device__ void tc_delta(float* Ds, float* Ls, const float* dout, const float* out, const float* lse,
-                         i64 base, i64 rs, int bh, int i0, int T) {
+__device__ void tc_delta(float* Ds, float* Ls, float* delta, const float* dout, const float* out,
+                         const float* lse, i64 base, i64 rs, int bh, int i0, int T) {
     for (int r = threadIdx.x; r < R; r += blockDim.x) {
         int i = i0 + r;
         float dl = 0.0f;
-        if (i < T)
+        if (i < T) {
             for (int d = 0; d < D; d++) dl += dout[base + i * rs + d] * out[base + i * rs + d];
+            delta[(i64)bh * T + i] = dl;
+        }
         Ds[r] = dl;
-        Ls[r] = i < T ? lse[(i64)bh * T + i] : 0.0f;
+        Ls[r] = i < T ? lse[(i64)bh * T + i] * TC_LOG2E : 0.0f;
+    }
+}
+
+// tc_rows fills Ds[r] = delta_i and Ls[r] = lse_i log2(e) from the saved
+// buffers for the R rows from i0 (zeros past T).
+template <int R>
+__device__ void tc_rows(float* Ds, float* Ls, const float* delta, const float* lse, int bh, int i0, int T) {
+    for (int r = threadIdx.x; r < R; r += blockDim.x) {
+        int i = i0 + r;
+        Ds[r] = i < T ? delta[(i64)bh * T + i] : 0.0f;
+        Ls[r] = i < T ? lse[(i64)bh * T + i] * TC_LOG2E : 0.0f;
     }
 }
 
@@ -221,8 +248,8 @@ __device__ void tc_delta(float* Ds, float* Ls, const float* dout, const float* o
 #define TC_BQ_KV 32  // queries per tile of the dk, dv kernel
 
 template <int D>
-__device__ void attn_bwd_dq_tc(float* dq, const float* dout, const float* q, const float* k, const float* v,
-                               const float* out, const float* lse, int T, int H, float scale) {
+__device__ void attn_bwd_dq_tc(float* dq, float* delta, const float* dout, const float* q, const float* k,
+                               const float* v, const float* out, const float* lse, int T, int H, float scale) {
     __shared__ bf16 Ks[TC_BK_DQ][D + TC_PAD];
     __shared__ bf16 Vs[TC_BK_DQ][D + TC_PAD];
     __shared__ bf16 Qs[TC_BQ][D + TC_PAD];  // Q, then dO
@@ -233,13 +260,14 @@ __device__ void attn_bwd_dq_tc(float* dq, const float* dout, const float* q, con
     int w0 = q0 + warp * 16;
     int rows[2] = {w0 + g, w0 + g + 8};
     i64 rs = (i64)H * D, base = tc_head_base(bh, T, H, D);
-    tc_delta<D, TC_BQ>(Ds, Ls, dout, out, lse, base, rs, bh, q0, T);
+    tc_delta<D, TC_BQ>(Ds, Ls, delta, dout, out, lse, base, rs, bh, q0, T);
     tc_load<D, TC_BQ>(Qs, q, base, rs, q0, T);
     __syncthreads();
     unsigned qa[D / 16][4], ga[D / 16][4];
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) afrag<D + TC_PAD>(qa[kk], Qs, warp * 16, kk * 16);
     float Lr[2] = {Ls[warp * 16 + g], Ls[warp * 16 + g + 8]}, Dr[2] = {Ds[warp * 16 + g], Ds[warp * 16 + g + 8]};
+    float scale2 = scale * TC_LOG2E;
     __syncthreads();
     tc_load<D, TC_BQ>(Qs, dout, base, rs, q0, T);
     __syncthreads();
@@ -274,7 +302,7 @@ __device__ void attn_bwd_dq_tc(float* dq, const float* dout, const float* q, con
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 int j = k0 + n * 8 + 2 * qd + (r & 1), h = r >> 1;
-                float p = j <= rows[h] ? expf(s[n][r] * scale - Lr[h]) : 0.0f;
+                float p = j <= rows[h] ? exp2f(s[n][r] * scale2 - Lr[h]) : 0.0f;
                 s[n][r] = p * (dp[n][r] - Dr[h]);  // dS
             }
         }
@@ -307,7 +335,7 @@ __device__ void attn_bwd_dq_tc(float* dq, const float* dout, const float* q, con
 // NW warps, 16 keys each, per block.
 template <int D, int NW>
 __device__ void attn_bwd_dkdv_tc(float* dk, float* dv, const float* dout, const float* q, const float* k,
-                                 const float* v, const float* out, const float* lse, int T, int H, float scale) {
+                                 const float* v, const float* delta, const float* lse, int T, int H, float scale) {
     __shared__ bf16 Ks[NW * 16][D + TC_PAD];
     __shared__ bf16 Vs[NW * 16][D + TC_PAD];
     __shared__ bf16 Qs[TC_BQ_KV][D + TC_PAD];
@@ -319,6 +347,7 @@ __device__ void attn_bwd_dkdv_tc(float* dk, float* dv, const float* dout, const 
     int w0 = k0 + warp * 16;
     int keys[2] = {w0 + g, w0 + g + 8};
     i64 rs = (i64)H * D, base = tc_head_base(bh, T, H, D);
+    float scale2 = scale * TC_LOG2E;
     tc_load<D, NW * 16>(Ks, k, base, rs, k0, T);
     tc_load<D, NW * 16>(Vs, v, base, rs, k0, T);
     float dka[D / 8][4], dva[D / 8][4];
@@ -329,7 +358,7 @@ __device__ void attn_bwd_dkdv_tc(float* dk, float* dv, const float* dout, const 
         __syncthreads();
         tc_load<D, TC_BQ_KV>(Qs, q, base, rs, i0, T);
         tc_load<D, TC_BQ_KV>(Gs, dout, base, rs, i0, T);
-        tc_delta<D, TC_BQ_KV>(Ds, Ls, dout, out, lse, base, rs, bh, i0, T);
+        tc_rows<TC_BQ_KV>(Ds, Ls, delta, lse, bh, i0, T);
         __syncthreads();
         if (i0 + TC_BQ_KV - 1 < w0) continue;  // warp-uniform: every query precedes the warp's keys
         float st[TC_BQ_KV / 8][4], dpt[TC_BQ_KV / 8][4];  // S^T, dP^T: keys x queries
@@ -354,7 +383,7 @@ __device__ void attn_bwd_dkdv_tc(float* dk, float* dv, const float* dout, const 
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 int ri = n * 8 + 2 * qd + (r & 1), i = i0 + ri, j = keys[r >> 1];
-                float p = i >= j && i < T ? expf(st[n][r] * scale - Ls[ri]) : 0.0f;
+                float p = i >= j && i < T ? exp2f(st[n][r] * scale2 - Ls[ri]) : 0.0f;
                 dpt[n][r] = p * (dpt[n][r] - Ds[ri]);  // dS^T
                 st[n][r] = p;                          // P^T
             }
@@ -396,14 +425,14 @@ __device__ void attn_bwd_dkdv_tc(float* dk, float* dv, const float* dout, const 
         attn_fwd_tc<D>(out, lse, q, k, v, T, H, scale);                                                  \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(128) h_attn_bwd_dq_tc_d##D(                             \
-        float* dq, const float* dout, const float* q, const float* k, const float* v, const float* out,  \
-        const float* lse, int T, int H, float scale) {                                                   \
-        attn_bwd_dq_tc<D>(dq, dout, q, k, v, out, lse, T, H, scale);                                     \
+        float* dq, float* delta, const float* dout, const float* q, const float* k, const float* v,      \
+        const float* out, const float* lse, int T, int H, float scale) {                                 \
+        attn_bwd_dq_tc<D>(dq, delta, dout, q, k, v, out, lse, T, H, scale);                              \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(NW * 32) h_attn_bwd_dkdv_tc_d##D(                       \
         float* dk, float* dv, const float* dout, const float* q, const float* k, const float* v,         \
-        const float* out, const float* lse, int T, int H, float scale) {                                 \
-        attn_bwd_dkdv_tc<D, NW>(dk, dv, dout, q, k, v, out, lse, T, H, scale);                           \
+        const float* delta, const float* lse, int T, int H, float scale) {                               \
+        attn_bwd_dkdv_tc<D, NW>(dk, dv, dout, q, k, v, delta, lse, T, H, scale);                         \
     }
 
 // Keep in step with attentionTCHeadDims and attTCKeyWarps in

@@ -11,6 +11,7 @@
 #include <__clang_cuda_builtin_vars.h>
 
 extern "C" __device__ float expf(float);
+extern "C" __device__ float exp2f(float);
 extern "C" __device__ float logf(float);
 extern "C" __device__ float sqrtf(float);
 extern "C" __device__ double sqrt(double);
