@@ -224,10 +224,10 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 	if q.Rank() != 4 || !q.SameShape(k) || !q.SameShape(v) {
 		return g.failf("%s: q %v, k %v, v %v: want three equal [batch, seq, heads, headDim] shapes", op, q.Shape(), k.Shape(), v.Shape())
 	}
-	// Float32 only: its composition is built on Gemm, which the CPU runs
-	// in float32.
-	if q.DType() != device.Float32 || k.DType() != q.DType() || v.DType() != q.DType() {
-		return g.failf("%s: q %v, k %v, v %v: want float32", op, q.DType(), k.DType(), v.DType())
+	// Float32 takes the backend's kernel (or the composition); float64
+	// the composition from the core, whose products run in float64.
+	if !isFloat(q) || k.DType() != q.DType() || v.DType() != q.DType() {
+		return g.failf("%s: q %v, k %v, v %v: want one float dtype (float32 or float64)", op, q.DType(), k.DType(), v.DType())
 	}
 	s := g.attentionShape(q)
 	out := g.allocOf(op, q.DType(), q.Shape()...)
