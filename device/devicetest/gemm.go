@@ -21,6 +21,7 @@ type gemmCase struct {
 	shareB      bool
 	nanC        bool // C starts as NaN (with beta 0 it must not be read)
 	special     bool // NaN and Inf in A and B, which must propagate
+	bf16        bool // A and B are bfloat16 (C float32)
 	name        string
 	storedA     [2]int // rows, cols of one stored A
 	storedB     [2]int
@@ -53,6 +54,9 @@ func (c *gemmCase) String() string {
 	}
 	if c.special {
 		s += "_naninf"
+	}
+	if c.bf16 {
+		s += "_bf16"
 	}
 	return s
 }
@@ -120,11 +124,35 @@ func (h *harness) gemm(t *testing.T) {
 	if h.dt == device.Float64 {
 		u = 0x1p-53
 	}
-	for i, c := range gemmCases() {
+	cases := gemmCases()
+	if h.dt == device.Float32 {
+		// BFloat16 A and B with a float32 C, where the device stores
+		// bfloat16 (the autocast products).
+		if buf, err := h.dev.Alloc(device.BFloat16, 1); err == nil {
+			h.dev.Free(buf)
+			for _, c := range gemmCases()[:24] {
+				c.bf16 = true
+				cases = append(cases, c)
+			}
+		} else {
+			t.Logf("%s declares no bfloat16 (Alloc: %v): no bfloat16 Gemm operands checked", h.dev.Name(), err)
+		}
+	}
+	for i, c := range cases {
 		c.layout()
 		t.Run(c.String(), func(t *testing.T) {
-			a := h.roundAll(randoms(uint64(1000+i), c.lenA, 1))
-			b := h.roundAll(randoms(uint64(2000+i), c.lenB, 1))
+			operand := h.roundAll
+			if c.bf16 {
+				operand = func(v []float64) []float64 {
+					out := make([]float64, len(v))
+					for i, x := range v {
+						out[i] = float64(bf16Reference(float32(x)))
+					}
+					return out
+				}
+			}
+			a := operand(randoms(uint64(1000+i), c.lenA, 1))
+			b := operand(randoms(uint64(2000+i), c.lenB, 1))
 			cv := h.roundAll(randoms(uint64(3000+i), c.lenC, 1))
 			nan := math.NaN()
 			// Padding and gaps of A and B are NaN; of C a sentinel.
@@ -173,6 +201,11 @@ func (h *harness) gemm(t *testing.T) {
 				a[len(a)-1] = math.Inf(-1) // and of A
 			}
 			A, B, C := h.upload(t, a), h.upload(t, b), h.upload(t, cv)
+			if c.bf16 {
+				A, B = h.alloc(t, device.BFloat16, len(a)), h.alloc(t, device.BFloat16, len(b))
+				h.dev.CopyFloat64FromHost(A, a) // exact: the values are bfloat16
+				h.dev.CopyFloat64FromHost(B, b)
+			}
 			h.dev.Gemm(device.GemmArgs{TransA: c.tA, TransB: c.tB, M: c.m, N: c.n, K: c.k,
 				Alpha: c.alpha, Beta: c.beta,
 				A: A, LDA: c.lda, StrideA: c.sa, B: B, LDB: c.ldb, StrideB: c.sb,
