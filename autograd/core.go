@@ -231,9 +231,18 @@ func (g *Graph) MinAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor
 }
 
 // ArgMaxAxis returns the int32 indices of the first largest elements of x
-// over one axis (not differentiable).
+// over one axis (a NaN counts as the largest; not differentiable). The
+// result records its range [0, n), so it can index (IndexSelect,
+// GatherAxis) without a read back.
 func (g *Graph) ArgMaxAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor {
 	return g.reduceAxis("ArgMaxAxis", device.ArgMax, x, axis, keepDim, false)
+}
+
+// ArgMinAxis returns the int32 indices of the first smallest elements of x
+// over one axis (a NaN counts as the smallest; not differentiable), with
+// its range recorded as ArgMaxAxis's.
+func (g *Graph) ArgMinAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor {
+	return g.reduceAxis("ArgMinAxis", device.ArgMin, x, axis, keepDim, false)
 }
 
 // VarianceAxis returns the (biased) variance of x over one axis, composed
@@ -258,7 +267,8 @@ func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, ax
 		return g.failf("%s: empty axis %d of shape %v", name, ax, x.Shape())
 	}
 	dtype := x.DType()
-	if op == device.ArgMax {
+	arg := op == device.ArgMax || op == device.ArgMin
+	if arg {
 		dtype = device.Int32
 	}
 	out := g.allocOf(name, dtype, shape...)
@@ -266,12 +276,16 @@ func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, ax
 		return nil
 	}
 	g.dev.ReduceAxis(op, out.Buffer(), x.Buffer(), outer, n, inner)
+	if arg {
+		out.SetIndexRange(0, int32(n-1))
+		return out
+	}
 	scale := 1.0
 	if mean {
 		scale = 1 / float64(n)
 		g.binaryInto(device.Mul, out, out, g.Constant(scale, dtype))
 	}
-	if op != device.ArgMax && g.wantsGrad(x) {
+	if g.wantsGrad(x) {
 		kind := opSumAxis
 		if op != device.Sum {
 			kind = opMaxAxis

@@ -10,7 +10,9 @@ import (
 // as PyTorch's autograd.Function: a forward computation and the backward
 // one that gives each input's gradient from the output's. Both run with
 // recording off, so the ops they call on the graph are computed but not
-// differentiated; the tensors they make belong to the graph.
+// differentiated; the tensors they make belong to the graph. Forward may
+// keep intermediates for Backward with g.SaveForBackward; Backward reads
+// them with g.Saved().
 //
 //	square := &autograd.Function{
 //	    Name:    "Square",
@@ -31,15 +33,55 @@ type Function struct {
 	Backward func(g *Graph, gout *tensor.Tensor, inputs []*tensor.Tensor, out *tensor.Tensor) []*tensor.Tensor
 }
 
-// customCall is one recorded application of a Function.
+// customCall is one recorded application of a Function: its inputs and
+// the tensors its Forward saved (SaveForBackward), with their versions
+// when it was recorded.
 type customCall struct {
-	f      *Function
-	inputs []*tensor.Tensor
+	f              *Function
+	inputs         []*tensor.Tensor
+	inputVersions  []uint64
+	saved          []*tensor.Tensor
+	savedVersions  []uint64
+	savingDisabled bool // Forward ran without recording: SaveForBackward keeps nothing
+}
+
+// SaveForBackward keeps tensors that a Function's Forward computed (or any
+// tensors it read) for its Backward, which gets them back from Saved, as
+// PyTorch's ctx.save_for_backward: an intermediate need not be recomputed.
+// It may be called only from inside a Function's Forward (elsewhere it
+// records an error on the graph). Like the inputs, a saved tensor modified
+// in place before Backward makes Backward fail, naming the op and the
+// tensor. Tensors the Forward made belong to the graph and stay valid
+// until the Backward has run.
+func (g *Graph) SaveForBackward(ts ...*tensor.Tensor) {
+	if g.applying == nil {
+		g.failf("SaveForBackward: called outside a Function's Forward")
+		return
+	}
+	if g.applying.savingDisabled {
+		return
+	}
+	for i, t := range ts {
+		if t == nil {
+			g.failf("%s: SaveForBackward: tensor %d is nil", g.applying.f.Name, i)
+			return
+		}
+	}
+	g.applying.saved = append(g.applying.saved, ts...)
+}
+
+// Saved returns, inside a Function's Backward, the tensors its Forward
+// passed to SaveForBackward, in order (nil elsewhere).
+func (g *Graph) Saved() []*tensor.Tensor {
+	if g.backwardCall == nil {
+		return nil
+	}
+	return g.backwardCall.saved
 }
 
 // Apply runs f on inputs and records it for Backward. In-place changes to
-// the first three inputs after the forward pass are detected as for the
-// built-in ops.
+// any input, or to a tensor Forward saved with SaveForBackward, after the
+// forward pass make Backward fail, as for the built-in ops.
 func (g *Graph) Apply(f *Function, inputs ...*tensor.Tensor) *tensor.Tensor {
 	name := "Apply"
 	if f != nil && f.Name != "" {
@@ -51,10 +93,12 @@ func (g *Graph) Apply(f *Function, inputs ...*tensor.Tensor) *tensor.Tensor {
 	if !g.ok(name, inputs...) {
 		return nil
 	}
-	was := g.noGrad
-	g.noGrad = true
+	record := g.wantsGrad(inputs...)
+	call := &customCall{f: f, inputs: append([]*tensor.Tensor(nil), inputs...), savingDisabled: !record}
+	was, outer := g.noGrad, g.applying
+	g.noGrad, g.applying = true, call
 	out := f.Forward(g, inputs)
-	g.noGrad = was
+	g.noGrad, g.applying = was, outer
 	if g.err != nil {
 		return nil
 	}
@@ -74,22 +118,48 @@ func (g *Graph) Apply(f *Function, inputs ...*tensor.Tensor) *tensor.Tensor {
 			break
 		}
 	}
-	if g.wantsGrad(inputs...) {
+	if record {
 		n := node{op: opCustom, out: out, ints: [4]int{len(g.custom)}}
 		copy(n.in[:], inputs)
-		g.custom = append(g.custom, customCall{f: f, inputs: append([]*tensor.Tensor(nil), inputs...)})
+		for _, t := range call.inputs {
+			call.inputVersions = append(call.inputVersions, t.Version())
+		}
+		for _, t := range call.saved {
+			call.savedVersions = append(call.savedVersions, t.Version())
+		}
+		g.custom = append(g.custom, call)
 		g.record(n)
 	}
 	return out
 }
 
+// checkCustomVersions returns an error naming the Function and the tensor
+// when an input of the call, or a tensor its Forward saved, was modified
+// in place after the call was recorded.
+func (g *Graph) checkCustomVersions(n *node) error {
+	call := g.custom[n.ints[0]]
+	check := func(what string, ts []*tensor.Tensor, vs []uint64) error {
+		for i, t := range ts {
+			if t.Version() != vs[i] {
+				return fmt.Errorf("autograd: Backward: %s saved %s %d %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
+					g.opName(n), what, i, t, vs[i], t.Version())
+			}
+		}
+		return nil
+	}
+	if err := check("input", call.inputs, call.inputVersions); err != nil {
+		return err
+	}
+	return check("tensor (SaveForBackward)", call.saved, call.savedVersions)
+}
+
 func (g *Graph) customBackward(n *node, gout *tensor.Tensor) {
 	call := g.custom[n.ints[0]]
 	name := call.f.Name
-	was := g.noGrad
-	g.noGrad = true
+	was, outer := g.noGrad, g.backwardCall
+	g.noGrad, g.backwardCall = true, call
 	grads := call.f.Backward(g, gout, call.inputs, n.out)
-	g.noGrad = was
+	g.noGrad, g.backwardCall = was, outer
 	if g.err != nil {
 		return
 	}

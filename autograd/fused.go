@@ -20,8 +20,10 @@ func (g *Graph) kernels(dt device.DType) device.Core {
 	return compose.CoreOnly(g.dev)
 }
 
-// checkIDs verifies that ids is an int32 tensor whose values (recorded
-// when it was filled from the host) lie in [0, limit).
+// checkIDs verifies that ids is an int32 tensor whose values lie in
+// [0, limit): by their recorded range (host data, or an op such as
+// ArgMaxAxis that knows it), else by reading them back once (a device
+// sync), which records the range until the ids are next modified.
 func (g *Graph) checkIDs(op, what string, ids *tensor.Tensor, limit int) bool {
 	if ids.DType() != device.Int32 {
 		g.failf("%s: %s have dtype %v (want int32)", op, what, ids.DType())
@@ -29,8 +31,11 @@ func (g *Graph) checkIDs(op, what string, ids *tensor.Tensor, limit int) bool {
 	}
 	lo, hi, known := ids.IndexRange()
 	if !known {
-		g.failf("%s: %s %v have no recorded range (fill them with tensor.FromInt32 or SetInt32)", op, what, ids.Shape())
-		return false
+		if err := g.dev.Synchronize(); err != nil {
+			g.failf("%s: reading %s back to check their range: %v", op, what, err)
+			return false
+		}
+		lo, hi = ids.ComputeIndexRange()
 	}
 	if ids.Len() > 0 && (lo < 0 || int(hi) >= limit) {
 		g.failf("%s: %s range [%d, %d] outside [0, %d)", op, what, lo, hi, limit)
@@ -224,10 +229,10 @@ func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor 
 	if q.Rank() != 4 || !q.SameShape(k) || !q.SameShape(v) {
 		return g.failf("%s: q %v, k %v, v %v: want three equal [batch, seq, heads, headDim] shapes", op, q.Shape(), k.Shape(), v.Shape())
 	}
-	// Float32 only: its composition is built on Gemm, which the CPU runs
-	// in float32.
-	if q.DType() != device.Float32 || k.DType() != q.DType() || v.DType() != q.DType() {
-		return g.failf("%s: q %v, k %v, v %v: want float32", op, q.DType(), k.DType(), v.DType())
+	// Float32 takes the backend's kernel (or the composition); float64
+	// the composition from the core, whose products run in float64.
+	if !isFloat(q) || k.DType() != q.DType() || v.DType() != q.DType() {
+		return g.failf("%s: q %v, k %v, v %v: want one float dtype (float32 or float64)", op, q.DType(), k.DType(), v.DType())
 	}
 	s := g.attentionShape(q)
 	out := g.allocOf(op, q.DType(), q.Shape()...)

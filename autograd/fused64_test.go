@@ -1,9 +1,11 @@
 package autograd
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -32,8 +34,7 @@ func ropeTables64(t *testing.T, seq, half int) (cos, sin *tensor.Tensor) {
 // from the core (device/compose), forward and backward, so finite
 // differences check the composed backward formulas that a backend without
 // the fused kernels trains with, and that devicetest holds every fused
-// kernel to. (Attention's composition is built on Gemm, float32 on the
-// CPU: devicetest compares it with the fused kernels instead.)
+// kernel to. The ops built on Gemm are in TestGradCheckProducts.
 func TestGradCheckFusedOps(t *testing.T) {
 	x := func(seed uint64, shape ...int) *tensor.Tensor { return input64(t, seed, shape, 1, 0, 0) }
 	targets, _ := tensor.FromInt32(cpu.New(), []int32{3, 0, 6, 6, 1}, 5)
@@ -62,4 +63,113 @@ func TestGradCheckFusedOps(t *testing.T) {
 		}},
 	}
 	runChecks64(t, cases)
+}
+
+// TestGradCheckProducts checks in float64 the ops whose forward and
+// backward are matrix products: MatMul in every transpose and batching,
+// causal attention as its composition from the core (scores, softmax and
+// the five backward products), and LinearCrossEntropy, blocked over rows
+// with a ragged last block and in one block.
+func TestGradCheckProducts(t *testing.T) {
+	x := func(seed uint64, shape ...int) *tensor.Tensor { return input64(t, seed, shape, 1, 0, 0) }
+	targets, _ := tensor.FromInt32(cpu.New(), []int32{3, 0, 6, 6, 1}, 5)
+	var cases []check64
+	for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+		tA, tB := tr[0], tr[1]
+		sa, sb := []int{3, 4}, []int{4, 5}
+		if tA {
+			sa = []int{4, 3}
+		}
+		if tB {
+			sb = []int{5, 4}
+		}
+		cases = append(cases,
+			check64{fmt.Sprintf("MatMul_%v_%v", tA, tB), func(t *testing.T) []*tensor.Tensor {
+				return []*tensor.Tensor{x(200, sa...), x(201, sb...)}
+			}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], tA, tB) }},
+			check64{fmt.Sprintf("MatMulBatched_%v_%v", tA, tB), func(t *testing.T) []*tensor.Tensor {
+				return []*tensor.Tensor{x(202, append([]int{2, 3}, sa...)...), x(203, append([]int{2, 3}, sb...)...)}
+			}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], tA, tB) }},
+		)
+	}
+	cases = append(cases,
+		check64{"MatMulFoldedLeading", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{x(204, 2, 3, 4), x(205, 5, 4)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.MatMul(in[0], in[1], false, true) }},
+		check64{"Attention", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{x(206, 2, 5, 2, 3), x(207, 2, 5, 2, 3), x(208, 2, 5, 2, 3)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.Attention(in[0], in[1], in[2], 0.7) }},
+		check64{"LinearCrossEntropyBlocked", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{x(209, 5, 4), x(210, 7, 4)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+			return g.LinearCrossEntropy(in[0], in[1], targets, 2)
+		}},
+		check64{"LinearCrossEntropy", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{x(211, 5, 4), x(212, 7, 4)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+			return g.LinearCrossEntropy(in[0], in[1], targets, 0)
+		}},
+		check64{"AttentionBlock", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{x(213, 1, 4, 2, 4), x(214, 8, 8)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+			cos, sin := ropeTables64(t, 4, 2)
+			q := g.RoPE(in[0], cos, sin)
+			a := g.Reshape(g.Attention(q, q, in[0], 0.5), 4, 8)
+			return g.MatMul(a, in[1], false, true)
+		}},
+	)
+	runChecks64(t, cases)
+}
+
+// TestProductsFloat64MatchFloat32 runs MatMul, Attention and
+// LinearCrossEntropy in float64 and float32 on the same values: the float64
+// results (the reference) and the float32 ones (the fused kernels) agree
+// to float32 accuracy.
+func TestProductsFloat64MatchFloat32(t *testing.T) {
+	dev := cpu.New()
+	vals := func(seed uint64, n int) []float64 {
+		v := input64(t, seed, []int{n}, 1, 0, 0).Float64s()
+		for i := range v {
+			v[i] = float64(float32(v[i]))
+		}
+		return v
+	}
+	mk := func(dt device.DType, v []float64, shape ...int) *tensor.Tensor {
+		x, err := tensor.FromFloat64(dev, v, shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dt == device.Float32 {
+			f := make([]float32, len(v))
+			for i := range v {
+				f[i] = float32(v[i])
+			}
+			if x, err = tensor.FromFloat32(dev, f, shape...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return x
+	}
+	targets, _ := tensor.FromInt32(dev, []int32{3, 0, 6, 6, 1, 2}, 6)
+	q, k, v := vals(300, 2*6*2*4), vals(301, 2*6*2*4), vals(302, 2*6*2*4)
+	h, w := vals(303, 6*8), vals(304, 7*8)
+	run := func(dt device.DType) [][]float64 {
+		g := New(dev)
+		defer g.Reset()
+		att := g.Attention(mk(dt, q, 2, 6, 2, 4), mk(dt, k, 2, 6, 2, 4), mk(dt, v, 2, 6, 2, 4), 0.5)
+		mm := g.MatMul(mk(dt, h, 6, 8), mk(dt, w, 7, 8), false, true)
+		lce := g.LinearCrossEntropy(mk(dt, h, 6, 8), mk(dt, w, 7, 8), targets, 4)
+		if err := g.Err(); err != nil {
+			t.Fatalf("%v: %v", dt, err)
+		}
+		return [][]float64{att.Float64s(), mm.Float64s(), lce.Float64s()}
+	}
+	want, got := run(device.Float64), run(device.Float32)
+	for i, name := range []string{"Attention", "MatMul", "LinearCrossEntropy"} {
+		for j := range want[i] {
+			if d := math.Abs(got[i][j] - want[i][j]); d > 1e-5*(1+math.Abs(want[i][j])) {
+				t.Errorf("%s element %d: float32 %v, float64 %v", name, j, got[i][j], want[i][j])
+			}
+		}
+	}
 }

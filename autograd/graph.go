@@ -55,7 +55,10 @@ type Graph struct {
 	// them to the pool.
 	owned []*tensor.Tensor
 	// custom holds the functions and inputs of recorded custom ops.
-	custom []customCall
+	custom []*customCall
+	// applying is the call whose Forward is running (SaveForBackward adds
+	// to it); backwardCall the one whose Backward is.
+	applying, backwardCall *customCall
 	// ready is the OnGradReady hook (nil: none); readyPlan and readySeen
 	// are its reusable bookkeeping.
 	ready     func(*tensor.Tensor)
@@ -129,6 +132,7 @@ func (g *Graph) Reset() {
 	g.clearNodes()
 	clear(g.custom)
 	g.custom = g.custom[:0]
+	g.applying, g.backwardCall = nil, nil
 	g.err = nil
 	g.freed = false
 }
@@ -246,6 +250,11 @@ func (g *Graph) record(n node) {
 // checkVersions returns an error naming the op and the tensor when a
 // tensor n's backward reads was written in place after n was recorded.
 func (g *Graph) checkVersions(n *node) error {
+	if n.op == opCustom {
+		if err := g.checkCustomVersions(n); err != nil {
+			return err
+		}
+	}
 	for i, t := range n.savedTensors() {
 		if t == nil || t.Version() == n.versions[i] {
 			continue

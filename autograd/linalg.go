@@ -14,7 +14,9 @@ type matDims struct {
 }
 
 // MatMul returns op(a) x op(b), where op transposes the last two axes when
-// the matching flag is set.
+// the matching flag is set. a and b are both float32 or both float64 (on
+// a backend with float64 products, the CPU); under autocast, float32
+// products take low-precision operands.
 //
 // Shapes: a [..., m, k] with b [k, n] (the leading axes of a are folded
 // into m; transA must be false), or a [batch..., m, k] with b
@@ -25,8 +27,8 @@ func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor 
 	if !g.ok(op, a, b) {
 		return nil
 	}
-	if a.DType() != device.Float32 || b.DType() != device.Float32 {
-		return g.failf("%s: dtypes %v and %v (want float32)", op, a.DType(), b.DType())
+	if !isFloat(a) || a.DType() != b.DType() {
+		return g.failf("%s: dtypes %v and %v (want both float32 or both float64)", op, a.DType(), b.DType())
 	}
 	if a.Rank() < 2 || b.Rank() < 2 {
 		return g.failf("%s: shapes %v and %v: both operands need rank >= 2", op, a.Shape(), b.Shape())
@@ -35,13 +37,14 @@ func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor 
 	if !ok {
 		return g.failf("%s: shapes %v%s and %v%s do not multiply", op, a.Shape(), tflag(transA), b.Shape(), tflag(transB))
 	}
-	out := g.alloc(op, outShape...)
+	out := g.allocOf(op, a.DType(), outShape...)
 	if out == nil {
 		return nil
 	}
 	n := node{op: opMatMul, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}}
 	abuf, bbuf := a.Buffer(), b.Buffer()
-	if g.autocast != 0 {
+	// Autocast lowers float32 products only; float64 ones stay float64.
+	if g.autocast != 0 && a.DType() == device.Float32 {
 		a16, b16 := g.castCopy(op, a, g.autocast), g.castCopy(op, b, g.autocast)
 		if a16 == nil || b16 == nil {
 			return nil
@@ -143,7 +146,7 @@ func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
 	}
 	// dC has dims m x n; A is stored aRows x aCols; B bRows x bCols.
 	if a.RequiresGrad() {
-		da := g.scratch(a.Shape()...)
+		da := g.scratchLike(a, a.Shape()...)
 		// dA (stored layout) = dC op(B)^T, or its transpose when transA.
 		var dd matDims
 		if !transA {
@@ -156,7 +159,7 @@ func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
 		g.accumulate(a, da)
 	}
 	if b.RequiresGrad() {
-		db := g.scratch(b.Shape()...)
+		db := g.scratchLike(b, b.Shape()...)
 		if !transB {
 			// dB = op(A)^T dC : k x n
 			dd := matDims{m: d.k, n: d.n, k: d.m, batch: d.batch, aRows: d.aRows, aCols: d.aCols, bRows: d.m, bCols: d.n}

@@ -59,7 +59,8 @@ const linearCEBlockElems = 1 << 26
 
 // LinearCrossEntropy returns the mean cross-entropy of the logits
 // h W^T against int32 targets, for hidden states h [N, d] (or [..., d])
-// and an LM head W [V, d], without ever holding more than a block of rows
+// and an LM head W [V, d] (both float32, or both float64 on a backend with
+// float64 products), without ever holding more than a block of rows
 // of the N x V logits: rows are processed in blocks of blockRows (0 picks
 // equal blocks of at most 64M logits). When gradients are wanted, the
 // forward pass computes them block by block (dh, and dW accumulated as
@@ -73,6 +74,13 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	if w.Rank() != 2 || h.Rank() < 1 || h.Dim(-1) != w.Dim(1) {
 		return g.failf("%s: hidden %v and head %v: want [..., d] and [vocab, d]", op, h.Shape(), w.Shape())
 	}
+	if !isFloat(h) || w.DType() != h.DType() {
+		return g.failf("%s: hidden %v and head %v: want one float dtype (float32 or float64)", op, h.DType(), w.DType())
+	}
+	// Float32 runs on the backend (its fused cross-entropy when it has
+	// one); float64 on the core's compositions, with float64 products.
+	dt := h.DType()
+	k := g.kernels(dt)
 	vocab, d := w.Dim(0), w.Dim(1)
 	rows := h.Len() / max(d, 1)
 	if targets.Len() != rows || rows == 0 {
@@ -90,22 +98,22 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	blockRows = min(blockRows, rows)
 	grad := g.wantsGrad(h, w)
 
-	losses := g.alloc(op, rows)
-	lse := g.alloc(op, rows)
-	out := g.alloc(op)
+	losses := g.allocOf(op, dt, rows)
+	lse := g.allocOf(op, dt, rows)
+	out := g.allocOf(op, dt)
 	if losses == nil || lse == nil || out == nil {
 		return nil
 	}
 	var dh, dw, dwT *tensor.Tensor
 	if grad {
-		dh, dw = g.alloc(op, h.Shape()...), g.alloc(op, w.Shape()...)
+		dh, dw = g.allocOf(op, dt, h.Shape()...), g.allocOf(op, dt, w.Shape()...)
 		if dh == nil || dw == nil {
 			return nil
 		}
-		dwT = g.scratch(d, vocab)
+		dwT = g.scratchOf(dt, d, vocab)
 		defer dwT.Release()
 	}
-	logits := g.scratch(blockRows, vocab)
+	logits := g.scratchOf(dt, blockRows, vocab)
 	defer logits.Release()
 
 	hb, wb, tb := h.Buffer(), w.Buffer(), targets.Buffer()
@@ -118,11 +126,11 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 			A: hblk, LDA: d, B: wb, LDB: d, C: lb, LDC: vocab})
 		tblk := tb.Slice(r0, nr)
 		if !grad {
-			compose.CrossEntropy(g.dev, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
+			compose.CrossEntropy(k, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab)
 			continue
 		}
 		// Loss, and dlogits for a unit upstream gradient per row, in place.
-		compose.CrossEntropyWithGrad(g.dev, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab, 1)
+		compose.CrossEntropyWithGrad(k, losses.Buffer().Slice(r0, nr), lse.Buffer().Slice(r0, nr), lb, tblk, nr, vocab, 1)
 		// dh_blk = dlogits W
 		g.dev.Gemm(device.GemmArgs{M: nr, N: d, K: vocab, Alpha: 1,
 			A: lb, LDA: vocab, B: wb, LDB: d, C: dh.Buffer().Slice(r0*d, nr*d), LDC: d})
@@ -135,10 +143,10 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 			A: hblk, LDA: d, B: lb, LDB: vocab, C: dwT.Buffer(), LDC: vocab})
 	}
 	if grad {
-		compose.Transpose(g.dev, dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
+		compose.Transpose(k, dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
 	}
-	compose.Reduce(g.dev, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	compose.Scale(g.dev, out.Buffer(), out.Buffer(), 1/float32(rows))
+	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
+	compose.Scale(k, out.Buffer(), out.Buffer(), 1/float32(rows))
 	if grad {
 		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 	}
@@ -147,6 +155,23 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 
 func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
 	h, w, dh, dw := n.in[0], n.in[1], n.saved[0], n.saved[1]
+	if h.DType() != device.Float32 {
+		// The upstream gradient stays on the device in its dtype: each
+		// gradient is d * gout (broadcast) scaled by the forward's 1/rows.
+		k := g.kernels(h.DType())
+		for _, p := range [2][2]*tensor.Tensor{{h, dh}, {w, dw}} {
+			t, d := p[0], p[1]
+			if !t.RequiresGrad() {
+				continue
+			}
+			sd := g.scratchLike(t, t.Shape()...)
+			dims := device.DimsOf(d.Len())
+			k.BinaryStrided(device.Mul, dims, sd.Buffer(), device.Contiguous(d.Buffer(), dims), device.View{Buf: gout.Buffer()})
+			compose.Scale(k, sd.Buffer(), sd.Buffer(), 1/float32(n.ints[0]))
+			g.accumulate(t, sd)
+		}
+		return
+	}
 	scale := gout.Item() / float32(n.ints[0])
 	for _, p := range [2][2]*tensor.Tensor{{h, dh}, {w, dw}} {
 		t, d := p[0], p[1]

@@ -110,7 +110,7 @@ func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
 	case opIndexSelect:
 		s[3] = n.saved[0] // ids
 	case opCustom:
-		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
+		s[6] = n.out // the inputs and saved tensors: checkCustomVersions
 	}
 	return s
 }

@@ -45,9 +45,12 @@ const (
 	// Float32 is IEEE-754 single precision, the type of parameters,
 	// gradients and optimizer state.
 	Float32 DType = iota + 1
-	// BFloat16 is bfloat16 storage (8-bit exponent, 7-bit mantissa), used
-	// by accelerator backends for autocast activations. The CPU backend
-	// does not implement it.
+	// BFloat16 is bfloat16 storage (8-bit exponent, 7-bit mantissa), for
+	// autocast operands. Backends store it and convert it (Cast, Copy,
+	// CopyStrided, the host copies) and take it as Gemm operands (A and B,
+	// with float32 accumulation): the CPU widens them to float32 for its
+	// product, CUDA runs them on tensor cores. The other compute methods
+	// take float types of full width.
 	BFloat16
 	// Int32 holds token ids and targets.
 	Int32
@@ -290,7 +293,9 @@ type Core interface {
 	// Fill sets every element of dst to v.
 	Fill(dst Buffer, v float32)
 
-	// Gemm runs a strided batched matrix product (see GemmArgs).
+	// Gemm runs a strided batched matrix product (see GemmArgs): Float32
+	// A, B and C; BFloat16 A and B with a Float32 C (float32
+	// accumulation); or Float64 A, B and C on a backend with Float64.
 	Gemm(g GemmArgs)
 
 	// CopyStrided copies every element of dims from src to dst, each read

@@ -17,8 +17,10 @@ import (
 
 // trainSteps trains the model of cfg on dev for steps optimizer steps of
 // the paper's recipe (Muon blocks, AdamW embedding, RowNorm head, global
-// clipping at 1) on fixed random batches, and returns the loss of each
-// step and the parameters after the last.
+// clipping at 1), every step on one fixed random batch, and returns the
+// loss of each step (before its update) and the parameters after the
+// last. On one batch the loss must fall from the first step on, so even
+// two steps say whether the updates descend.
 func trainSteps(t *testing.T, dev device.Device, cfg Config, batch, seq, steps, blockRows int) (losses []float64, params [][]float32) {
 	t.Helper()
 	m, err := New(dev, cfg, 7)
@@ -41,9 +43,9 @@ func trainSteps(t *testing.T, dev device.Device, cfg Config, batch, seq, steps, 
 		}
 		return x
 	}
+	inputs, targets := ids(), ids()
 	g := autograd.New(dev)
 	for range steps {
-		inputs, targets := ids(), ids()
 		g.Reset()
 		set.ZeroGrad()
 		loss, _ := m.Forward(g, inputs, targets, ForwardOptions{BlockRows: blockRows})
@@ -113,8 +115,12 @@ func TestCoreOnlyBackendTrains(t *testing.T) {
 				t.Errorf("blockRows %d: step %d: core-only loss %.7f, fused %.7f", blockRows, i, gotLoss[i], wantLoss[i])
 			}
 		}
-		if wantLoss[steps-1] >= wantLoss[0] {
-			t.Errorf("blockRows %d: the loss did not fall: %v", blockRows, wantLoss)
+		// Every update on the one batch lowers its loss, by a margin well
+		// past the float32 tolerance of the comparison above.
+		for i := 1; i < steps; i++ {
+			if wantLoss[i] > wantLoss[i-1]-1e-3 {
+				t.Errorf("blockRows %d: the loss did not fall at step %d: %v", blockRows, i, wantLoss)
+			}
 		}
 		worst := 0.0
 		for k := range wantParams {

@@ -54,10 +54,13 @@ type Tensor struct {
 	grad         *Tensor
 	output       bool
 
-	// For Int32 tensors created from host data: the value range, so that
-	// index ops can refuse out-of-range ids before a kernel runs.
+	// For Int32 tensors: bounds of the values (from host data, or declared
+	// by the op that wrote them), so that index ops can refuse out-of-range
+	// ids before a kernel runs. They hold while the storage's version is
+	// rangeVersion: an in-place write (MarkModified) makes them unknown.
 	minIndex, maxIndex int32
 	rangeKnown         bool
+	rangeVersion       uint64
 }
 
 // Shape is a tensor's dimensions.
@@ -147,7 +150,7 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	t.SetInt32(data)
-	t.version = 0 // the first write is the creation
+	t.version, t.rangeVersion = 0, 0 // the first write is the creation
 	return t, nil
 }
 
@@ -174,13 +177,40 @@ func (t *Tensor) SetInt32(data []int32) {
 	if t.DType() != device.Int32 || len(data) != t.Len() {
 		panic(fmt.Sprintf("tensor: SetInt32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
 	}
-	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
-	for _, v := range data {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	t.minIndex, t.maxIndex, t.rangeKnown = lo, hi, true
 	t.dev.CopyInt32FromHost(t.buf, data)
 	t.MarkModified()
+	t.SetIndexRange(int32Range(data))
+}
+
+// int32Range returns the smallest and largest of v (MaxInt32, MinInt32
+// for none).
+func int32Range(v []int32) (lo, hi int32) {
+	lo, hi = int32(math.MaxInt32), int32(math.MinInt32)
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}
+
+// SetIndexRange records that every value of the int32 tensor t lies in
+// [lo, hi], as an op that writes indices on the device knows (ArgMaxAxis
+// writes [0, n)); index ops then check ids against it without reading
+// them back. The record holds until t's storage is next modified in place
+// (MarkModified). It panics for a tensor that is not int32.
+func (t *Tensor) SetIndexRange(lo, hi int32) {
+	if t.DType() != device.Int32 {
+		panic(fmt.Sprintf("tensor: SetIndexRange of a %v tensor %v", t.DType(), t.Shape()))
+	}
+	t.minIndex, t.maxIndex, t.rangeKnown, t.rangeVersion = lo, hi, true, t.Version()
+}
+
+// ComputeIndexRange reads the int32 tensor t back to the host (waiting for
+// the device), records its range with SetIndexRange and returns it. Index
+// ops call it for ids written on the device with no recorded range.
+func (t *Tensor) ComputeIndexRange() (lo, hi int32) {
+	lo, hi = int32Range(t.Int32s())
+	t.SetIndexRange(lo, hi)
+	return lo, hi
 }
 
 // SetFloat32 overwrites a float tensor with host data of the same length
@@ -241,10 +271,16 @@ func (t *Tensor) describe() string {
 	return fmt.Sprintf("Tensor%s(%v on %s)", name, t.Shape(), t.dev.Name())
 }
 
-// IndexRange reports the smallest and largest id of an int32 tensor made
-// from host data; ok is false when the range is unknown.
+// IndexRange reports bounds of the ids of an int32 tensor: the smallest
+// and largest value of the host data it was made from (FromInt32,
+// SetInt32), or the range an op recorded (SetIndexRange,
+// ComputeIndexRange). ok is false when no range was recorded, or the
+// storage was modified in place since.
 func (t *Tensor) IndexRange() (lo, hi int32, ok bool) {
-	return t.minIndex, t.maxIndex, t.rangeKnown
+	if !t.rangeKnown || t.rangeVersion != t.Version() {
+		return 0, 0, false
+	}
+	return t.minIndex, t.maxIndex, true
 }
 
 // RandN returns a float32 tensor of i.i.d. normal values with the given
@@ -366,7 +402,7 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 		return nil, fmt.Errorf("tensor: Reshape %v (%d elements) to %v", t.Shape(), t.Len(), Shape(shape))
 	}
 	v := &Tensor{dev: t.dev, buf: t.buf, shape: s, rank: len(shape), Name: t.Name, base: t.root(),
-		minIndex: t.minIndex, maxIndex: t.maxIndex, rangeKnown: t.rangeKnown}
+		minIndex: t.minIndex, maxIndex: t.maxIndex, rangeKnown: t.rangeKnown, rangeVersion: t.rangeVersion}
 	return v, nil
 }
 

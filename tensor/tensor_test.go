@@ -158,3 +158,51 @@ func TestFloat64Tensors(t *testing.T) {
 		t.Errorf("FromFloat64 count mismatch: %v", err)
 	}
 }
+
+// TestIndexRange: the range of int32 ids is known from host data, lapses
+// on an in-place write, and is restored by SetIndexRange or
+// ComputeIndexRange (which reads the ids back); views carry it.
+func TestIndexRange(t *testing.T) {
+	dev := cpu.New()
+	ids, err := FromInt32(dev, []int32{4, -1, 7, 2}, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		do     func()
+		lo, hi int32
+		known  bool
+	}{
+		{"from host", func() {}, -1, 7, true},
+		{"written on the device", func() {
+			dev.CopyInt32FromHost(ids.Buffer(), []int32{0, 9, 3, 3})
+			ids.MarkModified()
+		}, 0, 0, false},
+		{"computed", func() { ids.ComputeIndexRange() }, 0, 9, true},
+		{"written again", func() { ids.MarkModified() }, 0, 0, false},
+		{"declared", func() { ids.SetIndexRange(0, 15) }, 0, 15, true},
+		{"SetInt32", func() { ids.SetInt32([]int32{5, 5, 6, 5}) }, 5, 6, true},
+	}
+	for _, s := range steps {
+		s.do()
+		lo, hi, ok := ids.IndexRange()
+		if ok != s.known || (ok && (lo != s.lo || hi != s.hi)) {
+			t.Fatalf("%s: range [%d, %d] known %v, want [%d, %d] known %v", s.name, lo, hi, ok, s.lo, s.hi, s.known)
+		}
+	}
+	v, err := ids.Reshape(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, ok := v.IndexRange(); !ok || lo != 5 || hi != 6 {
+		t.Fatalf("view: range [%d, %d] known %v", lo, hi, ok)
+	}
+	f, _ := New(dev, 2)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "SetIndexRange of a float32") {
+			t.Errorf("SetIndexRange on float32: %v", r)
+		}
+	}()
+	f.SetIndexRange(0, 1)
+}

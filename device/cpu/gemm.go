@@ -242,7 +242,12 @@ func scaleMatrix(c []float32, m, n, ldc int, beta float32) {
 // Gemm runs a strided batched GEMM, one Sgemm per batch entry. BFloat16
 // A or B are widened to float32 (exactly) before the product, so the
 // result is the float32 product of the bfloat16 values; C is float32.
+// A float64 C takes float64 A and B and the float64 GEMM (Dgemm).
 func (d *Device) Gemm(g device.GemmArgs) {
+	if g.C.DType() == device.Float64 {
+		d.gemm64(&g)
+		return
+	}
 	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
 	batch := max(g.Batch, 1)
 	initGemm()

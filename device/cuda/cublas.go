@@ -116,9 +116,12 @@ func toColMajor(g device.GemmArgs) colMajorGemm {
 	return colMajorGemm{
 		transa: op(g.TransB), transb: op(g.TransA),
 		m: int32(g.N), n: int32(g.M), k: int32(g.K),
-		a: g.B, lda: int32(g.LDB), strideA: int64(g.StrideB),
-		b: g.A, ldb: int32(g.LDA), strideB: int64(g.StrideA),
-		c: g.C, ldc: int32(g.LDC), strideC: int64(g.StrideC),
+		// cuBLAS wants every leading dimension >= 1, even for an empty
+		// matrix (K 0: A and B are not read, C = beta C); a pitch of 0
+		// means the matrix has no columns, so 1 is as good.
+		a: g.B, lda: int32(max(g.LDB, 1)), strideA: int64(g.StrideB),
+		b: g.A, ldb: int32(max(g.LDA, 1)), strideB: int64(g.StrideA),
+		c: g.C, ldc: int32(max(g.LDC, 1)), strideC: int64(g.StrideC),
 		batch: int32(batch), alpha: g.Alpha, beta: g.Beta,
 		inputType: g.A.DType(), output: g.C.DType(),
 	}
