@@ -369,6 +369,24 @@ func gemmOperand(b device.Buffer) []float32 {
 	return f
 }
 
+// OpenBLASCoreName loads OpenBLAS if need be and returns the kernel set it
+// picked for this CPU (openblas_get_corename, for example "Cooperlake" or
+// the generic "Prescott"); "" when it does not load or does not say.
+func OpenBLASCoreName() string {
+	lib, err := loadBLAS()
+	if err != nil {
+		return ""
+	}
+	return lib.coreName()
+}
+
+// OpenBLASGenericCore reports whether core is OpenBLAS's generic SSE3
+// kernel set, which it falls back to on CPUs it does not recognise (about 5
+// times slower than its AVX-512 kernels).
+func OpenBLASGenericCore(core string) bool {
+	return strings.EqualFold(core, "Prescott")
+}
+
 // OpenBLASDescription loads OpenBLAS if need be and describes it: the
 // library and its build (with the kernel set it picked for this CPU), or why
 // it did not load.
@@ -379,3 +397,6 @@ func OpenBLASDescription() string {
 	}
 	return fmt.Sprintf("%s %s", lib.path, lib.configString())
 }
+
+// OpenBLASMissing is what to do when OpenBLAS does not load.
+const OpenBLASMissing = installOpenBLAS

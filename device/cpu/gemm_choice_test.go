@@ -175,3 +175,49 @@ func TestGemmStartupMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenBLASCoreName checks the kernel set OpenBLAS reports against its
+// build string (a DYNAMIC_ARCH build names the core there too) and, in a
+// child, that OPENBLAS_CORETYPE changes it.
+func TestOpenBLASCoreName(t *testing.T) {
+	lib, err := loadBLAS()
+	if err != nil {
+		t.Skipf("OpenBLAS not loaded: %v", err)
+	}
+	core, config := OpenBLASCoreName(), lib.configString()
+	t.Logf("OpenBLAS core: %s (config %q, OPENBLAS_CORETYPE=%q)", core, config, os.Getenv("OPENBLAS_CORETYPE"))
+	if lib.corename == nil {
+		t.Skipf("%s does not export openblas_get_corename", lib.path)
+	}
+	if core == "" {
+		t.Fatalf("openblas_get_corename returned nothing (config %q)", config)
+	}
+	if strings.Contains(config, "DYNAMIC_ARCH") && !strings.Contains(strings.ToLower(config), strings.ToLower(core)) {
+		t.Errorf("core %q does not appear in the build string %q", core, config)
+	}
+	if os.Getenv("OPENBLAS_CORETYPE") != "" || !strings.Contains(config, "DYNAMIC_ARCH") || runtime.GOARCH != "amd64" {
+		return // the child, a build with one kernel set, or core names this test does not know
+	}
+	// Two x86 kernel sets every x86-64 CPU runs (SSE3, SSE4.2).
+	other := "Prescott"
+	if OpenBLASGenericCore(core) {
+		other = "Nehalem"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenBLASCoreName$", "-test.v")
+	cmd.Env = append(os.Environ(), "OPENBLAS_CORETYPE="+other)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child with OPENBLAS_CORETYPE=%s: %v\n%s", other, err, out)
+	}
+	if !strings.Contains(string(out), "OpenBLAS core: "+other+" ") {
+		t.Errorf("OPENBLAS_CORETYPE=%s did not make OpenBLAS report that core:\n%s", other, out)
+	}
+}
+
+func TestOpenBLASGenericCore(t *testing.T) {
+	for core, want := range map[string]bool{"Prescott": true, "prescott": true, "Cooperlake": false, "SkylakeX": false, "Haswell": false, "": false} {
+		if got := OpenBLASGenericCore(core); got != want {
+			t.Errorf("OpenBLASGenericCore(%q) = %v, want %v", core, got, want)
+		}
+	}
+}
