@@ -34,7 +34,7 @@ type benchTarget struct {
 // here; each parses its own flags.
 var benchTargets = map[string]benchTarget{
 	"gemm": {
-		summary: "native, OpenBLAS and gonum GEMM GFLOP/s on the model's products, one JSON line per shape with native_over_openblas",
+		summary: "native, OpenBLAS and gonum GEMM GFLOP/s on the model's products, one JSON line per shape with native_over_openblas, then a summary line",
 		run:     runBenchGemm,
 	},
 	"model": {
@@ -231,16 +231,21 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	}
 	cpu.SetThreads(*threads)
 	var impls []gemmImpl
+	core := "" // OpenBLAS's kernel set, when it is timed
 	for _, name := range strings.Split(*gemmList, ",") {
 		switch strings.TrimSpace(name) {
 		case "native":
 			impls = append(impls, gemmImpl{"native", cpu.SgemmNative})
 		case "openblas":
 			if !cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1) {
-				fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS is not loaded; openblas_gflops is null\n")
+				fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS is not loaded (%s); openblas_gflops is null; %s\n", cpu.OpenBLASDescription(), cpu.OpenBLASMissing)
 				continue
 			}
-			fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS: %s\n", cpu.OpenBLASDescription())
+			core = cpu.OpenBLASCoreName()
+			fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS: %s (kernels: %s)\n", cpu.OpenBLASDescription(), orUnknown(core))
+			if w := openBLASCoreWarning(core); w != "" {
+				fmt.Fprintf(stderr, "hilbert bench gemm: warning: %s\n", w)
+			}
 			impls = append(impls, gemmImpl{"openblas", func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 				cpu.SgemmOpenBLAS(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 			}})
@@ -255,6 +260,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-gemms %q: no GEMM to time", *gemmList)
 	}
 	enc := json.NewEncoder(stdout)
+	var results []gemmResult
 	for _, s := range shapes {
 		res, err := benchGemmShape(s, impls, *reps, *warmup, *budget)
 		if err != nil {
@@ -263,8 +269,65 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
+		results = append(results, res)
 	}
-	return nil
+	return enc.Encode(summarizeGemm(results, core))
+}
+
+// gemmSummary is the last line "bench gemm" prints: the worst shape for
+// the native GEMM against OpenBLAS (best rates, and medians) and the
+// OpenBLAS kernel set the comparison ran against. The ratios and shapes
+// are null when OpenBLAS was not timed; openblas_coretype is null when it
+// was not timed or does not name its kernels.
+type gemmSummary struct {
+	Summary             bool     `json:"summary"`
+	Shapes              int      `json:"shapes"`
+	MinRatio            *float64 `json:"min_native_over_openblas"`
+	ShapeAtMin          *string  `json:"shape_at_min"`
+	MinMedianRatio      *float64 `json:"min_native_over_openblas_median"`
+	ShapeAtMinMedian    *string  `json:"shape_at_min_median"`
+	OpenBLASCoreType    *string  `json:"openblas_coretype"`
+	OpenBLASGenericCore bool     `json:"openblas_generic_core"`
+	NativeKernel        string   `json:"native_kernel"`
+	Gemm                string   `json:"gemm"`
+	Threads             int      `json:"threads"`
+}
+
+// summarizeGemm builds the summary line of the per-shape results; core is
+// OpenBLAS's kernel set ("" when unknown or not timed).
+func summarizeGemm(results []gemmResult, core string) gemmSummary {
+	sum := gemmSummary{Summary: true, Shapes: len(results), Gemm: cpu.GemmName(), Threads: cpu.Threads()}
+	sum.NativeKernel, _, _ = cpu.NativeKernel()
+	if core != "" {
+		sum.OpenBLASCoreType = &core
+		sum.OpenBLASGenericCore = cpu.OpenBLASGenericCore(core)
+	}
+	for i := range results {
+		r := &results[i]
+		if r.NativeOverOpenBLAS != nil && (sum.MinRatio == nil || *r.NativeOverOpenBLAS < *sum.MinRatio) {
+			sum.MinRatio, sum.ShapeAtMin = r.NativeOverOpenBLAS, &r.Shape
+		}
+		if r.MedianRatio != nil && (sum.MinMedianRatio == nil || *r.MedianRatio < *sum.MinMedianRatio) {
+			sum.MinMedianRatio, sum.ShapeAtMinMedian = r.MedianRatio, &r.Shape
+		}
+	}
+	return sum
+}
+
+// openBLASCoreWarning explains why a comparison against OpenBLAS's generic
+// kernel set is unfair, and how to fix it; "" for any other set.
+func openBLASCoreWarning(core string) string {
+	if !cpu.OpenBLASGenericCore(core) {
+		return ""
+	}
+	return fmt.Sprintf("OpenBLAS runs its generic %s kernels (SSE3: it did not recognise this CPU, or OPENBLAS_CORETYPE asked for them), about 5 times slower than its AVX-512 ones, so native_over_openblas overstates the native GEMM: rerun with OPENBLAS_CORETYPE set to this CPU's kernel set (Cooperlake or SkylakeX for AVX-512, Haswell for AVX2)", core)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not reported"
+	}
+	return s
 }
 
 // benchGemmShape measures one shape on each GEMM.

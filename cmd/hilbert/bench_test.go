@@ -17,6 +17,7 @@ import (
 func TestBenchGemm(t *testing.T) {
 	// Read inside the test so go test's cache keys on the GEMM choice.
 	t.Logf("HILBERT_GEMM=%q LD_LIBRARY_PATH=%q", os.Getenv("HILBERT_GEMM"), os.Getenv("LD_LIBRARY_PATH"))
+	kernel, _, _ := cpu.NativeKernel()
 	var stdout, stderr bytes.Buffer
 	code := runMain([]string{"bench", "gemm", "-shapes", "8x4x3, 5x7x2:nt,3x2x9:tt", "-reps", "3", "-warmup", "1", "-threads", "1"}, &stdout, &stderr)
 	if code != 0 {
@@ -27,9 +28,12 @@ func TestBenchGemm(t *testing.T) {
 		shape, trans string
 		m, n, k      int
 	}{{"8x4x3", "nn", 8, 4, 3}, {"5x7x2:nt", "nt", 5, 7, 2}, {"3x2x9:tt", "tt", 3, 2, 9}}
-	if len(lines) != len(want) {
-		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), stdout.String())
+	if len(lines) != len(want)+1 {
+		t.Fatalf("got %d lines, want %d and a summary:\n%s", len(lines), len(want), stdout.String())
 	}
+	summaryLine := lines[len(lines)-1]
+	lines = lines[:len(lines)-1]
+	minRatio, minShape := math.Inf(1), ""
 	haveBLAS := cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1)
 	for i, line := range lines {
 		var r map[string]any
@@ -45,7 +49,6 @@ func TestBenchGemm(t *testing.T) {
 				t.Errorf("line %d: %s = %v, want a positive number", i, key, r[key])
 			}
 		}
-		kernel, _, _ := cpu.NativeKernel()
 		if r["gemm"] != cpu.GemmName() || r["native_kernel"] != kernel || r["threads"] != float64(1) {
 			t.Errorf("line %d: gemm %v kernel %v threads %v, want %s, %s, 1", i, r["gemm"], r["native_kernel"], r["threads"], cpu.GemmName(), kernel)
 		}
@@ -65,11 +68,113 @@ func TestBenchGemm(t *testing.T) {
 				t.Errorf("line %d: %s = %v without OpenBLAS, want null", i, key, v)
 			}
 		}
+		if g, ok := r["native_over_openblas"].(float64); ok && g < minRatio {
+			minRatio, minShape = g, w.shape
+		}
 	}
-	if !haveBLAS && !strings.Contains(stderr.String(), "OpenBLAS is not loaded") {
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(summaryLine), &sum); err != nil {
+		t.Fatalf("summary line is not JSON: %v\n%s", err, summaryLine)
+	}
+	if sum["summary"] != true || sum["shapes"] != float64(len(want)) || sum["native_kernel"] != kernel || sum["threads"] != float64(1) {
+		t.Errorf("summary %s: want summary true, shapes %d, native_kernel %s, threads 1", summaryLine, len(want), kernel)
+	}
+	core := cpu.OpenBLASCoreName()
+	if haveBLAS {
+		if sum["min_native_over_openblas"] != minRatio || sum["shape_at_min"] != minShape {
+			t.Errorf("summary %s: want min_native_over_openblas %v at %s", summaryLine, minRatio, minShape)
+		}
+		if g, ok := sum["min_native_over_openblas_median"].(float64); !ok || g <= 0 {
+			t.Errorf("summary %s: min_native_over_openblas_median not a positive number", summaryLine)
+		}
+		if core != "" && (sum["openblas_coretype"] != core || sum["openblas_generic_core"] != cpu.OpenBLASGenericCore(core)) {
+			t.Errorf("summary %s: want openblas_coretype %q", summaryLine, core)
+		}
+		if !strings.Contains(stderr.String(), "(kernels: ") {
+			t.Errorf("stderr does not name OpenBLAS's kernels:\n%s", stderr.String())
+		}
+		if warned := strings.Contains(stderr.String(), "OPENBLAS_CORETYPE"); warned != cpu.OpenBLASGenericCore(core) {
+			t.Errorf("OpenBLAS kernels %q: warning about OPENBLAS_CORETYPE on stderr is %v, want %v:\n%s", core, warned, cpu.OpenBLASGenericCore(core), stderr.String())
+		}
+	} else {
+		for _, key := range []string{"min_native_over_openblas", "shape_at_min", "min_native_over_openblas_median", "shape_at_min_median", "openblas_coretype"} {
+			if v, present := sum[key]; !present || v != nil {
+				t.Errorf("summary %s: %s = %v without OpenBLAS, want null", summaryLine, key, v)
+			}
+		}
+	}
+	if !haveBLAS && (!strings.Contains(stderr.String(), "OpenBLAS is not loaded") || !strings.Contains(stderr.String(), "apt-get install libopenblas0-openmp")) {
 		t.Errorf("no note on stderr that OpenBLAS is absent; stderr:\n%s", stderr.String())
 	}
 	cpu.SetThreads(0)
+}
+
+// TestSummarizeGemm checks the summary line on hand-made results: the
+// smallest ratio and its shape (best rates and medians separately), nulls
+// without OpenBLAS, and the kernel set.
+func TestSummarizeGemm(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	res := func(shape string, ratio, median *float64) gemmResult {
+		return gemmResult{Shape: shape, NativeOverOpenBLAS: ratio, MedianRatio: median}
+	}
+	for _, c := range []struct {
+		name               string
+		results            []gemmResult
+		core               string
+		min, minMedian     *float64
+		atMin, atMinMedian string
+	}{
+		{"three", []gemmResult{res("a", f(1.2), f(1.1)), res("b", f(0.93), f(1.05)), res("c", f(1.5), f(0.97))}, "Cooperlake", f(0.93), f(0.97), "b", "c"},
+		{"first-of-ties", []gemmResult{res("a", f(0.9), f(0.9)), res("b", f(0.9), f(0.9))}, "Prescott", f(0.9), f(0.9), "a", "a"},
+		{"no-openblas", []gemmResult{res("a", nil, nil), res("b", nil, nil)}, "", nil, nil, "", ""},
+		{"empty", nil, "", nil, nil, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := summarizeGemm(c.results, c.core)
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			val := func(p *float64) any {
+				if p == nil {
+					return nil
+				}
+				return *p
+			}
+			str := func(s string) any {
+				if s == "" {
+					return nil
+				}
+				return s
+			}
+			want := map[string]any{
+				"summary": true, "shapes": float64(len(c.results)),
+				"min_native_over_openblas": val(c.min), "shape_at_min": str(c.atMin),
+				"min_native_over_openblas_median": val(c.minMedian), "shape_at_min_median": str(c.atMinMedian),
+				"openblas_coretype": str(c.core), "openblas_generic_core": c.core == "Prescott",
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v (line %s)", k, got[k], v, b)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenBLASCoreWarning(t *testing.T) {
+	if w := openBLASCoreWarning("Prescott"); !strings.Contains(w, "OPENBLAS_CORETYPE") || !strings.Contains(w, "Cooperlake") || !strings.Contains(w, "generic Prescott") {
+		t.Errorf("Prescott warning %q: want the generic kernels named and OPENBLAS_CORETYPE with a value", w)
+	}
+	for _, core := range []string{"Cooperlake", "SkylakeX", "Haswell", ""} {
+		if w := openBLASCoreWarning(core); w != "" {
+			t.Errorf("kernels %q: warning %q, want none", core, w)
+		}
+	}
 }
 
 // TestBenchHelp checks that -h on a bench target prints its flags and

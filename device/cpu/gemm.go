@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -18,14 +19,19 @@ import (
 //	          AVX2+FMA micro-kernels chosen from the CPU's features, a
 //	          portable Go kernel elsewhere; safe for concurrent calls
 //	openblas  OpenBLAS's sgemm_, loaded at run time (openblas.go)
-//	go        gonum's pure-Go GEMM
+//	go        gonum's GEMM (SSE assembly on amd64, pure Go elsewhere)
 //
 // HILBERT_GEMM=native|openblas|go forces one. Unset (or auto), the choice is
-// a rule, not a measurement: native when it has an assembly kernel for this
-// CPU (amd64 with AVX2+FMA or AVX-512: there it matches or beats OpenBLAS
-// on the shapes of "hilbert bench gemm"), else OpenBLAS if it loads, else
-// gonum (whose SSE assembly outruns the native GEMM's portable Go kernel;
-// HILBERT_GEMM=native still runs that kernel).
+// a rule, not a measurement (chooseGemm):
+//
+//  1. native when it has an assembly kernel for this CPU (amd64 with
+//     AVX2+FMA or AVX-512): there it matches or beats OpenBLAS on the
+//     shapes of "hilbert bench gemm";
+//  2. else OpenBLAS if it loads (its SIMD kernels for this CPU);
+//  3. else the faster of the native GEMM's portable Go kernel and gonum:
+//     gonum where it has its SSE assembly (amd64 without AVX2, built without
+//     the noasm tag: 10-19 GFLOP/s), the portable kernel everywhere else,
+//     where gonum is pure Go and half as fast (native_portable.go).
 const (
 	gemmNative   = "native"
 	gemmOpenBLAS = "openblas"
@@ -60,74 +66,136 @@ func loadBLAS() (*openBLAS, error) {
 	return blasLib, blasErr
 }
 
-// What gonum costs, for the start-up line: it ran at 10-19 GFLOP/s on the
-// 2-core AVX-512 development machines, against 150-200 for the native GEMM
-// (and OpenBLAS on its AVX-512 kernels), and the README job took 8 to 13
-// times longer on it.
+// What the slow GEMMs cost, for the start-up line. Measured on the 2-core
+// AVX-512 development machine (2 threads): gonum's GEMM (SSE assembly) ran
+// 512^3 at 13 GFLOP/s against 350 for the native AVX-512 kernel and 9 for
+// the portable Go kernel, in one run taking turns (with -tags noasm,
+// gonum's pure Go: 4.7 against the portable kernel's 11); the README's main
+// job ran 8 to 13 times longer on gonum than on the native GEMM (issue 14:
+// 194 against 1,580 tokens/s).
 const (
-	gonumSlowdown   = "10 to 20 times slower than the native GEMM (the README job 8 to 13 times longer)"
-	installOpenBLAS = "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) for a fast GEMM"
+	gonumCost       = "on a 2-core AVX-512 machine gonum ran the README's main job 8 to 13 times slower than the native GEMM (194 against 1,580 tokens/s; 512^3 at 13 against 350 GFLOP/s)"
+	portableCost    = "it runs at about twice gonum's pure Go but, on a 2-core AVX-512 machine, 35 times slower than the AVX-512 kernel (512^3 at 9 against 350 GFLOP/s)"
+	installOpenBLAS = "for a fast GEMM install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0-openmp) or set HILBERT_OPENBLAS to the path of a libopenblas.so.0"
 )
+
+// gemmEnv is what the choice of GEMM depends on.
+type gemmEnv struct {
+	mode     string        // HILBERT_GEMM, lower-cased
+	kernel   *nativeKernel // the native GEMM's best kernel
+	goarch   string        // runtime.GOARCH
+	godebug  string        // GODEBUG, which can hide CPU features
+	gonumAsm bool          // gonum runs on assembly (gonumAsm)
+	loadBLAS func() (*openBLAS, error)
+}
+
+// gemmChoice is the GEMM chosen: its name, the start-up description (without
+// the thread count) and the error when HILBERT_GEMM could not be honoured.
+type gemmChoice struct {
+	use  string
+	desc string
+	err  error
+}
+
+// noAsmKernel says why the native GEMM has only its portable kernel.
+func (e gemmEnv) noAsmKernel() string {
+	if e.goarch != "amd64" {
+		return fmt.Sprintf("the native GEMM has assembly kernels only for amd64 (AVX2+FMA or AVX-512), not for GOARCH=%s", e.goarch)
+	}
+	why := "this CPU has no AVX2+FMA for the native GEMM's assembly kernels"
+	if strings.Contains(e.godebug, "cpu.") {
+		why += fmt.Sprintf(" (GODEBUG=%s may hide them)", e.godebug)
+	}
+	return why
+}
+
+// missingOpenBLAS extends a failure to load OpenBLAS with how to install it.
+func missingOpenBLAS(err error) error {
+	return fmt.Errorf("%w; %s", err, installOpenBLAS)
+}
+
+// chooseGemm applies the rule above (or HILBERT_GEMM) to e.
+func chooseGemm(e gemmEnv) gemmChoice {
+	switch e.mode {
+	case "", "auto":
+		if e.kernel != goKernel {
+			return e.native("")
+		}
+		lib, err := e.loadBLAS()
+		if err == nil {
+			return e.openBLAS(lib, fmt.Sprintf(" (%s, so OpenBLAS runs in its place)", e.noAsmKernel()))
+		}
+		if e.gonumAsm {
+			return gemmChoice{use: gemmGo, desc: fmt.Sprintf("gonum (SSE assembly): %s, and OpenBLAS did not load (%v); gonum's assembly outruns the native GEMM's portable Go kernel, but %s; %s",
+				e.noAsmKernel(), err, gonumCost, installOpenBLAS)}
+		}
+		return gemmChoice{use: gemmNative, desc: fmt.Sprintf("native (%s kernel %dx%d): %s, and OpenBLAS did not load (%v); the portable kernel is the faster of the pure-Go GEMMs: %s; %s",
+			e.kernel.name, e.kernel.mr, e.kernel.nr, e.noAsmKernel(), err, portableCost, installOpenBLAS)}
+	case gemmNative:
+		return e.native(", forced by HILBERT_GEMM")
+	case gemmOpenBLAS:
+		lib, err := e.loadBLAS()
+		if err != nil {
+			c := e.native("")
+			c.err = fmt.Errorf("HILBERT_GEMM=openblas: %w", missingOpenBLAS(err))
+			c.desc += fmt.Sprintf(" (%v)", c.err)
+			return c
+		}
+		return e.openBLAS(lib, ", forced by HILBERT_GEMM")
+	case gemmGo, "gonum":
+		kind := "SSE assembly"
+		if !e.gonumAsm {
+			kind = "pure Go, half the speed of the native GEMM's portable kernel"
+		}
+		return gemmChoice{use: gemmGo, desc: fmt.Sprintf("gonum (%s), forced by HILBERT_GEMM: %s; unset HILBERT_GEMM for the native GEMM", kind, gonumCost)}
+	default:
+		c := e.native("")
+		c.err = fmt.Errorf("HILBERT_GEMM=%q: want native, openblas, go or auto", e.mode)
+		c.desc += fmt.Sprintf(" (%v)", c.err)
+		return c
+	}
+}
+
+// native chooses the native GEMM; on the portable kernel the description
+// says why and what it costs.
+func (e gemmEnv) native(note string) gemmChoice {
+	kn := e.kernel
+	if kn == goKernel {
+		note += fmt.Sprintf("; %s, so its portable Go kernel runs: %s; %s", e.noAsmKernel(), portableCost, installOpenBLAS)
+	}
+	return gemmChoice{use: gemmNative, desc: fmt.Sprintf("native (%s kernel %dx%d)%s", kn.name, kn.mr, kn.nr, note)}
+}
+
+// openBLAS chooses OpenBLAS, warning when it runs its generic kernels.
+func (e gemmEnv) openBLAS(lib *openBLAS, note string) gemmChoice {
+	config := lib.configString()
+	if strings.Contains(config, " Prescott ") || strings.HasSuffix(config, " Prescott") {
+		// OpenBLAS 0.3.21's DYNAMIC_ARCH falls back to its generic SSE3
+		// kernels on CPUs it does not know (Emerald Rapids among them).
+		note += "; OpenBLAS did not recognise this CPU and runs its generic Prescott kernels, about 5 times slower: set OPENBLAS_CORETYPE (SkylakeX for AVX-512, Haswell for AVX2) or use the native GEMM"
+	}
+	return gemmChoice{use: gemmOpenBLAS, desc: fmt.Sprintf("OpenBLAS (%s) %s%s", lib.path, config, note)}
+}
 
 // initGemm chooses the GEMM once per process and reports the choice on
 // stderr.
 func initGemm() {
 	gemmOnce.Do(func() {
-		mode := strings.ToLower(os.Getenv("HILBERT_GEMM"))
-		switch mode {
-		case "", "auto":
-			if nativeBest != goKernel {
-				useNative("")
-				return
-			}
-			lib, err := loadBLAS()
-			if err == nil {
-				useOpenBLAS(lib, " (this CPU has no AVX2 for the native GEMM's kernels)")
-				return
-			}
-			gemmUse = gemmGo
-			gemmDesc = fmt.Sprintf("pure Go (gonum): this CPU has no AVX2 for the native GEMM's kernels and %v; gonum is several times slower than OpenBLAS: %s", err, installOpenBLAS)
+		c := chooseGemm(gemmEnv{
+			mode:     strings.ToLower(os.Getenv("HILBERT_GEMM")),
+			kernel:   nativeBest,
+			goarch:   runtime.GOARCH,
+			godebug:  os.Getenv("GODEBUG"),
+			gonumAsm: gonumAsm,
+			loadBLAS: loadBLAS,
+		})
+		gemmUse, gemmDesc, gemmErr = c.use, c.desc, c.err
+		if c.use == gemmGo {
 			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
-		case gemmNative:
-			useNative(", forced by HILBERT_GEMM")
-		case gemmOpenBLAS:
-			lib, err := loadBLAS()
-			if err != nil {
-				gemmErr = fmt.Errorf("HILBERT_GEMM=openblas: %w", err)
-				useNative(fmt.Sprintf(" (%v)", gemmErr))
-				return
-			}
-			useOpenBLAS(lib, ", forced by HILBERT_GEMM")
-		case gemmGo, "gonum":
-			gemmUse = gemmGo
-			gemmDesc = "pure Go (gonum), forced by HILBERT_GEMM: " + gonumSlowdown + "; unset HILBERT_GEMM for the native GEMM"
-			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
-		default:
-			gemmErr = fmt.Errorf("HILBERT_GEMM=%q: want native, openblas, go or auto", mode)
-			useNative(fmt.Sprintf(" (%v)", gemmErr))
+			return
 		}
+		fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 	})
-}
-
-func useNative(note string) {
-	gemmUse = gemmNative
-	if nativeBest == goKernel {
-		note += "; this CPU has no AVX2, and the portable Go kernel is slower than gonum: " + installOpenBLAS
-	}
-	gemmDesc = fmt.Sprintf("native (%s kernel %dx%d)%s", nativeBest.name, nativeBest.mr, nativeBest.nr, note)
-	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
-}
-
-func useOpenBLAS(lib *openBLAS, note string) {
-	gemmUse = gemmOpenBLAS
-	config := lib.configString()
-	if strings.Contains(config, " Prescott ") {
-		// OpenBLAS 0.3.21's DYNAMIC_ARCH falls back to its generic SSE3
-		// kernels on CPUs it does not know (Emerald Rapids among them).
-		note += "; OpenBLAS did not recognise this CPU and runs its generic Prescott kernels, about 5 times slower: set OPENBLAS_CORETYPE (SkylakeX for AVX-512, Haswell for AVX2) or use the native GEMM"
-	}
-	gemmDesc = fmt.Sprintf("OpenBLAS (%s) %s%s", lib.path, config, note)
-	fmt.Fprintf(os.Stderr, "hilbert: GEMM: %s, %d threads\n", gemmDesc, Threads())
 }
 
 // GemmName reports the GEMM in use: "native", "openblas" or "go".
@@ -306,6 +374,24 @@ func gemmOperand(b device.Buffer) []float32 {
 	return f
 }
 
+// OpenBLASCoreName loads OpenBLAS if need be and returns the kernel set it
+// picked for this CPU (openblas_get_corename, for example "Cooperlake" or
+// the generic "Prescott"); "" when it does not load or does not say.
+func OpenBLASCoreName() string {
+	lib, err := loadBLAS()
+	if err != nil {
+		return ""
+	}
+	return lib.coreName()
+}
+
+// OpenBLASGenericCore reports whether core is OpenBLAS's generic SSE3
+// kernel set, which it falls back to on CPUs it does not recognise (about 5
+// times slower than its AVX-512 kernels).
+func OpenBLASGenericCore(core string) bool {
+	return strings.EqualFold(core, "Prescott")
+}
+
 // OpenBLASDescription loads OpenBLAS if need be and describes it: the
 // library and its build (with the kernel set it picked for this CPU), or why
 // it did not load.
@@ -316,3 +402,6 @@ func OpenBLASDescription() string {
 	}
 	return fmt.Sprintf("%s %s", lib.path, lib.configString())
 }
+
+// OpenBLASMissing is what to do when OpenBLAS does not load.
+const OpenBLASMissing = installOpenBLAS

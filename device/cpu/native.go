@@ -25,7 +25,7 @@ import (
 //
 //	avx512  12 x 32, 24 zmm accumulators (amd64 with AVX-512F)
 //	avx2     6 x 16, 12 ymm accumulators (amd64 with AVX2 and FMA)
-//	go        4 x 4, portable Go (everything else)
+//	go        2 x 4, portable Go (everything else; native_portable.go)
 //
 // Blocking, from the cache sizes Linux reports in /sys (32 KiB L1d and
 // 1 MiB L2 when unknown):

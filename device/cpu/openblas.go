@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -20,6 +21,7 @@ type openBLAS struct {
 	sgemm      uintptr // sgemm_
 	setThreads func(n int32)
 	config     func() *byte
+	corename   func() *byte // openblas_get_corename, nil when not exported
 }
 
 // sgemmArgs holds the by-reference scalars of one sgemm_ call; instances
@@ -71,6 +73,9 @@ func loadOpenBLAS() (*openBLAS, error) {
 		if sym, err := purego.Dlsym(h, "openblas_get_config"); err == nil {
 			purego.RegisterFunc(&lib.config, sym)
 		}
+		if sym, err := purego.Dlsym(h, "openblas_get_corename"); err == nil {
+			purego.RegisterFunc(&lib.corename, sym)
+		}
 		return lib, nil
 	}
 	return nil, fmt.Errorf("cpu: OpenBLAS not found (tried %v)", errs)
@@ -81,7 +86,22 @@ func (lib *openBLAS) configString() string {
 	if lib.config == nil {
 		return ""
 	}
-	p := lib.config()
+	return cString(lib.config())
+}
+
+// coreName returns the kernel set OpenBLAS picked for this CPU
+// (openblas_get_corename: "Cooperlake", "SkylakeX", "Haswell", or the
+// generic "Prescott" on a CPU it does not know), or "" when the library
+// does not say.
+func (lib *openBLAS) coreName() string {
+	if lib.corename == nil {
+		return ""
+	}
+	return strings.TrimSpace(cString(lib.corename()))
+}
+
+// cString copies a NUL-terminated C string (at most 256 bytes; "" for nil).
+func cString(p *byte) string {
 	if p == nil {
 		return ""
 	}
