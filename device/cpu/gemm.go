@@ -294,7 +294,10 @@ func gonumTranspose(t bool) blas.Transpose {
 }
 
 // scaleMatrix sets C = beta*C (C = 0 when beta is 0, dropping NaNs).
-func scaleMatrix(c []float32, m, n, ldc int, beta float32) {
+func scaleMatrix[T float32 | float64](c []T, m, n, ldc int, beta T) {
+	if beta == 1 {
+		return
+	}
 	for i := 0; i < m; i++ {
 		row := c[i*ldc : i*ldc+n]
 		if beta == 0 {

@@ -55,7 +55,7 @@ func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []fl
 	if m <= 0 || n <= 0 {
 		return
 	}
-	scaleMatrix64(c, m, n, ldc, beta)
+	scaleMatrix(c, m, n, ldc, beta)
 	if k <= 0 || alpha == 0 {
 		return
 	}
@@ -89,23 +89,6 @@ func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []fl
 					}
 				}
 			})
-		}
-	}
-}
-
-// scaleMatrix64 sets C = beta*C (C = 0 when beta is 0, dropping NaNs).
-func scaleMatrix64(c []float64, m, n, ldc int, beta float64) {
-	if beta == 1 {
-		return
-	}
-	for i := 0; i < m; i++ {
-		row := c[i*ldc : i*ldc+n]
-		if beta == 0 {
-			clear(row)
-			continue
-		}
-		for j := range row {
-			row[j] *= beta
 		}
 	}
 }
