@@ -290,6 +290,13 @@ func (d *Device) Cast(dst, src device.Buffer) {
 		toBFloat16(BFloat16s(dst), Float32s(src))
 	case dt == device.Float32 && st == device.BFloat16:
 		fromBFloat16(Float32s(dst), BFloat16s(src))
+	case dt == device.BFloat16 && st == device.Float64:
+		z, x := BFloat16s(dst), Float64s(src)[:dst.Len()]
+		parallelFor(len(x), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				z[i] = bf16FromFloat64(x[i])
+			}
+		})
 	case st == device.Float64:
 		d.CopyFloat64FromHost(dst, Float64s(src))
 	case dt == device.Float64:
@@ -337,6 +344,24 @@ func bf16FromInt32(v int32) uint16 {
 		f = -f
 	}
 	return device.BFloat16FromFloat32(f) // exact
+}
+
+// bf16FromFloat64 rounds v to the nearest bfloat16, ties to even, in one
+// rounding: v is first rounded to float32 by round-to-odd (toward zero,
+// then the last bit set when inexact), which keeps the information a tie
+// needs, since float32 has more than two bits beyond bfloat16's 8.
+func bf16FromFloat64(v float64) uint16 {
+	if v != v {
+		return device.BFloat16FromFloat32(float32(v))
+	}
+	f := float32(v)
+	if math.Abs(float64(f)) > math.Abs(v) { // rounded away from zero (or to Inf)
+		f = math.Nextafter32(f, 0)
+	}
+	if float64(f) != v {
+		f = math.Float32frombits(math.Float32bits(f) | 1)
+	}
+	return device.BFloat16FromFloat32(f)
 }
 
 // toInt32 converts the float buffer src into dst (see int32FromFloat).

@@ -153,3 +153,70 @@ func castsInt32(t *testing.T, dev device.Core, has func(device.DType) bool) {
 		})
 	}
 }
+
+// bf16From64Reference rounds a float64 to bfloat16 in one rounding to
+// nearest even (math/big, 8 bits), overflowing to Inf past the largest
+// bfloat16 as IEEE 754 does; v must be 0 or normal in bfloat16's range
+// (math/big has no subnormals).
+func bf16From64Reference(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, _ := new(big.Float).SetPrec(8).SetMode(big.ToNearestEven).SetFloat64(v).Float64()
+	if math.Abs(r) > float64(math.Float32frombits(0x7f7f0000)) {
+		return math.Copysign(math.Inf(1), v)
+	}
+	return r
+}
+
+// castsBF16Float64 checks Cast between bfloat16 and float64: widening is
+// exact; narrowing rounds once to nearest even, so values within 2^-24 of
+// a tie (where rounding through float32 would land on the tie) are
+// rounded the right way.
+func castsBF16Float64(t *testing.T, dev device.Core) {
+	h := &harness{dev: dev, dt: device.Float32}
+	cases := []struct{ in, want float64 }{
+		{1 + 0x1p-8, 1}, {1 + 3*0x1p-8, 1 + 0x1p-6}, // ties to even
+		{1 + 0x1p-8 + 0x1p-40, 1 + 0x1p-7}, {-(1 + 0x1p-8 + 0x1p-40), -(1 + 0x1p-7)}, // just above a tie
+		{1 + 3*0x1p-8 - 0x1p-40, 1 + 0x1p-7}, // just below one
+		{1e300, math.Inf(1)}, {-1e300, math.Inf(-1)}, {1e-300, 0}, {-1e-300, math.Copysign(0, -1)},
+		{0x1.fep127, 0x1.fep127}, {0x1.fefffffffp127, 0x1.fep127}, // the largest bfloat16 and below its tie
+		{0x1.ffp127, math.Inf(1)}, // the tie above the largest rounds to even: Inf
+		{math.Inf(1), math.Inf(1)}, {math.NaN(), math.NaN()},
+	}
+	src := make([]float64, 0, len(cases)+300)
+	for _, c := range cases {
+		src = append(src, c.in)
+		if !math.IsNaN(c.in) && math.Abs(c.in) > 1e-30 && bf16From64Reference(c.in) != c.want {
+			t.Fatalf("reference: bfloat16(%v) = %v, want %v", c.in, bf16From64Reference(c.in), c.want)
+		}
+	}
+	for _, r := range randoms(94, 300, 1e3) {
+		// Near ties: a bfloat16 tie point moved by a little over float32's
+		// resolution either way.
+		b := float64(math.Float32frombits(math.Float32bits(float32(r))&^0xffff | 0x8000))
+		src = append(src, b*(1+float64(int(r)%3-1)*0x1p-30))
+	}
+	s64 := h.alloc(t, device.Float64, len(src))
+	dev.CopyFloat64FromHost(s64, src)
+	bf := h.alloc(t, device.BFloat16, len(src))
+	dev.Cast(bf, s64)
+	back := h.alloc(t, device.Float64, len(src))
+	dev.Cast(back, bf) // widening, exact
+	h.sync(t)
+	got, viaF32 := make([]float64, len(src)), make([]float64, len(src))
+	dev.CopyFloat64ToHost(got, back)
+	dev.CopyFloat64ToHost(viaF32, bf)
+	for i, v := range src {
+		want := bf16From64Reference(v)
+		if i < len(cases) {
+			want = cases[i].want
+		}
+		if !(got[i] == want && math.Signbit(got[i]) == math.Signbit(want)) && !(want != want && got[i] != got[i]) {
+			t.Errorf("Cast float64 %v -> bfloat16 = %v, want %v", v, got[i], want)
+		}
+		if !(got[i] == viaF32[i]) && !(got[i] != got[i] && viaF32[i] != viaF32[i]) {
+			t.Errorf("Cast bfloat16 %v -> float64 = %v, not exact", viaF32[i], got[i])
+		}
+	}
+}
