@@ -103,21 +103,29 @@ func (g *Graph) ScatterAddAxis(x *tensor.Tensor, axis int, idx, src *tensor.Tens
 	}}, x, idx, src)
 }
 
-// Cast returns x converted to dtype: between float32 and float64 (rounded
-// to nearest; differentiable, the gradient cast back), and to or from
-// bfloat16 storage where the backend has it (round to nearest even; not
-// differentiable: autocast is the way to compute in bfloat16). Casting to
-// x's own dtype copies.
+// Cast returns x converted to dtype (float32, float64, bfloat16 or
+// int32; the backend converts what it stores: CUDA has no float64).
+// Between float32 and float64 it rounds to nearest and is differentiable,
+// the gradient cast back. To or from bfloat16 storage it rounds to nearest
+// even and is not differentiable (autocast is the way to compute in
+// bfloat16). To int32 it rounds toward zero, saturating at the int32
+// limits, with NaN giving 0; from int32 it rounds to nearest even (to
+// float64 exactly). A cast to or from int32 records no gradient: casting a
+// float tensor that requires grad to int32 is allowed, as in PyTorch, and
+// the result simply has no gradient path back to x. An int32 result keeps
+// x's recorded index range when x is int32 (tensor.IndexRange); from a
+// float it has none, and an index op reads it back once. Casting to x's
+// own dtype copies.
 func (g *Graph) Cast(x *tensor.Tensor, dtype device.DType) *tensor.Tensor {
 	const name = "Cast"
 	if !g.ok(name, x) {
 		return nil
 	}
-	float := func(dt device.DType) bool {
-		return dt == device.Float32 || dt == device.Float64 || dt == device.BFloat16
+	known := func(dt device.DType) bool {
+		return dt == device.Float32 || dt == device.Float64 || dt == device.BFloat16 || dt == device.Int32
 	}
-	if !float(x.DType()) || !float(dtype) {
-		return g.failf("%s: %v to %v: Cast converts between float32, float64 and bfloat16", name, x.DType(), dtype)
+	if !known(x.DType()) || !known(dtype) {
+		return g.failf("%s: %v to %v: Cast converts between float32, float64, bfloat16 and int32", name, x.DType(), dtype)
 	}
 	forward := func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
 		out := g.allocOf(name, dtype, in[0].Shape()...)
@@ -125,9 +133,14 @@ func (g *Graph) Cast(x *tensor.Tensor, dtype device.DType) *tensor.Tensor {
 			return nil
 		}
 		g.dev.Cast(out.Buffer(), in[0].Buffer())
+		if dtype == device.Int32 && in[0].DType() == device.Int32 {
+			if lo, hi, ok := in[0].IndexRange(); ok {
+				out.SetIndexRange(lo, hi)
+			}
+		}
 		return out
 	}
-	if !g.wantsGrad(x) {
+	if !g.wantsGrad(x) || x.DType() == device.Int32 || dtype == device.Int32 {
 		return g.constant(name, forward, x)
 	}
 	if x.DType() == device.BFloat16 || dtype == device.BFloat16 {

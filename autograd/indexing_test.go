@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,7 +250,7 @@ func TestGatherScatterAxis(t *testing.T) {
 // TestCast: float32 <-> float64 casts round to nearest and widen exactly,
 // their gradient is the output's cast back (exactly: a sum weighted by
 // float32 values), bfloat16 rounds to nearest even, and casts that cannot
-// be differentiated or done are refused.
+// be differentiated or done are refused (int32 casts: TestCastInt32).
 func TestCast(t *testing.T) {
 	dev := cpu.New()
 	v64 := []float64{1 + 0x1p-24, 1 + 3*0x1p-24, -1e300, 1e-50, math.Pi, math.Inf(-1)}
@@ -306,7 +307,7 @@ func TestCast(t *testing.T) {
 		run  func(g *Graph)
 		want []string
 	}{
-		{"int32", func(g *Graph) { g.Cast(i32(t, []int32{1}, 1), device.Float32) }, []string{"Cast", "int32"}},
+		{"unknown dtype", func(g *Graph) { g.Cast(i32(t, []int32{1}, 1), device.DType(99)) }, []string{"Cast", "int32"}},
 		{"bfloat16 with grad", func(g *Graph) { g.Cast(x, device.BFloat16) }, []string{"Cast", "bfloat16", "requires grad"}},
 	} {
 		g := New(dev)
@@ -319,6 +320,124 @@ func TestCast(t *testing.T) {
 					t.Errorf("%s: error %q does not say %q", c.name, err, w)
 				}
 			}
+		}
+	}
+}
+
+// TestCastInt32: a float tensor that requires grad cast to int32 (toward
+// zero, saturated, NaN 0) indexes IndexSelect, whose gradient reaches the
+// table but not the cast's source; an int32 -> int32 cast keeps the index
+// range; ArgMaxAxis cast to float32 feeds arithmetic with no gradient
+// path through it; int32 -> float32 / float64 round to nearest even /
+// exactly.
+func TestCastInt32(t *testing.T) {
+	dev := cpu.New()
+	// float -> int32 -> IndexSelect.
+	table := f32(t, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 4, 3)
+	table.SetRequiresGrad(true)
+	pos := f32(t, []float32{3.9, 0.2, 2.5, float32(math.Copysign(0, -1)), 1.99}, 5)
+	pos.SetRequiresGrad(true)
+	g := New(dev)
+	ids := g.Cast(pos, device.Int32)
+	if ids == nil || ids.DType() != device.Int32 || ids.RequiresGrad() {
+		t.Fatalf("Cast to int32: %v (err %v)", ids, g.Err())
+	}
+	wantIDs := []int32{3, 0, 2, 0, 1}
+	if got := ids.Int32s(); !slices.Equal(got, wantIDs) {
+		t.Fatalf("Cast to int32 = %v, want %v", got, wantIDs)
+	}
+	if _, _, ok := ids.IndexRange(); ok {
+		t.Errorf("a cast from float32 records an index range; it cannot know one without a read back")
+	}
+	rows := g.IndexSelect(table, 0, ids)
+	if lo, hi, ok := ids.IndexRange(); !ok || lo != 0 || hi != 3 {
+		t.Errorf("IndexSelect read back the range [%d, %d] (%v), want [0, 3]", lo, hi, ok)
+	}
+	wv := []float32{1, -1, 2, 0.5, 3, -2, 4, 1, 0, -3, 0.25, 5, 2, 2, -1}
+	w := f32(t, wv, 5, 3)
+	loss := g.Sum(g.Mul(rows, w))
+	tv := table.Float32s()
+	var wantLoss float64
+	for i, id := range wantIDs {
+		for j := 0; j < 3; j++ {
+			wantLoss += float64(tv[int(id)*3+j]) * float64(wv[i*3+j])
+		}
+	}
+	if got := float64(loss.Float32s()[0]); got != wantLoss {
+		t.Errorf("loss = %v, want %v", got, wantLoss)
+	}
+	if err := g.Backward(loss); err != nil {
+		t.Fatal(err)
+	}
+	wantGrad := make([]float64, 12)
+	for i, id := range wantIDs {
+		for j := 0; j < 3; j++ {
+			wantGrad[int(id)*3+j] += float64(wv[i*3+j])
+		}
+	}
+	for i, v := range table.Grad().Float32s() {
+		if float64(v) != wantGrad[i] {
+			t.Errorf("table gradient element %d = %v, want %v", i, v, wantGrad[i])
+		}
+	}
+	if pos.Grad() != nil {
+		t.Errorf("the float source of an int32 cast has a gradient %v; the cast has no gradient path", pos.Grad().Float32s())
+	}
+	// Saturation and NaN, and an id out of range after the cast.
+	g = New(dev)
+	sat := g.Cast(f32(t, []float32{-2.7, 3e9, -3e9, float32(math.NaN()), float32(math.Inf(1))}, 5), device.Int32).Int32s()
+	if want := []int32{-2, math.MaxInt32, math.MinInt32, 0, math.MaxInt32}; !slices.Equal(sat, want) {
+		t.Errorf("saturating Cast = %v, want %v", sat, want)
+	}
+	g.IndexSelect(table, 0, g.Cast(f32(t, []float32{1, 4.5}, 2), device.Int32))
+	if err := g.Err(); err == nil || !strings.Contains(err.Error(), "[1, 4] outside [0, 4)") {
+		t.Errorf("IndexSelect of a cast id 4 into 4 rows: %v", err)
+	}
+	// int32 -> int32 keeps the range; int32 -> float rounds once.
+	g = New(dev)
+	src := i32(t, []int32{16777217, -5, 16777219, 1<<24 + 1<<16 + 1}, 4)
+	same := g.Cast(src, device.Int32)
+	if lo, hi, ok := same.IndexRange(); !ok || lo != -5 || hi != 1<<24+1<<16+1 {
+		t.Errorf("int32 -> int32 Cast range [%d, %d] (%v), want the source's", lo, hi, ok)
+	}
+	if got, want := g.Cast(src, device.Float32).Float32s(), []float32{16777216, -5, 16777220, 1<<24 + 1<<16}; !slices.Equal(got, want) {
+		t.Errorf("int32 -> float32 = %v, want %v", got, want)
+	}
+	if got, want := g.Cast(src, device.Float64).Float64s(), []float64{16777217, -5, 16777219, 1<<24 + 1<<16 + 1}; !slices.Equal(got, want) {
+		t.Errorf("int32 -> float64 = %v, want %v", got, want)
+	}
+	if got, want := g.Cast(g.Cast(src, device.BFloat16), device.Float32).Float32s(), []float32{16777216, -5, 16777216, 1<<24 + 1<<17}; !slices.Equal(got, want) {
+		t.Errorf("int32 -> bfloat16 = %v, want %v", got, want)
+	}
+	// ArgMaxAxis -> Cast to float32 -> arithmetic: loss = sum(2*float(argmax)
+	// + 1) + sum(x*x); only the second term reaches x.
+	xv := []float32{0.5, 3, -1, 2, 7, 1, 1, 6, -4, -2, -3, -1}
+	x := f32(t, xv, 3, 4)
+	x.SetRequiresGrad(true)
+	g = New(dev)
+	am := g.ArgMaxAxis(x, 1, false)
+	pos32 := g.Cast(am, device.Float32)
+	if pos32.RequiresGrad() {
+		t.Fatalf("a float32 cast of ArgMaxAxis requires grad")
+	}
+	lin := g.Add(g.Scale(pos32, 2), g.Constant(1, device.Float32))
+	if got, want := lin.Float32s(), []float32{3, 1, 7}; !slices.Equal(got, want) {
+		t.Errorf("2*argmax+1 = %v, want %v", got, want)
+	}
+	loss = g.Add(g.Sum(lin), g.Sum(g.Mul(x, x)))
+	var sq float64
+	for _, v := range xv {
+		sq += float64(v) * float64(v)
+	}
+	if got := float64(loss.Float32s()[0]); got != 11+sq {
+		t.Errorf("loss = %v, want %v", got, 11+sq)
+	}
+	if err := g.Backward(loss); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x.Grad().Float32s() {
+		if v != 2*xv[i] {
+			t.Errorf("x gradient element %d = %v, want %v", i, v, 2*xv[i])
 		}
 	}
 }

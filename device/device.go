@@ -286,9 +286,15 @@ type Core interface {
 	CopyInt32ToHost(dst []int32, src Buffer)
 	// Copy copies src to dst on the device (same length, same dtype).
 	Copy(dst, src Buffer)
-	// Cast copies src to dst (same length), converting between float
-	// dtypes (round to nearest even; NaN stays NaN). With equal dtypes it
-	// is Copy.
+	// Cast copies src to dst (same length), converting between any two
+	// dtypes the backend stores (float32, bfloat16, float64, int32).
+	// Between floats it rounds to nearest even (NaN stays NaN; widening
+	// is exact). A float becomes an int32 rounded toward zero and
+	// saturated at the int32 limits (so -2.7 gives -2, 3e9 and +Inf give
+	// 2147483647, -Inf gives -2147483648) with NaN giving 0, which is
+	// CUDA's __float2int_rz. An int32 becomes a float32 or bfloat16
+	// rounded to nearest even in one rounding (16777217 gives 16777216),
+	// a float64 exactly. With equal dtypes it is Copy.
 	Cast(dst, src Buffer)
 	// Fill sets every element of dst to v.
 	Fill(dst Buffer, v float32)

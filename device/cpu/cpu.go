@@ -19,6 +19,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -272,22 +273,155 @@ func (d *Device) Copy(dst, src device.Buffer) {
 	}
 }
 
-// Cast converts between float32, bfloat16 and float64 (or copies equal
-// dtypes).
+// Cast converts between float32, bfloat16, float64 and int32 (or copies
+// equal dtypes), with the semantics of device.Core.Cast: floats round to
+// nearest even, a float becomes an int32 rounded toward zero and
+// saturated (NaN gives 0), an int32 becomes float32 or bfloat16 rounded to
+// nearest even (float64 exactly).
 func (d *Device) Cast(dst, src device.Buffer) {
 	switch dt, st := dst.DType(), src.DType(); {
 	case dt == st:
 		d.Copy(dst, src)
+	case dt == device.Int32:
+		toInt32(Int32s(dst), src)
+	case st == device.Int32:
+		fromInt32(dst, Int32s(src))
 	case dt == device.BFloat16 && st == device.Float32:
 		toBFloat16(BFloat16s(dst), Float32s(src))
 	case dt == device.Float32 && st == device.BFloat16:
 		fromBFloat16(Float32s(dst), BFloat16s(src))
+	case dt == device.BFloat16 && st == device.Float64:
+		z, x := BFloat16s(dst), Float64s(src)[:dst.Len()]
+		parallelFor(len(x), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				z[i] = bf16FromFloat64(x[i])
+			}
+		})
 	case st == device.Float64:
 		d.CopyFloat64FromHost(dst, Float64s(src))
 	case dt == device.Float64:
 		d.CopyFloat64ToHost(Float64s(dst), src)
 	default:
 		panic(fmt.Sprintf("cpu: Cast from %v to %v", st, dt))
+	}
+}
+
+// int32FromFloat converts v to int32 as CUDA's __float2int_rz does:
+// rounded toward zero, saturated at the int32 limits (infinities
+// included), NaN to 0.
+func int32FromFloat(v float64) int32 {
+	switch {
+	case v != v:
+		return 0
+	case v >= 1<<31:
+		return math.MaxInt32
+	case v <= -1<<31:
+		return math.MinInt32
+	}
+	return int32(v) // Go truncates toward zero
+}
+
+// bf16FromInt32 rounds v to the nearest bfloat16, ties to even, in one
+// rounding (through float32 a tie could be rounded twice).
+func bf16FromInt32(v int32) uint16 {
+	a := uint32(v)
+	if v < 0 {
+		a = -a
+	}
+	sh := 0 // bits below the 8 significant ones bfloat16 keeps
+	for t := a >> 8; t != 0; t >>= 1 {
+		sh++
+	}
+	if sh > 0 {
+		keep, rem, half := a>>sh, a&(1<<sh-1), uint32(1)<<(sh-1)
+		if rem > half || rem == half && keep&1 == 1 {
+			keep++
+		}
+		a = keep << sh // at most 1<<31: fits
+	}
+	f := float32(a) // exact: at most 8 significant bits
+	if v < 0 {
+		f = -f
+	}
+	return device.BFloat16FromFloat32(f) // exact
+}
+
+// bf16FromFloat64 rounds v to the nearest bfloat16, ties to even, in one
+// rounding: v is first rounded to float32 by round-to-odd (toward zero,
+// then the last bit set when inexact), which keeps the information a tie
+// needs, since float32 has more than two bits beyond bfloat16's 8.
+func bf16FromFloat64(v float64) uint16 {
+	if v != v {
+		return device.BFloat16FromFloat32(float32(v))
+	}
+	f := float32(v)
+	if math.Abs(float64(f)) > math.Abs(v) { // rounded away from zero (or to Inf)
+		f = math.Nextafter32(f, 0)
+	}
+	if float64(f) != v {
+		f = math.Float32frombits(math.Float32bits(f) | 1)
+	}
+	return device.BFloat16FromFloat32(f)
+}
+
+// toInt32 converts the float buffer src into dst (see int32FromFloat).
+func toInt32(dst []int32, src device.Buffer) {
+	dst = dst[:src.Len()]
+	switch src.DType() {
+	case device.Float64:
+		x := Float64s(src)
+		parallelFor(len(dst), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = int32FromFloat(x[i])
+			}
+		})
+	case device.BFloat16:
+		x := BFloat16s(src)
+		parallelFor(len(dst), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = int32FromFloat(float64(device.Float32FromBFloat16(x[i])))
+			}
+		})
+	case device.Float32:
+		x := Float32s(src)
+		parallelFor(len(dst), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				dst[i] = int32FromFloat(float64(x[i]))
+			}
+		})
+	default:
+		panic(fmt.Sprintf("cpu: Cast from %v to int32", src.DType()))
+	}
+}
+
+// fromInt32 converts src into the float buffer dst: float32 and bfloat16
+// rounded to nearest even, float64 exactly.
+func fromInt32(dst device.Buffer, src []int32) {
+	src = src[:dst.Len()]
+	switch dst.DType() {
+	case device.Float64:
+		z := Float64s(dst)
+		parallelFor(len(src), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				z[i] = float64(src[i])
+			}
+		})
+	case device.BFloat16:
+		z := BFloat16s(dst)
+		parallelFor(len(src), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				z[i] = bf16FromInt32(src[i])
+			}
+		})
+	case device.Float32:
+		z := Float32s(dst)
+		parallelFor(len(src), elementGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				z[i] = float32(src[i]) // round to nearest even
+			}
+		})
+	default:
+		panic(fmt.Sprintf("cpu: Cast from int32 to %v", dst.DType()))
 	}
 }
 

@@ -155,8 +155,24 @@ func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int)
 	d.launch1D(name, n, ptrArg(dst), ptrArg(src), i64arg(int64(batch)), i64arg(int64(rows)), i64arg(int64(cols)), i64arg(int64(inner)))
 }
 
-// Cast converts between float32 and bfloat16 (round to nearest even); equal
-// dtypes are a Copy.
+// castKernels names the Cast kernel of each (destination, source) pair of
+// distinct storage dtypes.
+var castKernels = map[[2]device.DType]string{
+	{device.BFloat16, device.Float32}: "h_cast_bf16_from_f32",
+	{device.Float32, device.BFloat16}: "h_cast_f32_from_bf16",
+	{device.Int32, device.Float32}:    "h_cast_i32_from_f32",
+	{device.Int32, device.BFloat16}:   "h_cast_i32_from_bf16",
+	{device.Float32, device.Int32}:    "h_cast_f32_from_i32",
+	{device.BFloat16, device.Int32}:   "h_cast_bf16_from_i32",
+}
+
+// castTypes are the dtypes Cast converts between.
+var castTypes = []device.DType{device.Float32, device.BFloat16, device.Int32}
+
+// Cast converts between float32, bfloat16 and int32 with the semantics of
+// device.Core.Cast: float32 -> bfloat16 and int32 -> float rounded to
+// nearest even, float -> int32 rounded toward zero and saturated (NaN
+// gives 0, as __float2int_rz); equal dtypes are a Copy.
 func (d *Device) Cast(dst, src device.Buffer) {
 	if dst.DType() == src.DType() {
 		d.Copy(dst, src)
@@ -164,7 +180,7 @@ func (d *Device) Cast(dst, src device.Buffer) {
 	}
 	d.enter()
 	defer d.leave()
-	if !d.want("Cast", storageTypes, dst, src) {
+	if !d.want("Cast", castTypes, dst, src) {
 		return
 	}
 	if dst.Len() != src.Len() {
@@ -172,9 +188,5 @@ func (d *Device) Cast(dst, src device.Buffer) {
 		return
 	}
 	n := int64(dst.Len())
-	name := "h_cast_bf16_from_f32"
-	if dst.DType() == device.Float32 {
-		name = "h_cast_f32_from_bf16"
-	}
-	d.launch1D(name, n, ptrArg(dst), ptrArg(src), i64arg(n))
+	d.launch1D(castKernels[[2]device.DType{dst.DType(), src.DType()}], n, ptrArg(dst), ptrArg(src), i64arg(n))
 }

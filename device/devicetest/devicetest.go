@@ -9,7 +9,8 @@
 //	func TestConformance(t *testing.T) { devicetest.Run(t, mybackend.New()) }
 //
 // Every Core method is checked: Fill, Copy, Cast (float32 <-> bfloat16
-// round to nearest even, float32 <-> float64, equal dtypes, int32), the
+// round to nearest even, float32 <-> float64, int32 <-> each float dtype
+// with truncation, saturation and ties, equal dtypes), the
 // host copies, Gemm (batched, every transpose, pitches and batch strides,
 // alpha and beta, beta 0 over a NaN C, ragged, large and empty sizes) and
 // the strided ops below.

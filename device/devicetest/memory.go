@@ -117,8 +117,9 @@ func castF32Values() []float32 {
 
 // casts checks Cast between every pair of dtypes the device stores:
 // float32 <-> bfloat16 (round to nearest even, NaN and Inf kept), float32
-// <-> float64 (rounded to nearest; widening exact), and equal dtypes
-// (int32 included) as a copy.
+// <-> float64 and bfloat16 <-> float64 (rounded to nearest even in one
+// rounding; widening exact), int32 <-> every float
+// dtype (castsInt32), and equal dtypes (int32 included) as a copy.
 func casts(t *testing.T, dev device.Core) {
 	h := &harness{dev: dev, dt: device.Float32}
 	has := func(dt device.DType) bool {
@@ -189,6 +190,13 @@ func casts(t *testing.T, dev device.Core) {
 			}
 		}
 	})
+	t.Run("bfloat16_float64", func(t *testing.T) {
+		if !has(device.BFloat16) || !has(device.Float64) {
+			t.Skip("no bfloat16 or no float64")
+		}
+		castsBF16Float64(t, dev)
+	})
+	t.Run("int32", func(t *testing.T) { castsInt32(t, dev, has) })
 	t.Run("equal", func(t *testing.T) {
 		out := h.alloc(t, device.Float32, n)
 		dev.Cast(out, f32)

@@ -73,3 +73,34 @@ template <typename D, typename S>
 __device__ void cast_impl(D* dst, const S* src, i64 n) { H_FOR(i, n) st(dst, i, ld(src, i)); }
 extern "C" __global__ void h_cast_bf16_from_f32(bf16* dst, const float* src, i64 n) { cast_impl(dst, src, n); }
 extern "C" __global__ void h_cast_f32_from_bf16(float* dst, const bf16* src, i64 n) { cast_impl(dst, src, n); }
+
+// Casts to and from int32. f2i_rz is __float2int_rz, written out so the
+// emulator and the offline clang compile need no intrinsic: rounded toward
+// zero, saturated at the int32 limits (infinities included), NaN to 0.
+__device__ __forceinline__ int f2i_rz(float f) {
+    if (!(f == f)) return 0;
+    if (f >= 2147483648.0f) return 2147483647;
+    if (f <= -2147483648.0f) return -2147483647 - 1;
+    return (int)f;
+}
+// i2bf rounds v to the nearest bfloat16, ties to even, in one rounding (a
+// detour through float32 could round a tie twice): the magnitude is rounded
+// to 8 significant bits in integer arithmetic, which float32 then holds
+// exactly.
+__device__ __forceinline__ bf16 i2bf(int v) {
+    unsigned a = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    int sh = 0;
+    for (unsigned t = a >> 8; t != 0; t >>= 1) sh++;
+    if (sh > 0) {
+        unsigned keep = a >> sh, rem = a & ((1u << sh) - 1u), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (keep & 1u))) keep++;
+        a = keep << sh;  // at most 2^31
+    }
+    float f = (float)a;
+    return f2bf(v < 0 ? -f : f);
+}
+extern "C" __global__ void h_cast_i32_from_f32(int* dst, const float* src, i64 n) { H_FOR(i, n) dst[i] = f2i_rz(src[i]); }
+extern "C" __global__ void h_cast_i32_from_bf16(int* dst, const bf16* src, i64 n) { H_FOR(i, n) dst[i] = f2i_rz(bf2f(src[i])); }
+// int -> float conversion in CUDA C rounds to nearest even (__int2float_rn).
+extern "C" __global__ void h_cast_f32_from_i32(float* dst, const int* src, i64 n) { H_FOR(i, n) dst[i] = (float)src[i]; }
+extern "C" __global__ void h_cast_bf16_from_i32(bf16* dst, const int* src, i64 n) { H_FOR(i, n) dst[i] = i2bf(src[i]); }
