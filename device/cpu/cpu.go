@@ -225,7 +225,7 @@ func (d *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 	case device.BFloat16:
 		z := BFloat16s(dst)[:len(src)]
 		for i, v := range src {
-			z[i] = device.BFloat16FromFloat32(float32(v))
+			z[i] = bf16FromFloat64(v) // one rounding, as Cast
 		}
 	default:
 		z := Float32s(dst)[:len(src)]

@@ -204,9 +204,14 @@ func castsBF16Float64(t *testing.T, dev device.Core) {
 	back := h.alloc(t, device.Float64, len(src))
 	dev.Cast(back, bf) // widening, exact
 	h.sync(t)
-	got, viaF32 := make([]float64, len(src)), make([]float64, len(src))
+	// A host copy into bfloat16 rounds as the Cast does, once.
+	direct := h.alloc(t, device.BFloat16, len(src))
+	dev.CopyFloat64FromHost(direct, src)
+	h.sync(t)
+	got, viaF32, copied := make([]float64, len(src)), make([]float64, len(src)), make([]float64, len(src))
 	dev.CopyFloat64ToHost(got, back)
 	dev.CopyFloat64ToHost(viaF32, bf)
+	dev.CopyFloat64ToHost(copied, direct)
 	for i, v := range src {
 		want := bf16From64Reference(v)
 		if i < len(cases) {
@@ -214,6 +219,9 @@ func castsBF16Float64(t *testing.T, dev device.Core) {
 		}
 		if !(got[i] == want && math.Signbit(got[i]) == math.Signbit(want)) && !(want != want && got[i] != got[i]) {
 			t.Errorf("Cast float64 %v -> bfloat16 = %v, want %v", v, got[i], want)
+		}
+		if !(copied[i] == got[i]) && !(got[i] != got[i] && copied[i] != copied[i]) {
+			t.Errorf("CopyFloat64FromHost %v into bfloat16 = %v, Cast gives %v", v, copied[i], got[i])
 		}
 		if !(got[i] == viaF32[i]) && !(got[i] != got[i] && viaF32[i] != viaF32[i]) {
 			t.Errorf("Cast bfloat16 %v -> float64 = %v, not exact", viaF32[i], got[i])
