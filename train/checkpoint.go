@@ -484,3 +484,45 @@ func readOptimState(path string, saveState func() (map[string][]float32, map[str
 // ErrNoCheckpoint is wrapped by the error of resuming where no checkpoint
 // was written.
 var ErrNoCheckpoint = errors.New("train: resume: no checkpoint")
+
+// DataMatchesCheckpoint reports whether trainShards and valShard hold the
+// data that the latest checkpoint of cfg's run trained on: whether their
+// fingerprints equal the train_data and val_data that its state.json
+// records (the comparison Resume makes). A caller can check data it has
+// just made (text tokenized into a temporary folder, say) before it
+// replaces the run's own. A checkpoint that records no fingerprints
+// (version 1) matches any data. Where the run has no checkpoint, the error
+// wraps ErrNoCheckpoint.
+func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (bool, error) {
+	if cfg.Name == "" {
+		cfg.Name = "run"
+	}
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = "runs"
+	}
+	dir, _, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
+	if err != nil {
+		return false, err
+	}
+	var st checkpointState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return false, fmt.Errorf("train: resume: %s is corrupt: %w", filepath.Join(dir, "state.json"), err)
+	}
+	for _, d := range []struct {
+		key   string
+		paths []string
+	}{{"train_data", trainShards}, {"val_data", []string{valShard}}} {
+		want, ok := st.Settings[d.key]
+		if !ok {
+			continue
+		}
+		have, err := fingerprint(d.paths)
+		if err != nil {
+			return false, err
+		}
+		if have != want {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -75,7 +75,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lock.Unlock()
-	if err := prepareData(ctx, &st.job, stderr); err != nil {
+	pd, err := prepareData(ctx, &st.job, false, stderr)
+	defer pd.cleanup()
+	if err != nil {
 		return err
 	}
 	base = st.job.Config

@@ -347,12 +347,30 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	if code, e := run("-text", text, "-steps", "2"); code != 0 {
 		t.Fatalf("first run: %s", e)
 	}
+	runDir := filepath.Join(dir, "runs", "r")
+	data := folderFiles(t, filepath.Join(runDir, "data"))
 	code, e := run("-text", other, "-steps", "2", "-resume", "-clip", "0.5", "-muon-lr", "0.01", "-autocast", "bf16", "-val-tokens", "200")
 	for _, want := range []string{"clip: checkpoint 1, this run 0.5", "muon_lr: checkpoint 0.02, this run 0.01",
 		"autocast: checkpoint off, this run bf16", "val_tokens: checkpoint 300, this run 200", "train_data: checkpoint sha256:"} {
 		if code == 0 || !strings.Contains(e, want) {
 			t.Errorf("changed resume: exit %d, stderr lacks %q:\n%s", code, want, e)
 		}
+	}
+	// The refusal left the run's data as they were, byte for byte, and no
+	// temporary folder.
+	if after := folderFiles(t, filepath.Join(runDir, "data")); !reflect.DeepEqual(after, data) {
+		t.Errorf("the refused resume changed the data folder: %d files before, %d after", len(data), len(after))
+	}
+	if left, _ := filepath.Glob(filepath.Join(runDir, ".data-*")); len(left) > 0 {
+		t.Errorf("the refused resume left %v", left)
+	}
+	// Only the text changed: refused too, naming the data.
+	code, e = run("-text", other, "-steps", "2", "-resume")
+	if code == 0 || !strings.Contains(e, "train_data: checkpoint") || strings.Contains(e, "clip:") {
+		t.Errorf("resume with other text: exit %d: %s", code, e)
+	}
+	if after := folderFiles(t, filepath.Join(runDir, "data")); !reflect.DeepEqual(after, data) {
+		t.Errorf("the refused resume (other text only) changed the data folder")
 	}
 	code, e = run("-text", text, "-steps", "4", "-resume", "-val-every", "1", "-log-every", "2")
 	if code != 0 || !strings.Contains(e, "resuming r at update 2 of 4; the schedule ends at update 2") {
@@ -362,6 +380,24 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	if len(m) != 5 || m[4]["step"] != 4.0 || m[3]["lr_scale"] != 0.1 {
 		t.Errorf("metrics after the extension: %v", m)
 	}
+}
+
+// folderFiles returns the contents of every file in dir, by name.
+func folderFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%s: %d files, %v", dir, len(entries), err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
 }
 
 // A stale lock (its holder died) is reported with -break-lock, which takes

@@ -391,10 +391,16 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := startRun(st, c, st.resume); err != nil {
 		return err
 	}
-	if err := prepareData(ctx, &st.job, stderr); err != nil {
+	pd, err := prepareData(ctx, &st.job, st.resume, stderr)
+	defer pd.cleanup()
+	if err != nil {
 		return err
 	}
 	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, nil, stdout, stderr)
+	if err == nil && pd.mismatch {
+		// Resume refuses other data; this is only a second guard.
+		err = pd.mismatchError()
+	}
 	if err != nil {
 		return err
 	}
@@ -431,7 +437,14 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 		if prepErr == nil {
 			defer lock.Unlock()
 			if prepErr = startRun(st, c, st.resume); prepErr == nil {
-				prepErr = prepareData(ctx, &st.job, stderr)
+				var pd preparedData
+				pd, prepErr = prepareData(ctx, &st.job, st.resume, stderr)
+				defer pd.cleanup()
+				if prepErr == nil && pd.mismatch {
+					// The other ranks read the run's data folder, which
+					// this text did not replace.
+					prepErr = pd.mismatchError()
+				}
 			}
 		}
 	} else {
@@ -596,20 +609,94 @@ func startRun(st *trainSetup, c train.Config, resume bool) error {
 	return nil
 }
 
+// preparedData is what prepareData made.
+type preparedData struct {
+	// mismatch: a resume's text tokenized to other data than its
+	// checkpoint trained on; the job points at the temporary folder, so
+	// that Resume lists the differences, and the run's folder is as it was.
+	mismatch bool
+	// tmp is the temporary folder that cleanup removes, if any.
+	tmp string
+}
+
+func (p preparedData) cleanup() {
+	if p.tmp != "" {
+		os.RemoveAll(p.tmp)
+	}
+}
+
+func (p preparedData) mismatchError() error {
+	return errors.New("-resume: -text tokenizes to other data than the checkpoint trained on (its train_data and val_data fingerprints differ); the run's data folder is unchanged: give the run's original -text, or start over with -overwrite or another -name")
+}
+
 // prepareData tokenizes the job's text (or the default Opticks) into
-// shards when no shards are given.
-func prepareData(ctx context.Context, job *trainFile, stderr io.Writer) error {
+// shards in the run's data folder when no shards are given. The text is
+// tokenized into a temporary folder first, which replaces the run's data
+// folder only when the run may train on it: a fresh run, or a resume whose
+// checkpoint trained on the same data (train.DataMatchesCheckpoint).
+// Otherwise the run's data stay as they were, byte for byte, and the job
+// points at the temporary folder (removed by cleanup) for Resume to refuse
+// with the list of differences. The run's lock must be held.
+func prepareData(ctx context.Context, job *trainFile, resume bool, stderr io.Writer) (preparedData, error) {
 	if len(job.Config.TrainShards) > 0 {
-		return nil
+		return preparedData{}, nil
 	}
 	if len(job.Text) == 0 {
 		opticks, err := opticksPath()
 		if err != nil {
-			return err
+			return preparedData{}, err
 		}
 		job.Text = []string{opticks}
 	}
-	return shardsFromText(ctx, job, stderr)
+	c := &job.Config
+	run := filepath.Join(c.RunsDir, c.Name)
+	dir := filepath.Join(run, "data")
+	tmp, old := filepath.Join(run, ".data-new"), filepath.Join(run, ".data-old")
+	// Left by a process that died here (the lock is ours now).
+	if err := removeAll(tmp, old); err != nil {
+		return preparedData{}, err
+	}
+	pd := preparedData{tmp: tmp}
+	if err := shardsFromText(ctx, job, tmp, dir, stderr); err != nil {
+		return pd, err
+	}
+	if resume {
+		same, err := train.DataMatchesCheckpoint(*c, c.TrainShards, c.ValShard)
+		if err != nil {
+			return pd, err
+		}
+		if !same {
+			pd.mismatch = true
+			return pd, nil
+		}
+	}
+	// Swap the new shards in: the old folder aside, the new one in its
+	// place, the old one removed. A crash between the renames leaves no
+	// data folder, which the next run (holding the lock) tokenizes again.
+	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	for i, p := range c.TrainShards {
+		c.TrainShards[i] = filepath.Join(dir, filepath.Base(p))
+	}
+	c.ValShard = filepath.Join(dir, filepath.Base(c.ValShard))
+	return preparedData{}, nil
+}
+
+// removeAll removes each path and what it holds.
+func removeAll(paths ...string) error {
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trainOne trains one run whose lock is held (the trainer releases it),
@@ -722,13 +809,13 @@ func opticksPath() (string, error) {
 	return "", fmt.Errorf("the default job's text, src/testdata/Isaac.Newton-Opticks.txt, is in none of the Go roots %q; pass -text FILE or -train/-val shards", roots)
 }
 
-// shardsFromText tokenizes the job's text files into shards in the run's
-// data folder as prepare does (fineweb.AddTextFile: plain or gzip text,
+// shardsFromText tokenizes the job's text files into shards in the
+// folder dir as prepare does (fineweb.AddTextFile: plain or gzip text,
 // one document per blank-line-separated paragraph), sending the first
-// TextValTokens tokens to validation.
-func shardsFromText(ctx context.Context, job *trainFile, stderr io.Writer) error {
+// TextValTokens tokens to validation; its message names the folder as
+// shown (the run's data folder they are meant for).
+func shardsFromText(ctx context.Context, job *trainFile, dir, shown string, stderr io.Writer) error {
 	c := &job.Config
-	dir := filepath.Join(c.RunsDir, c.Name, "data")
 	sum, err := fineweb.BuildFromTextFiles(ctx, fineweb.BuildConfig{
 		Dir: dir, Prefix: "text", Overwrite: true,
 		Split: fineweb.Split{ValTokens: job.TextValTokens},
@@ -740,7 +827,7 @@ func shardsFromText(ctx context.Context, job *trainFile, stderr io.Writer) error
 		return fmt.Errorf("-text: %w", err)
 	}
 	fmt.Fprintf(stderr, "hilbert: tokenized %d documents (%d tokens) from %s into %s: %d validation tokens\n",
-		sum.Documents, sum.Tokens, strings.Join(job.Text, ", "), dir, sum.ValTokens)
+		sum.Documents, sum.Tokens, strings.Join(job.Text, ", "), shown, sum.ValTokens)
 	c.TrainShards, c.ValShard = sum.TrainShards, sum.ValShards[0]
 	return nil
 }
