@@ -221,15 +221,11 @@ func (t *Trainer) settings() ([]setting, error) {
 		{"autocast", autocast}, {"block_rows", i(c.BlockRows)},
 	}
 	s = append(s, deviceSettings(t.dev)...)
+	// The data: from the sums the loaders computed as they read every
+	// shard in full (see datahash.go).
 	if t.dataID[0] == "" {
-		var err error
-		if t.dataID[0], err = fingerprint(c.TrainShards); err != nil {
-			return nil, err
-		}
-		if t.dataID[1], err = fingerprint([]string{c.ValShard}); err != nil {
-			t.dataID[0] = ""
-			return nil, err
-		}
+		t.dataID[0] = sumsFingerprint(t.loader.Sums())
+		t.dataID[1] = sumsFingerprint([]fineweb.ShardSum{t.val.Sum()})
 	}
 	s = append(s, setting{"train_data", t.dataID[0]}, setting{"val_data", t.dataID[1]})
 	return s, nil
@@ -378,6 +374,16 @@ func (t *Trainer) checkCompatible(st checkpointState, path string) (Config, opti
 	var diffs []string
 	for _, s := range have {
 		ck, ok := want[s.name]
+		if ok && strings.HasPrefix(ck, legacyPrefix) && (s.name == "train_data" || s.name == "val_data") {
+			// A checkpoint from before the CRC-32C fingerprints.
+			paths := c.TrainShards
+			if s.name == "val_data" {
+				paths = []string{c.ValShard}
+			}
+			if s.value, err = legacyFingerprint(paths); err != nil {
+				return c, optim.Cosine{}, fmt.Errorf("train: resume: %w", err)
+			}
+		}
 		if ok && ck != s.value {
 			diffs = append(diffs, fmt.Sprintf("%s: checkpoint %s, this run %s", s.name, ck, s.value))
 		}
@@ -516,7 +522,7 @@ func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (b
 		if !ok {
 			continue
 		}
-		have, err := fingerprint(d.paths)
+		have, err := fingerprintLike(want, d.paths)
 		if err != nil {
 			return false, err
 		}

@@ -82,8 +82,8 @@ func TestResumeListsEveryDifference(t *testing.T) {
 		"seed: checkpoint 1, this run 9",
 		"panel_seqs: checkpoint 3, this run 2",
 		"block_rows: checkpoint 0, this run 7",
-		"train_data: checkpoint sha256:",
-		"val_data: checkpoint sha256:",
+		"train_data: checkpoint crc32c:",
+		"val_data: checkpoint crc32c:",
 		"differ from the checkpoint's in 11",
 	} {
 		if !strings.Contains(err.Error(), want) {
