@@ -167,15 +167,68 @@ func readLatest(root string) (dir string, step int, state []byte, err error) {
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
 	}
-	var ptr latestPointer
-	if err := json.Unmarshal(raw, &ptr); err != nil || ptr.Dir == "" || strings.ContainsAny(ptr.Dir, `/\`) {
-		return "", 0, nil, fmt.Errorf("train: resume: %s is corrupt (%v)", ptrPath, err)
+	ptr, err := decodeLatest(ptrPath, raw)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	dir = filepath.Join(root, ptr.Dir)
 	if state, err = os.ReadFile(filepath.Join(dir, "state.json")); err != nil {
 		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
 	}
 	return dir, ptr.Step, state, nil
+}
+
+// decodeLatest decodes latest.json (read from path): it must name a
+// checkpoint folder of root by its plain name, at a step >= 0.
+func decodeLatest(path string, raw []byte) (latestPointer, error) {
+	var ptr latestPointer
+	err := json.Unmarshal(raw, &ptr)
+	switch {
+	case err != nil:
+	case ptr.Dir == "" || ptr.Dir == "." || ptr.Dir == ".." || strings.ContainsAny(ptr.Dir, `/\`):
+		err = fmt.Errorf("dir %q: want the name of a checkpoint folder", ptr.Dir)
+	case ptr.Step < 0:
+		err = fmt.Errorf("step %d: want >= 0", ptr.Step)
+	}
+	if err != nil {
+		return latestPointer{}, fmt.Errorf("train: resume: %s is corrupt (%v)", path, err)
+	}
+	return ptr, nil
+}
+
+// decodeState decodes a checkpoint's state.json (read from path) for
+// latest.json's step and checks what a resume relies on: a version this
+// build reads, the step, counts that cannot be negative, and the data
+// cursor's fields.
+func decodeState(path string, raw []byte, step int) (checkpointState, error) {
+	var st checkpointState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %w", path, err)
+	}
+	if st.Version < 1 || st.Version > checkpointVersion {
+		return st, fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", path, st.Version, checkpointVersion)
+	}
+	if st.Step != step {
+		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
+	}
+	bad := ""
+	switch c := st.Cursor; {
+	case st.Tokens < 0:
+		bad = fmt.Sprintf("tokens %d", st.Tokens)
+	case !(st.ElapsedS >= 0):
+		bad = fmt.Sprintf("elapsed_s %v", st.ElapsedS)
+	case c.Epoch < 0 || c.Shard < 0 || c.Batch < 0 || c.Micro < 0:
+		bad = fmt.Sprintf("cursor %+v", c)
+	}
+	for name, v := range st.Counters {
+		if bad == "" && v < 0 {
+			bad = fmt.Sprintf("counter %s = %d", name, v)
+		}
+	}
+	if bad != "" {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %s: want >= 0", path, bad)
+	}
+	return st, nil
 }
 
 func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setting) checkpointState {
@@ -286,15 +339,9 @@ func (t *Trainer) Resume() error {
 		return err
 	}
 	statePath := filepath.Join(dir, "state.json")
-	var st checkpointState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return fmt.Errorf("train: resume: %s is corrupt: %w", statePath, err)
-	}
-	if st.Version < 1 || st.Version > checkpointVersion {
-		return fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", statePath, st.Version, checkpointVersion)
-	}
-	if st.Step != step {
-		return fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, statePath, st.Step)
+	st, err := decodeState(statePath, raw, step)
+	if err != nil {
+		return err
 	}
 	cfg, sched, err := t.checkCompatible(st, statePath)
 	if err != nil {
@@ -506,13 +553,13 @@ func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (b
 	if cfg.RunsDir == "" {
 		cfg.RunsDir = "runs"
 	}
-	dir, _, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
+	dir, step, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
 	if err != nil {
 		return false, err
 	}
-	var st checkpointState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return false, fmt.Errorf("train: resume: %s is corrupt: %w", filepath.Join(dir, "state.json"), err)
+	st, err := decodeState(filepath.Join(dir, "state.json"), raw, step)
+	if err != nil {
+		return false, err
 	}
 	for _, d := range []struct {
 		key   string

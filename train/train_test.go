@@ -24,7 +24,7 @@ import (
 // pattern, so a small model can learn it and the loss falls.
 const tinyVocab = 97
 
-func writeTinyShards(t *testing.T, dir string) (train []string, val string) {
+func writeTinyShards(t testing.TB, dir string) (train []string, val string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
 	gen := func(n int) []int32 {
@@ -52,7 +52,7 @@ func writeTinyShards(t *testing.T, dir string) (train []string, val string) {
 	return train, val
 }
 
-func tinyConfig(t *testing.T, runs string, shards []string, val string) Config {
+func tinyConfig(t testing.TB, runs string, shards []string, val string) Config {
 	return Config{
 		Name: "tiny", RunsDir: runs,
 		Model: models.Config{Layers: 2, Dim: 64, HeadDim: 32, MLPHidden: 128, Vocab: tinyVocab, Context: 16, RoPEBase: 10000, InitStd: 0.02},
