@@ -45,22 +45,22 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	seedList, err := parseSeeds(seeds)
 	if err != nil {
-		return err
+		return usageErr("compare", err)
 	}
 	var headList []string
 	for _, h := range strings.Split(heads, ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
 			if h != "adamw" && h != "rownorm" {
-				return fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h)
+				return usageErr("compare", fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h))
 			}
 			headList = append(headList, h)
 		}
 	}
 	if len(headList) == 0 {
-		return fmt.Errorf("-heads %q: none", heads)
+		return usageErr("compare", fmt.Errorf("-heads %q: none", heads))
 	}
 	if st.resume {
-		return errors.New("compare continues every run that has a checkpoint by itself: drop -resume")
+		return usageErr("compare", errors.New("compare continues every run that has a checkpoint by itself: drop -resume"))
 	}
 	if !st.set["name"] {
 		st.job.Config.Name = "opticks-compare"

@@ -540,3 +540,55 @@ func writeTinyShards(t *testing.T, dir string) (train, val string) {
 	}
 	return train, val
 }
+
+// Usage errors (an unknown or bad flag, a bad value, a bad config file,
+// flags that do not go together) exit 2 with the error and a one-line
+// hint, not the whole usage; -h prints the usage and exits 0; other errors
+// exit 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	badConfig := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badConfig, []byte("stepz: 3\n"), 0o644)
+	runs := filepath.Join(dir, "runs")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"train", "-dim", "-5"}, 2, `hilbert train: invalid value "-5" for flag -dim: want a positive integer`},
+		{[]string{"train", "-no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		{[]string{"-steps"}, 2, "flag needs an argument: -steps"},
+		{[]string{"train", "-config", badConfig}, 2, "stepz: unknown key"},
+		{[]string{"train", "-config", filepath.Join(dir, "none.yaml")}, 2, "-config: open"},
+		{[]string{"train", "-resume", "-overwrite"}, 2, "-resume and -overwrite: pick one"},
+		{[]string{"train", "-steps", "10", "-warmup", "10"}, 2, "warmup = 10"},
+		{[]string{"train", "extra"}, 2, `unexpected arguments ["extra"]`},
+		{[]string{"compare", "-heads", "sgd"}, 2, `"sgd": want adamw or rownorm`},
+		{[]string{"bench", "gemm", "-reps", "0"}, 2, "want reps >= 1"},
+		{[]string{"prepare"}, 2, "-out and at least one input are required"},
+		{[]string{"sample", "-top-p", "2"}, 2, "for flag -top-p"},
+		{[]string{"train", "-h"}, 0, "usage: hilbert train [flags]"},
+		{[]string{"train", "-resume", "-runs", runs, "-name", "none"}, 1, `run "none" has no checkpoint`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runMain(c.args, &stdout, &stderr)
+		e := stderr.String()
+		if code != c.code || !strings.Contains(e, c.want) {
+			t.Errorf("%q: exit %d, want %d and %q:\n%s", c.args, code, c.code, c.want, e)
+			continue
+		}
+		cmd := c.args[0]
+		if strings.HasPrefix(cmd, "-") {
+			cmd = "train"
+		} else if cmd == "bench" {
+			cmd = "bench gemm"
+		}
+		hint := fmt.Sprintf("run 'hilbert %s -h' for the flags\n", cmd)
+		switch {
+		case code == 2 && (!strings.HasSuffix(e, hint) || strings.Count(e, "\n") != 2):
+			t.Errorf("%q: want the error and the hint %q, two lines:\n%s", c.args, hint, e)
+		case code == 0 && !strings.Contains(e, "-micro-batch"):
+			t.Errorf("%q: -h does not list the flags:\n%s", c.args, e)
+		}
+	}
+}

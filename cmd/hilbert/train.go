@@ -163,14 +163,44 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
 		}
 		return nil, err
 	}
+	st, err := setupTrain(fs, name, args, &job, configPath, &trainGlobs, &layers, &dim, &context_)
+	if err != nil {
+		return nil, usageErr(name, err)
+	}
+	st.resume, st.overwrite, st.quiet, st.breakLock = resume, overwrite, quiet, breakLock
+	if resume && overwrite {
+		return nil, usageErr(name, errors.New("-resume and -overwrite: pick one (continue the checkpoint, or start over)"))
+	}
+	if job.Threads > 0 {
+		cpu.SetThreads(job.Threads)
+	}
+	c = &st.job.Config
+	if st.dev, err = openDevice(st.job.Device); err != nil {
+		return nil, err
+	}
+	if c.Autocast == "auto" || c.Autocast == "" {
+		c.Autocast = "off"
+		if st.dev.Name() != "cpu" {
+			c.Autocast = "bf16"
+		}
+	}
+	return st, nil
+}
+
+// setupTrain is parseTrainFlags after the flags are parsed: the config
+// file, the model, the data, and every check of the settings (before any
+// data is tokenized). Its errors are usage errors. The flags' variables
+// come as pointers: the config file sets them.
+func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, configPath string, trainGlobs *[]string, layers, dim, context_ *int) (*trainSetup, error) {
+	c := &job.Config
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (see hilbert %s -h)", fs.Args(), name)
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cmdSet := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { cmdSet[f.Name] = true })
@@ -205,14 +235,11 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 			}
 		}
 	}
-	if resume && overwrite {
-		return nil, errors.New("-resume and -overwrite: pick one (continue the checkpoint, or start over)")
-	}
-	if err := resolveModel(c, set, modelSec, layers, dim, context_); err != nil {
+	if err := resolveModel(c, set, modelSec, *layers, *dim, *context_); err != nil {
 		return nil, err
 	}
 	if set["train"] {
-		m, err := expandGlobs(trainGlobs)
+		m, err := expandGlobs(*trainGlobs)
 		if err != nil {
 			return nil, err
 		}
@@ -226,9 +253,6 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	case set["val"] && !set["train"]:
 		return nil, errors.New("-val needs -train (with -text, the validation split is the first -text-val-tokens tokens)")
 	}
-	if job.Threads > 0 {
-		cpu.SetThreads(job.Threads)
-	}
 	// Every setting is checked before any data is tokenized.
 	check := *c
 	if len(check.TrainShards) == 0 {
@@ -240,18 +264,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if _, err := check.WithDefaults(); err != nil {
 		return nil, err
 	}
-	dev, err := openDevice(job.Device)
-	if err != nil {
-		return nil, err
-	}
-	if c.Autocast == "auto" || c.Autocast == "" {
-		c.Autocast = "off"
-		if dev.Name() != "cpu" {
-			c.Autocast = "bf16"
-		}
-	}
-	return &trainSetup{job: job, resume: resume, overwrite: overwrite, quiet: quiet, breakLock: breakLock, dev: dev,
-		set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
+	return &trainSetup{job: *job, set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
 }
 
 // resolveModel sets c.Model: the default job's model, or the preset, or
