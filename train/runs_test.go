@@ -511,3 +511,34 @@ func TestVersion1CheckpointResumes(t *testing.T) {
 		t.Errorf("version 1, other head: %v", err)
 	}
 }
+
+// An interrupted run writes its checkpoint, then summary.md (saying where
+// it stopped) and the plots of what it has.
+func TestInterruptedRunWritesItsReport(t *testing.T) {
+	shards, val := writeTinyShards(t, t.TempDir())
+	cfg := tinyConfig(t, t.TempDir(), shards, val)
+	if _, err := runToEnd(t, cfg, false, 5); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("run: %v, want ErrInterrupted", err)
+	}
+	dir := filepath.Join(cfg.RunsDir, cfg.Name)
+	b, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "**Interrupted at update 5 of 14.**"; !strings.Contains(string(b), want) {
+		t.Errorf("summary.md lacks %q:\n%s", want, b)
+	}
+	for _, f := range []string{"loss.png", "diameter.png", "hilbert_rms.png"} {
+		if info, err := os.Stat(filepath.Join(dir, f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// The finished run's summary does not say so.
+	c := cfg
+	if _, err := runToEnd(t, c, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "summary.md")); strings.Contains(string(b), "**Interrupted at") {
+		t.Errorf("the finished run's summary says it was interrupted:\n%s", b)
+	}
+}

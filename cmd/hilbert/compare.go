@@ -99,7 +99,10 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 			}
 			s, err := trainOne(ctx, st, c, runLock, resume, nil, stdout, stderr)
 			if ie, ok := err.(*interruptedError); ok {
-				return &interruptedError{ie.msg + "; the comparison continues where it stopped when run again with the same command"}
+				if ie.hint != "" { // compare resumes by itself: no -resume
+					ie.hint = "The comparison continues where it stopped when run again with the same command"
+				}
+				return ie
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)

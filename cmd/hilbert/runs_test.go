@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -589,6 +590,39 @@ func TestUsageErrorsExit2(t *testing.T) {
 			t.Errorf("%q: want the error and the hint %q, two lines:\n%s", c.args, hint, e)
 		case code == 0 && !strings.Contains(e, "-micro-batch"):
 			t.Errorf("%q: -h does not list the flags:\n%s", c.args, e)
+		}
+	}
+}
+
+// The message of an interrupted run says how to continue it: with
+// -resume, unless the command already has it.
+func TestInterruptedMessage(t *testing.T) {
+	cfg, _ := tinyRun(t, "")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"train", "-config", cfg, "-quiet", "-steps", "2"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr.String())
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel() // as a signal before the first update
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", cfg, "-quiet", "-resume", "-steps", "4"}, "tiny interrupted at update 2; checkpoint written. Continue with the same command"},
+		{[]string{"-config", cfg, "-quiet", "-name", "other"}, "other interrupted at update 0; checkpoint written. Continue with the same command and -resume"},
+	} {
+		st, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, err := lockRun(st, st.job.Config, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = trainOne(cancelled, st, st.job.Config, lock, st.resume, nil, io.Discard, io.Discard)
+		var ie *interruptedError
+		if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an interruption ending %q", c.args, err, c.want)
 		}
 	}
 }

@@ -338,9 +338,17 @@ const exitInterrupted = 130
 
 // interruptedError is a run stopped by a signal; runMain prints it and
 // exits with exitInterrupted.
-type interruptedError struct{ msg string }
+type interruptedError struct {
+	msg  string // what happened
+	hint string // how to continue, if the checkpoint was written
+}
 
-func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Error() string {
+	if e.hint == "" {
+		return e.msg
+	}
+	return e.msg + ". " + e.hint
+}
 
 // trainSignals returns a context cancelled by SIGINT, SIGTERM or SIGHUP
 // (a closed terminal or ssh session): the run stops after its current
@@ -758,11 +766,15 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 	})
 	prog.finish()
 	if errors.Is(err, train.ErrInterrupted) {
-		msg := fmt.Sprintf("%s interrupted at update %d; checkpoint written. Continue with the same command and -resume", c.Name, tr.Step())
-		if err != train.ErrInterrupted { // the checkpoint failed
-			msg = fmt.Sprintf("%s interrupted at update %d: %v", c.Name, tr.Step(), err)
+		if err != train.ErrInterrupted { // the checkpoint or the report failed
+			return nil, &interruptedError{msg: fmt.Sprintf("%s interrupted at update %d: %v", c.Name, tr.Step(), err)}
 		}
-		return nil, &interruptedError{msg}
+		// A command that has -resume already continues the run as it is.
+		hint := "Continue with the same command and -resume"
+		if st.resume {
+			hint = "Continue with the same command"
+		}
+		return nil, &interruptedError{msg: fmt.Sprintf("%s interrupted at update %d; checkpoint written", c.Name, tr.Step()), hint: hint}
 	}
 	if err != nil {
 		return nil, err
