@@ -91,7 +91,7 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 		}
 		job := trainFile{Config: train.Config{Name: "t-" + name, RunsDir: filepath.Join(dir, "runs")}, Text: []string{in}, TextValTokens: 100}
 		data := filepath.Join(dir, "runs", job.Config.Name, "data")
-		if err := shardsFromText(context.Background(), &job, data, data, &stderr); err != nil {
+		if _, err := shardsFromText(context.Background(), &job, data); err != nil {
 			t.Fatal(err)
 		}
 		prepTrain, _ := filepath.Glob(filepath.Join(out, "fineweb_train_*.bin"))
@@ -119,7 +119,7 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 	}
 	job := trainFile{Config: train.Config{Name: "bin", RunsDir: filepath.Join(dir, "runs")}, Text: []string{bin}, TextValTokens: 100}
 	data := filepath.Join(dir, "runs", "bin", "data")
-	if err := shardsFromText(context.Background(), &job, data, data, &stderr); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
+	if _, err := shardsFromText(context.Background(), &job, data); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
 		t.Errorf("train -text on a binary file: %v", err)
 	}
 }

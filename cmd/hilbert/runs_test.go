@@ -367,7 +367,8 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	}
 	// Only the text changed: refused too, naming the data.
 	code, e = run("-text", other, "-steps", "2", "-resume")
-	if code == 0 || !strings.Contains(e, "train_data: checkpoint") || strings.Contains(e, "clip:") {
+	if code == 0 || !strings.Contains(e, "train_data: checkpoint") || strings.Contains(e, "clip:") ||
+		!strings.Contains(e, "not the checkpoint's data, so "+filepath.Join(runDir, "data")+" is left as it is") {
 		t.Errorf("resume with other text: exit %d: %s", code, e)
 	}
 	if after := folderFiles(t, filepath.Join(runDir, "data")); !reflect.DeepEqual(after, data) {

@@ -678,15 +678,19 @@ func prepareData(ctx context.Context, job *trainFile, resume bool, stderr io.Wri
 		return preparedData{}, err
 	}
 	pd := preparedData{tmp: tmp}
-	if err := shardsFromText(ctx, job, tmp, dir, stderr); err != nil {
+	sum, err := shardsFromText(ctx, job, tmp)
+	if err != nil {
 		return pd, err
 	}
+	tokenized := fmt.Sprintf("hilbert: tokenized %d documents (%d tokens, %d for validation) from %s",
+		sum.Documents, sum.Tokens, sum.ValTokens, strings.Join(job.Text, ", "))
 	if resume {
 		same, err := train.DataMatchesCheckpoint(*c, c.TrainShards, c.ValShard)
 		if err != nil {
 			return pd, err
 		}
 		if !same {
+			fmt.Fprintf(stderr, "%s: not the checkpoint's data, so %s is left as it is\n", tokenized, dir)
 			pd.mismatch = true
 			return pd, nil
 		}
@@ -707,6 +711,7 @@ func prepareData(ctx context.Context, job *trainFile, resume bool, stderr io.Wri
 		c.TrainShards[i] = filepath.Join(dir, filepath.Base(p))
 	}
 	c.ValShard = filepath.Join(dir, filepath.Base(c.ValShard))
+	fmt.Fprintf(stderr, "%s into %s\n", tokenized, dir)
 	return preparedData{}, nil
 }
 
@@ -837,22 +842,19 @@ func opticksPath() (string, error) {
 // shardsFromText tokenizes the job's text files into shards in the
 // folder dir as prepare does (fineweb.AddTextFile: plain or gzip text,
 // one document per blank-line-separated paragraph), sending the first
-// TextValTokens tokens to validation; its message names the folder as
-// shown (the run's data folder they are meant for).
-func shardsFromText(ctx context.Context, job *trainFile, dir, shown string, stderr io.Writer) error {
+// TextValTokens tokens to validation, and points the job at them.
+func shardsFromText(ctx context.Context, job *trainFile, dir string) (fineweb.Summary, error) {
 	c := &job.Config
 	sum, err := fineweb.BuildFromTextFiles(ctx, fineweb.BuildConfig{
 		Dir: dir, Prefix: "text", Overwrite: true,
 		Split: fineweb.Split{ValTokens: job.TextValTokens},
 	}, job.Text...)
 	if errors.Is(err, fineweb.ErrNoTraining) || err == nil && (len(sum.TrainShards) == 0 || len(sum.ValShards) == 0) {
-		return fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
+		return sum, fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
 	}
 	if err != nil {
-		return fmt.Errorf("-text: %w", err)
+		return sum, fmt.Errorf("-text: %w", err)
 	}
-	fmt.Fprintf(stderr, "hilbert: tokenized %d documents (%d tokens) from %s into %s: %d validation tokens\n",
-		sum.Documents, sum.Tokens, strings.Join(job.Text, ", "), shown, sum.ValTokens)
 	c.TrainShards, c.ValShard = sum.TrainShards, sum.ValShards[0]
-	return nil
+	return sum, nil
 }
