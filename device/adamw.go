@@ -7,13 +7,25 @@ import "strconv"
 // and the weight-decay factor 1-LR*WeightDecay.
 //
 // The betas are held as float32, and 1 - float32(0.999) is 1.3e-5 (relative)
-// away from 1 - 0.999: the cancellation amplifies beta's rounding. So each
-// beta (and the weight decay) is first read back as the shortest decimal
-// that rounds to it, the number its caller wrote (0.999), and 1 - beta is
-// taken of that. For a beta of more than seven significant digits this is
-// as exact as float32 allows, no worse than 1 - Beta.
+// away from 1 - 0.999: the cancellation amplifies beta's rounding. So
+// 1 - beta is taken of the caller's float64 beta (ExactBeta1, ExactBeta2;
+// the weight decay likewise), when it gives one that rounds to the
+// float32 field; otherwise of the shortest decimal that rounds to the
+// field, the number its caller most likely wrote (0.999). The two agree
+// for a beta of up to seven significant digits, such as the paper's 0.9
+// and 0.999; for a longer one only the float64 value is exact.
 func (h AdamW) Coefficients() (oneMinusBeta1, oneMinusBeta2, decay float32) {
-	return float32(1 - decimal(h.Beta1)), float32(1 - decimal(h.Beta2)), float32(1 - float64(h.LR)*decimal(h.WeightDecay))
+	return float32(1 - exact(h.Beta1, h.ExactBeta1)), float32(1 - exact(h.Beta2, h.ExactBeta2)),
+		float32(1 - float64(h.LR)*exact(h.WeightDecay, h.ExactWeightDecay))
+}
+
+// exact returns e, the caller's float64 value of x, when it rounds to x,
+// and otherwise the shortest decimal that rounds to x.
+func exact(x float32, e float64) float64 {
+	if float32(e) == x {
+		return e
+	}
+	return decimal(x)
 }
 
 // decimal returns the float64 of the shortest decimal that rounds to x.

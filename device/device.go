@@ -245,6 +245,11 @@ type AdamW struct {
 	// BiasCorrection1 and BiasCorrection2 are 1 - beta^t for the step t
 	// counted from 1.
 	BiasCorrection1, BiasCorrection2 float32
+	// ExactBeta1, ExactBeta2 and ExactWeightDecay are the caller's float64
+	// values of Beta1, Beta2 and WeightDecay, which Coefficients computes
+	// 1 - beta (and the decay) from; each is used only where it rounds to
+	// its float32 field (zero fields: see Coefficients).
+	ExactBeta1, ExactBeta2, ExactWeightDecay float64
 }
 
 // Core is the primitive set every backend implements: memory, copies and

@@ -128,6 +128,8 @@ func (o *AdamW) Step(scale float64) error {
 			WeightDecay:     float32(o.cfg.WeightDecay),
 			BiasCorrection1: float32(1 - math.Pow(o.cfg.Beta1, float64(st.t))),
 			BiasCorrection2: float32(1 - math.Pow(o.cfg.Beta2, float64(st.t))),
+			// 1 - beta from the config's float64 betas, not the float32 ones.
+			ExactBeta1: o.cfg.Beta1, ExactBeta2: o.cfg.Beta2, ExactWeightDecay: o.cfg.WeightDecay,
 		}
 		var step device.Buffer
 		if st.step != nil {

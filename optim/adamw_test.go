@@ -93,3 +93,38 @@ func TestAdamWMomentsFloat64(t *testing.T) {
 		near(t, "v", f64(v.Float32s()), vRef, 0, 5e-7)
 	}
 }
+
+// The kernels' 1 - beta comes from the config's float64 betas: with a
+// beta of eleven digits, one step from zero moments with a gradient of
+// ones leaves m = 1 - beta1 and v = 1 - beta2 rounded once to float32
+// (before, 1 - beta was taken of the float32 beta's shortest decimal,
+// 0.99912345 here, which puts v 7.7e-6 (relative) off).
+func TestAdamWCoefficientsFromFloat64Betas(t *testing.T) {
+	const beta1, beta2 = 0.87654321012, 0.99912345678
+	n := 6
+	p := param(t, "embed.weight", make([]float64, n), 2, 3)
+	o, err := NewAdamW(AdamWConfig{LR: 1e-3, Beta1: beta1, Beta2: beta2, Eps: 1e-8}, []*tensor.Tensor{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	setGrad(t, p, ones)
+	if err := o.Step(1); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float32{"adamw.m.embed.weight": float32(1 - beta1), "adamw.v.embed.weight": float32(1 - beta2)}
+	for _, e := range o.State() {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		for i, x := range e.Tensor.Float32s() {
+			if x != w {
+				t.Fatalf("%s[%d] = %v, want %v", e.Name, i, x, w)
+			}
+		}
+	}
+}

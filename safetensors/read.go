@@ -17,7 +17,8 @@ import (
 // Tensor data is read on demand. A File is safe for concurrent reads.
 type File struct {
 	path      string
-	f         *os.File
+	r         io.ReaderAt // the file's bytes
+	closer    io.Closer   // nil for a File on memory
 	dataStart int64
 	infos     []Info // in file order (ascending offsets)
 	byName    map[string]int
@@ -42,7 +43,7 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	sf.f = f
+	sf.r, sf.closer = f, f
 	return sf, nil
 }
 
@@ -215,7 +216,12 @@ func (sf *File) checkLayout(dataSize int64) error {
 }
 
 // Close closes the file.
-func (sf *File) Close() error { return sf.f.Close() }
+func (sf *File) Close() error {
+	if sf.closer == nil {
+		return nil
+	}
+	return sf.closer.Close()
+}
 
 // Path returns the file's path.
 func (sf *File) Path() string { return sf.path }
@@ -247,7 +253,7 @@ func (sf *File) ReadBytes(name string, dst []byte) error {
 	if int64(len(dst)) != in.End-in.Begin {
 		return fmt.Errorf("safetensors: %s: tensor %q: %d-byte buffer for %d bytes", sf.path, name, len(dst), in.End-in.Begin)
 	}
-	if _, err := sf.f.ReadAt(dst, sf.dataStart+in.Begin); err != nil {
+	if _, err := sf.r.ReadAt(dst, sf.dataStart+in.Begin); err != nil {
 		return fmt.Errorf("safetensors: %s: reading tensor %q: %w", sf.path, name, err)
 	}
 	if sf.sums != nil {

@@ -167,15 +167,68 @@ func readLatest(root string) (dir string, step int, state []byte, err error) {
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
 	}
-	var ptr latestPointer
-	if err := json.Unmarshal(raw, &ptr); err != nil || ptr.Dir == "" || strings.ContainsAny(ptr.Dir, `/\`) {
-		return "", 0, nil, fmt.Errorf("train: resume: %s is corrupt (%v)", ptrPath, err)
+	ptr, err := decodeLatest(ptrPath, raw)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	dir = filepath.Join(root, ptr.Dir)
 	if state, err = os.ReadFile(filepath.Join(dir, "state.json")); err != nil {
 		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
 	}
 	return dir, ptr.Step, state, nil
+}
+
+// decodeLatest decodes latest.json (read from path): it must name a
+// checkpoint folder of root by its plain name, at a step >= 0.
+func decodeLatest(path string, raw []byte) (latestPointer, error) {
+	var ptr latestPointer
+	err := json.Unmarshal(raw, &ptr)
+	switch {
+	case err != nil:
+	case ptr.Dir == "" || ptr.Dir == "." || ptr.Dir == ".." || strings.ContainsAny(ptr.Dir, `/\`):
+		err = fmt.Errorf("dir %q: want the name of a checkpoint folder", ptr.Dir)
+	case ptr.Step < 0:
+		err = fmt.Errorf("step %d: want >= 0", ptr.Step)
+	}
+	if err != nil {
+		return latestPointer{}, fmt.Errorf("train: resume: %s is corrupt (%v)", path, err)
+	}
+	return ptr, nil
+}
+
+// decodeState decodes a checkpoint's state.json (read from path) for
+// latest.json's step and checks what a resume relies on: a version this
+// build reads, the step, counts that cannot be negative, and the data
+// cursor's fields.
+func decodeState(path string, raw []byte, step int) (checkpointState, error) {
+	var st checkpointState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %w", path, err)
+	}
+	if st.Version < 1 || st.Version > checkpointVersion {
+		return st, fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", path, st.Version, checkpointVersion)
+	}
+	if st.Step != step {
+		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
+	}
+	bad := ""
+	switch c := st.Cursor; {
+	case st.Tokens < 0:
+		bad = fmt.Sprintf("tokens %d", st.Tokens)
+	case !(st.ElapsedS >= 0):
+		bad = fmt.Sprintf("elapsed_s %v", st.ElapsedS)
+	case c.Epoch < 0 || c.Shard < 0 || c.Batch < 0 || c.Micro < 0:
+		bad = fmt.Sprintf("cursor %+v", c)
+	}
+	for name, v := range st.Counters {
+		if bad == "" && v < 0 {
+			bad = fmt.Sprintf("counter %s = %d", name, v)
+		}
+	}
+	if bad != "" {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %s: want >= 0", path, bad)
+	}
+	return st, nil
 }
 
 func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setting) checkpointState {
@@ -221,15 +274,11 @@ func (t *Trainer) settings() ([]setting, error) {
 		{"autocast", autocast}, {"block_rows", i(c.BlockRows)},
 	}
 	s = append(s, deviceSettings(t.dev)...)
+	// The data: from the sums the loaders computed as they read every
+	// shard in full (see datahash.go).
 	if t.dataID[0] == "" {
-		var err error
-		if t.dataID[0], err = fingerprint(c.TrainShards); err != nil {
-			return nil, err
-		}
-		if t.dataID[1], err = fingerprint([]string{c.ValShard}); err != nil {
-			t.dataID[0] = ""
-			return nil, err
-		}
+		t.dataID[0] = sumsFingerprint(t.loader.Sums())
+		t.dataID[1] = sumsFingerprint([]fineweb.ShardSum{t.val.Sum()})
 	}
 	s = append(s, setting{"train_data", t.dataID[0]}, setting{"val_data", t.dataID[1]})
 	return s, nil
@@ -290,15 +339,9 @@ func (t *Trainer) Resume() error {
 		return err
 	}
 	statePath := filepath.Join(dir, "state.json")
-	var st checkpointState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return fmt.Errorf("train: resume: %s is corrupt: %w", statePath, err)
-	}
-	if st.Version < 1 || st.Version > checkpointVersion {
-		return fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", statePath, st.Version, checkpointVersion)
-	}
-	if st.Step != step {
-		return fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, statePath, st.Step)
+	st, err := decodeState(statePath, raw, step)
+	if err != nil {
+		return err
 	}
 	cfg, sched, err := t.checkCompatible(st, statePath)
 	if err != nil {
@@ -378,6 +421,16 @@ func (t *Trainer) checkCompatible(st checkpointState, path string) (Config, opti
 	var diffs []string
 	for _, s := range have {
 		ck, ok := want[s.name]
+		if ok && strings.HasPrefix(ck, legacyPrefix) && (s.name == "train_data" || s.name == "val_data") {
+			// A checkpoint from before the CRC-32C fingerprints.
+			paths := c.TrainShards
+			if s.name == "val_data" {
+				paths = []string{c.ValShard}
+			}
+			if s.value, err = legacyFingerprint(paths); err != nil {
+				return c, optim.Cosine{}, fmt.Errorf("train: resume: %w", err)
+			}
+		}
 		if ok && ck != s.value {
 			diffs = append(diffs, fmt.Sprintf("%s: checkpoint %s, this run %s", s.name, ck, s.value))
 		}
@@ -484,3 +537,45 @@ func readOptimState(path string, saveState func() (map[string][]float32, map[str
 // ErrNoCheckpoint is wrapped by the error of resuming where no checkpoint
 // was written.
 var ErrNoCheckpoint = errors.New("train: resume: no checkpoint")
+
+// DataMatchesCheckpoint reports whether trainShards and valShard hold the
+// data that the latest checkpoint of cfg's run trained on: whether their
+// fingerprints equal the train_data and val_data that its state.json
+// records (the comparison Resume makes). A caller can check data it has
+// just made (text tokenized into a temporary folder, say) before it
+// replaces the run's own. A checkpoint that records no fingerprints
+// (version 1) matches any data. Where the run has no checkpoint, the error
+// wraps ErrNoCheckpoint.
+func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (bool, error) {
+	if cfg.Name == "" {
+		cfg.Name = "run"
+	}
+	if cfg.RunsDir == "" {
+		cfg.RunsDir = "runs"
+	}
+	dir, step, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
+	if err != nil {
+		return false, err
+	}
+	st, err := decodeState(filepath.Join(dir, "state.json"), raw, step)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range []struct {
+		key   string
+		paths []string
+	}{{"train_data", trainShards}, {"val_data", []string{valShard}}} {
+		want, ok := st.Settings[d.key]
+		if !ok {
+			continue
+		}
+		have, err := fingerprintLike(want, d.paths)
+		if err != nil {
+			return false, err
+		}
+		if have != want {
+			return false, nil
+		}
+	}
+	return true, nil
+}

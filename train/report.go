@@ -194,6 +194,10 @@ func (t *Trainer) summaryMarkdown() string {
 	fmt.Fprintf(&b, "| Hilbert RMS | | %s |\n\n", g(s.HilbertRMS))
 	fmt.Fprintf(&b, "%.0f tokens/s on average, %.0f s of training.\n\n", s.TokensPerS, s.ElapsedS)
 
+	if t.step < c.Steps {
+		fmt.Fprintf(&b, "> **Interrupted at update %d of %d.** A checkpoint was written; the same command with `-resume` continues the run. "+
+			"The end values above are the last ones logged; the validation loss and D(S_T) come from the last update that computed them.\n\n", t.step, c.Steps)
+	}
 	if perParam := float64(s.Tokens) / float64(params); perParam < shortRunTokensPerParam {
 		fmt.Fprintf(&b, "> **A short run.** %s tokens are %.2g tokens per parameter; the paper trains on %d. "+
 			"Its losses are far from converged and its geometry is that of an early head, so compare it with runs like it "+

@@ -82,8 +82,8 @@ func TestResumeListsEveryDifference(t *testing.T) {
 		"seed: checkpoint 1, this run 9",
 		"panel_seqs: checkpoint 3, this run 2",
 		"block_rows: checkpoint 0, this run 7",
-		"train_data: checkpoint sha256:",
-		"val_data: checkpoint sha256:",
+		"train_data: checkpoint crc32c:",
+		"val_data: checkpoint crc32c:",
 		"differ from the checkpoint's in 11",
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -509,5 +509,36 @@ func TestVersion1CheckpointResumes(t *testing.T) {
 	c.Head = "adamw"
 	if err := resumeError(t, c); err == nil || !strings.Contains(err.Error(), "head: checkpoint rownorm, this run adamw") {
 		t.Errorf("version 1, other head: %v", err)
+	}
+}
+
+// An interrupted run writes its checkpoint, then summary.md (saying where
+// it stopped) and the plots of what it has.
+func TestInterruptedRunWritesItsReport(t *testing.T) {
+	shards, val := writeTinyShards(t, t.TempDir())
+	cfg := tinyConfig(t, t.TempDir(), shards, val)
+	if _, err := runToEnd(t, cfg, false, 5); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("run: %v, want ErrInterrupted", err)
+	}
+	dir := filepath.Join(cfg.RunsDir, cfg.Name)
+	b, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "**Interrupted at update 5 of 14.**"; !strings.Contains(string(b), want) {
+		t.Errorf("summary.md lacks %q:\n%s", want, b)
+	}
+	for _, f := range []string{"loss.png", "diameter.png", "hilbert_rms.png"} {
+		if info, err := os.Stat(filepath.Join(dir, f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// The finished run's summary does not say so.
+	c := cfg
+	if _, err := runToEnd(t, c, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "summary.md")); strings.Contains(string(b), "**Interrupted at") {
+		t.Errorf("the finished run's summary says it was interrupted:\n%s", b)
 	}
 }

@@ -2,7 +2,9 @@ package train
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,13 +17,14 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/safetensors"
 )
 
 // tinyVocab keeps the diagnostics cheap; the data is a noisy repeating
 // pattern, so a small model can learn it and the loss falls.
 const tinyVocab = 97
 
-func writeTinyShards(t *testing.T, dir string) (train []string, val string) {
+func writeTinyShards(t testing.TB, dir string) (train []string, val string) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
 	gen := func(n int) []int32 {
@@ -49,7 +52,7 @@ func writeTinyShards(t *testing.T, dir string) (train []string, val string) {
 	return train, val
 }
 
-func tinyConfig(t *testing.T, runs string, shards []string, val string) Config {
+func tinyConfig(t testing.TB, runs string, shards []string, val string) Config {
 	return Config{
 		Name: "tiny", RunsDir: runs,
 		Model: models.Config{Layers: 2, Dim: 64, HeadDim: 32, MLPHidden: 128, Vocab: tinyVocab, Context: 16, RoPEBase: 10000, InitStd: 0.02},
@@ -179,6 +182,7 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 		defer tr.Close()
 		return tr.Resume()
 	}
+	var flipped string // the tensor a case damaged
 	cases := []struct {
 		name   string
 		mutate func(c *Config)
@@ -191,6 +195,12 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 		{"corrupt state", nil, func() { os.WriteFile(filepath.Join(ckpt, "state.json"), []byte("{"), 0o644) }, []string{"state.json", "corrupt"}},
 		{"truncated model", nil, func() { truncate(t, filepath.Join(ckpt, "model.safetensors")) }, []string{"model.safetensors"}},
 		{"truncated optimizer", nil, func() { truncate(t, filepath.Join(ckpt, "optim.safetensors")) }, []string{"optim.safetensors"}},
+		// One flipped bit, the lowest of a float's mantissa: the value
+		// stays finite and plausible, only the checksum tells.
+		{"bit flip in a parameter", nil, func() { flipped = flipBit(t, filepath.Join(ckpt, "model.safetensors"), "head.weight", 123) },
+			[]string{"model.safetensors", `tensor "head.weight" is damaged`}},
+		{"bit flip in an optimizer moment", nil, func() { flipped = flipBit(t, filepath.Join(ckpt, "optim.safetensors"), "", 7) },
+			[]string{"optim.safetensors", "is damaged", "CRC-32C"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,13 +220,53 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 			if err == nil {
 				t.Fatal("resume accepted a bad checkpoint")
 			}
-			for _, w := range c.want {
+			want := c.want
+			if flipped != "" {
+				want = append(want, fmt.Sprintf("tensor %q is damaged", flipped))
+				flipped = ""
+			}
+			for _, w := range want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
 		})
 	}
+}
+
+// flipBit flips the lowest bit of element i of the named tensor (the
+// file's last tensor for ""), a float32, in a safetensors file, and
+// returns the tensor's name.
+func flipBit(t *testing.T, path, name string, i int64) string {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := f.Tensors()
+	f.Close()
+	in := infos[len(infos)-1]
+	for _, x := range infos {
+		if x.Name == name {
+			in = x
+		}
+	}
+	if name != "" && in.Name != name {
+		t.Fatalf("%s has no tensor %q", path, name)
+	}
+	if in.Begin+4*i >= in.End {
+		t.Fatalf("tensor %q has %d bytes", in.Name, in.End-in.Begin)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := int64(binary.LittleEndian.Uint64(b))
+	b[8+header+in.Begin+4*i] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in.Name
 }
 
 func truncate(t *testing.T, path string) {

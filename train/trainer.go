@@ -295,7 +295,8 @@ func (t *Trainer) Close() error {
 }
 
 // Run trains until Steps updates are done, the context is cancelled
-// (ErrInterrupted, after a checkpoint) or an error stops it. A fresh run
+// (ErrInterrupted, after a checkpoint and, once an update is done, the
+// report of the run so far) or an error stops it. A fresh run
 // first validates the initial model (a record of update 0, passed to the
 // hook too). At the end it validates, computes the diagnostics, writes a
 // checkpoint, the plots and the summary.
@@ -347,6 +348,13 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 			t.elapsed += time.Since(start)
 			if err := t.SaveCheckpoint(); err != nil {
 				return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
+			}
+			// The report of what the run has so far (its summary says it
+			// was interrupted); the checkpoint is in force either way.
+			if t.rank == 0 && t.step > 0 {
+				if err := t.WriteReport(); err != nil {
+					return fmt.Errorf("%w (the checkpoint is written; the report failed: %v)", ErrInterrupted, err)
+				}
 			}
 			return ErrInterrupted
 		}

@@ -60,13 +60,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "  %-8s %s\n", n, benchTargets[n].summary)
 		}
 		if len(args) == 0 {
-			return errors.New("missing bench target")
+			return usageErr("bench", errors.New("missing bench target"))
 		}
 		return nil
 	}
 	t, ok := benchTargets[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown bench target %q (want one of %s)", args[0], strings.Join(benchTargetNames(), ", "))
+		return usageErr("bench", fmt.Errorf("unknown bench target %q (want one of %s)", args[0], strings.Join(benchTargetNames(), ", ")))
 	}
 	err := t.run(args[1:], stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -212,14 +212,14 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Int("warmup", 1, "untimed repetitions per GEMM and shape before timing")
 	budget := fs.Duration("budget", 5*time.Second, "timed repetitions stop once a GEMM has used this long on a shape (after at least one)")
 	threads := fs.Int("threads", 0, "kernel and OpenBLAS threads (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if *reps < 1 || *warmup < 0 {
-		return fmt.Errorf("-reps %d, -warmup %d: want reps >= 1 and warmup >= 0", *reps, *warmup)
+		return usageErr(fs.Name(), fmt.Errorf("-reps %d, -warmup %d: want reps >= 1 and warmup >= 0", *reps, *warmup))
 	}
 	shapes, err := parseGemmShapes(*shapeList)
 	if err != nil {

@@ -31,7 +31,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	autocast := fs.String("autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
 	blockRows := fs.Int("block-rows", 0, "rows of logits the fused head holds at once (0: the default)")
 	profileTop := fs.Int("profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := models.Preset(*preset)
@@ -39,7 +39,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *seq > cfg.Context || *batch < 1 || *steps < 1 {
-		return fmt.Errorf("bench model: batch %d, seq %d (context %d), steps %d", *batch, *seq, cfg.Context, *steps)
+		return usageErr(fs.Name(), fmt.Errorf("batch %d, seq %d (context %d), steps %d: want batch and steps >= 1 and seq at most the context", *batch, *seq, cfg.Context, *steps))
 	}
 	dev, err := openDevice(*devName)
 	if err != nil {

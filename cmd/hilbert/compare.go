@@ -45,22 +45,22 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	seedList, err := parseSeeds(seeds)
 	if err != nil {
-		return err
+		return usageErr("compare", err)
 	}
 	var headList []string
 	for _, h := range strings.Split(heads, ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
 			if h != "adamw" && h != "rownorm" {
-				return fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h)
+				return usageErr("compare", fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h))
 			}
 			headList = append(headList, h)
 		}
 	}
 	if len(headList) == 0 {
-		return fmt.Errorf("-heads %q: none", heads)
+		return usageErr("compare", fmt.Errorf("-heads %q: none", heads))
 	}
 	if st.resume {
-		return errors.New("compare continues every run that has a checkpoint by itself: drop -resume")
+		return usageErr("compare", errors.New("compare continues every run that has a checkpoint by itself: drop -resume"))
 	}
 	if !st.set["name"] {
 		st.job.Config.Name = "opticks-compare"
@@ -75,7 +75,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lock.Unlock()
-	if err := prepareData(ctx, &st.job, stderr); err != nil {
+	pd, err := prepareData(ctx, &st.job, false, stderr)
+	defer pd.cleanup()
+	if err != nil {
 		return err
 	}
 	base = st.job.Config
@@ -97,7 +99,10 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 			}
 			s, err := trainOne(ctx, st, c, runLock, resume, nil, stdout, stderr)
 			if ie, ok := err.(*interruptedError); ok {
-				return &interruptedError{ie.msg + "; the comparison continues where it stopped when run again with the same command"}
+				if ie.hint != "" { // compare resumes by itself: no -resume
+					ie.hint = "The comparison continues where it stopped when run again with the same command"
+				}
+				return ie
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)

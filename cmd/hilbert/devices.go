@@ -40,14 +40,14 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, devicesUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	fmt.Fprintf(stdout, "%-8s GEMM: %s, %d threads\n", "cpu", cpu.GemmDescription(), cpu.Threads())
 	n, err := cuda.Count()

@@ -54,14 +54,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&valPath, "val", "", "validation shard `file`")
 	nonNegative(fs, &valTokens, "val-tokens", 0, "validation prefix length in tokens (0: the run's val_tokens; cut to the shard)")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see hilbert eval -h)", fs.Args())
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	ck, err := readRunCheckpoint(runDir)
 	if err != nil {

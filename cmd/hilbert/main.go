@@ -10,13 +10,15 @@
 //	hilbert [train flags]       (no subcommand: train)
 //	hilbert help
 //
-// Exit status: 0 on success, 1 on an error, 2 on a usage error, and 130
-// when a run was stopped by a signal (SIGINT, SIGTERM or SIGHUP) after
-// writing its checkpoint.
+// Exit status: 0 on success, 1 on an error, 2 on a usage error (an unknown
+// subcommand or flag, a bad value, a bad config file; it prints the error
+// and a hint at -h), and 130 when a run was stopped by a signal (SIGINT,
+// SIGTERM or SIGHUP) after writing its checkpoint.
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -66,7 +68,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "hilbert: unknown subcommand %q\n\n", name)
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	if err := c.run(args, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
@@ -74,9 +76,63 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ie) {
 			return exitInterrupted
 		}
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "run 'hilbert %s -h' for the flags\n", ue.cmd)
+			return exitUsage
+		}
 		return 1
 	}
 	return 0
+}
+
+// exitUsage is the exit status of a usage error.
+const exitUsage = 2
+
+// usageError is a usage error: an unknown flag, a bad value, a bad config
+// file, flags that do not go together. runMain prints it with a one-line
+// hint at the command's -h (not the whole usage) and exits with
+// exitUsage.
+type usageError struct {
+	cmd string // the command whose -h lists the flags: "train", "bench gemm"
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErr wraps err (nil stays nil) as a usage error of cmd.
+func usageErr(cmd string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{cmd: cmd, err: err}
+}
+
+// parseFlags parses args with fs. After -h it prints fs's usage (the flag
+// package's default when fs.Usage is nil) and returns flag.ErrHelp. A bad
+// or unknown flag or value is a *usageError, which the flag package does
+// not print: runMain prints it, with a hint instead of the usage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "usage of hilbert %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
+		return flag.ErrHelp
+	case err != nil:
+		return usageErr(fs.Name(), err)
+	}
+	return nil
 }
 
 func usage(w io.Writer) {

@@ -156,14 +156,14 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an earlier study in -out")
 	fs.BoolVar(&f.quiet, "quiet", false, "no per-measurement lines on stderr")
 	fs.BoolVar(&f.replot, "replot", false, "only redraw ratio.png and rewrite oracle.csv from OUT/oracle.jsonl")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see hilbert oracle -h)", fs.Args())
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if f.threads > 0 {
 		cpu.SetThreads(f.threads)

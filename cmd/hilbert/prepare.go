@@ -62,7 +62,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	overwrite := fs.Bool("overwrite", false, "replace existing shards with the same prefix in -out")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	manifest := fs.String("manifest", "", "write DIR/manifest.json for the .bin shards already in DIR (no inputs)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -70,7 +70,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	}
 	if *manifest != "" {
 		if *out != "" || fs.NArg() > 0 {
-			return errors.New("-manifest DIR takes no -out and no inputs")
+			return usageErr(fs.Name(), errors.New("-manifest DIR takes no -out and no inputs"))
 		}
 		start := time.Now()
 		m, err := fineweb.WriteManifest(*manifest)
@@ -90,8 +90,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if *out == "" || fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("-out and at least one input are required")
+		return usageErr(fs.Name(), errors.New("-out and at least one input are required"))
 	}
 	var inputs []string
 	var total int64

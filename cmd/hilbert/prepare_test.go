@@ -90,7 +90,8 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := trainFile{Config: train.Config{Name: "t-" + name, RunsDir: filepath.Join(dir, "runs")}, Text: []string{in}, TextValTokens: 100}
-		if err := shardsFromText(context.Background(), &job, &stderr); err != nil {
+		data := filepath.Join(dir, "runs", job.Config.Name, "data")
+		if _, err := shardsFromText(context.Background(), &job, data); err != nil {
 			t.Fatal(err)
 		}
 		prepTrain, _ := filepath.Glob(filepath.Join(out, "fineweb_train_*.bin"))
@@ -117,7 +118,8 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 		t.Errorf("prepare on a binary file: %v", err)
 	}
 	job := trainFile{Config: train.Config{Name: "bin", RunsDir: filepath.Join(dir, "runs")}, Text: []string{bin}, TextValTokens: 100}
-	if err := shardsFromText(context.Background(), &job, &stderr); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
+	data := filepath.Join(dir, "runs", "bin", "data")
+	if _, err := shardsFromText(context.Background(), &job, data); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
 		t.Errorf("train -text on a binary file: %v", err)
 	}
 }

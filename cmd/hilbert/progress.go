@@ -43,20 +43,26 @@ func newProgress(w io.Writer, quiet bool, head string, steps, step int) *progres
 	switch {
 	case quiet:
 	case isTerminal(w):
-		p.bar = progressbar.NewOptions(steps,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription("train"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionFullWidth(),
-			progressbar.OptionThrottle(0),
-			progressbar.OptionClearOnFinish(),
-		)
-		p.bar.Set(step)
+		p.bar = newBar(w, steps, step, progressbar.OptionFullWidth())
 	default:
 		p.plain = true
 	}
 	return p
+}
+
+// newBar returns the terminal's progress bar at step of steps. It is not
+// cleared when it reaches the end, so that its last frame shows the last
+// update; finish clears it.
+func newBar(w io.Writer, steps, step int, opts ...progressbar.Option) *progressbar.ProgressBar {
+	bar := progressbar.NewOptions(steps, append([]progressbar.Option{
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("train"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(0),
+	}, opts...)...)
+	bar.Set(step)
+	return bar
 }
 
 // record shows one record of the run.
@@ -81,8 +87,11 @@ func (p *progress) record(r train.Record) {
 		return
 	}
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("loss %.3f  %.0f tok/s", r.Loss, r.TokensPerS))
+		// The count first, then the description: each renders, and the
+		// last frame has both (with the description first, a frame showed
+		// the previous count, and the last update's frame was never drawn).
 		p.bar.Set(r.Step)
+		p.bar.Describe(fmt.Sprintf("loss %.3f  %.0f tok/s", r.Loss, r.TokensPerS))
 		return
 	}
 	if r.ValLoss == nil && (r.Step-p.lastStep >= p.every || time.Since(p.lastLine) >= 30*time.Second) {
@@ -101,10 +110,11 @@ func (p *progress) eta(step int) string {
 	return "  ETA " + left.Round(time.Second).String()
 }
 
-// finish removes the bar.
+// finish removes the bar, where it stands (an interrupted run's bar is
+// not filled first).
 func (p *progress) finish() {
 	if p.bar != nil {
-		p.bar.Finish()
+		p.bar.Clear()
 	}
 }
 

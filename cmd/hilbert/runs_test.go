@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -347,12 +348,31 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	if code, e := run("-text", text, "-steps", "2"); code != 0 {
 		t.Fatalf("first run: %s", e)
 	}
+	runDir := filepath.Join(dir, "runs", "r")
+	data := folderFiles(t, filepath.Join(runDir, "data"))
 	code, e := run("-text", other, "-steps", "2", "-resume", "-clip", "0.5", "-muon-lr", "0.01", "-autocast", "bf16", "-val-tokens", "200")
 	for _, want := range []string{"clip: checkpoint 1, this run 0.5", "muon_lr: checkpoint 0.02, this run 0.01",
-		"autocast: checkpoint off, this run bf16", "val_tokens: checkpoint 300, this run 200", "train_data: checkpoint sha256:"} {
+		"autocast: checkpoint off, this run bf16", "val_tokens: checkpoint 300, this run 200", "train_data: checkpoint crc32c:"} {
 		if code == 0 || !strings.Contains(e, want) {
 			t.Errorf("changed resume: exit %d, stderr lacks %q:\n%s", code, want, e)
 		}
+	}
+	// The refusal left the run's data as they were, byte for byte, and no
+	// temporary folder.
+	if after := folderFiles(t, filepath.Join(runDir, "data")); !reflect.DeepEqual(after, data) {
+		t.Errorf("the refused resume changed the data folder: %d files before, %d after", len(data), len(after))
+	}
+	if left, _ := filepath.Glob(filepath.Join(runDir, ".data-*")); len(left) > 0 {
+		t.Errorf("the refused resume left %v", left)
+	}
+	// Only the text changed: refused too, naming the data.
+	code, e = run("-text", other, "-steps", "2", "-resume")
+	if code == 0 || !strings.Contains(e, "train_data: checkpoint") || strings.Contains(e, "clip:") ||
+		!strings.Contains(e, "not the checkpoint's data, so "+filepath.Join(runDir, "data")+" is left as it is") {
+		t.Errorf("resume with other text: exit %d: %s", code, e)
+	}
+	if after := folderFiles(t, filepath.Join(runDir, "data")); !reflect.DeepEqual(after, data) {
+		t.Errorf("the refused resume (other text only) changed the data folder")
 	}
 	code, e = run("-text", text, "-steps", "4", "-resume", "-val-every", "1", "-log-every", "2")
 	if code != 0 || !strings.Contains(e, "resuming r at update 2 of 4; the schedule ends at update 2") {
@@ -362,6 +382,24 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	if len(m) != 5 || m[4]["step"] != 4.0 || m[3]["lr_scale"] != 0.1 {
 		t.Errorf("metrics after the extension: %v", m)
 	}
+}
+
+// folderFiles returns the contents of every file in dir, by name.
+func folderFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%s: %d files, %v", dir, len(entries), err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
 }
 
 // A stale lock (its holder died) is reported with -break-lock, which takes
@@ -503,4 +541,89 @@ func writeTinyShards(t *testing.T, dir string) (train, val string) {
 		t.Fatal(err)
 	}
 	return train, val
+}
+
+// Usage errors (an unknown or bad flag, a bad value, a bad config file,
+// flags that do not go together) exit 2 with the error and a one-line
+// hint, not the whole usage; -h prints the usage and exits 0; other errors
+// exit 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	badConfig := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badConfig, []byte("stepz: 3\n"), 0o644)
+	runs := filepath.Join(dir, "runs")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"train", "-dim", "-5"}, 2, `hilbert train: invalid value "-5" for flag -dim: want a positive integer`},
+		{[]string{"train", "-no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		{[]string{"-steps"}, 2, "flag needs an argument: -steps"},
+		{[]string{"train", "-config", badConfig}, 2, "stepz: unknown key"},
+		{[]string{"train", "-config", filepath.Join(dir, "none.yaml")}, 2, "-config: open"},
+		{[]string{"train", "-resume", "-overwrite"}, 2, "-resume and -overwrite: pick one"},
+		{[]string{"train", "-steps", "10", "-warmup", "10"}, 2, "warmup = 10"},
+		{[]string{"train", "extra"}, 2, `unexpected arguments ["extra"]`},
+		{[]string{"compare", "-heads", "sgd"}, 2, `"sgd": want adamw or rownorm`},
+		{[]string{"bench", "gemm", "-reps", "0"}, 2, "want reps >= 1"},
+		{[]string{"prepare"}, 2, "-out and at least one input are required"},
+		{[]string{"sample", "-top-p", "2"}, 2, "for flag -top-p"},
+		{[]string{"train", "-h"}, 0, "usage: hilbert train [flags]"},
+		{[]string{"train", "-resume", "-runs", runs, "-name", "none"}, 1, `run "none" has no checkpoint`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runMain(c.args, &stdout, &stderr)
+		e := stderr.String()
+		if code != c.code || !strings.Contains(e, c.want) {
+			t.Errorf("%q: exit %d, want %d and %q:\n%s", c.args, code, c.code, c.want, e)
+			continue
+		}
+		cmd := c.args[0]
+		if strings.HasPrefix(cmd, "-") {
+			cmd = "train"
+		} else if cmd == "bench" {
+			cmd = "bench gemm"
+		}
+		hint := fmt.Sprintf("run 'hilbert %s -h' for the flags\n", cmd)
+		switch {
+		case code == 2 && (!strings.HasSuffix(e, hint) || strings.Count(e, "\n") != 2):
+			t.Errorf("%q: want the error and the hint %q, two lines:\n%s", c.args, hint, e)
+		case code == 0 && !strings.Contains(e, "-micro-batch"):
+			t.Errorf("%q: -h does not list the flags:\n%s", c.args, e)
+		}
+	}
+}
+
+// The message of an interrupted run says how to continue it: with
+// -resume, unless the command already has it.
+func TestInterruptedMessage(t *testing.T) {
+	cfg, _ := tinyRun(t, "")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"train", "-config", cfg, "-quiet", "-steps", "2"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr.String())
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel() // as a signal before the first update
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", cfg, "-quiet", "-resume", "-steps", "4"}, "tiny interrupted at update 2; checkpoint written. Continue with the same command"},
+		{[]string{"-config", cfg, "-quiet", "-name", "other"}, "other interrupted at update 0; checkpoint written. Continue with the same command and -resume"},
+	} {
+		st, err := parse(t, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, err := lockRun(st, st.job.Config, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = trainOne(cancelled, st, st.job.Config, lock, st.resume, nil, io.Discard, io.Discard)
+		var ie *interruptedError
+		if !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an interruption ending %q", c.args, err, c.want)
+		}
+	}
 }

@@ -138,17 +138,17 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	floatFlag(fs, &opt.TopP, "top-p", 0, false, "nucleus sampling: keep the most likely tokens up to probability P (0 or 1: all)")
 	fs.Uint64Var(&opt.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see hilbert sample -h)", fs.Args())
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if opt.TopP > 1 {
-		return fmt.Errorf("invalid value %q for flag -top-p: want a probability in [0, 1]", strconv.FormatFloat(opt.TopP, 'g', -1, 64))
+		return usageErr(fs.Name(), fmt.Errorf("invalid value %q for flag -top-p: want a probability in [0, 1]", strconv.FormatFloat(opt.TopP, 'g', -1, 64)))
 	}
 	ck, err := readRunCheckpoint(runDir)
 	if err != nil {

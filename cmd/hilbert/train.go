@@ -163,14 +163,44 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
 		}
 		return nil, err
 	}
+	st, err := setupTrain(fs, name, args, &job, configPath, &trainGlobs, &layers, &dim, &context_)
+	if err != nil {
+		return nil, usageErr(name, err)
+	}
+	st.resume, st.overwrite, st.quiet, st.breakLock = resume, overwrite, quiet, breakLock
+	if resume && overwrite {
+		return nil, usageErr(name, errors.New("-resume and -overwrite: pick one (continue the checkpoint, or start over)"))
+	}
+	if job.Threads > 0 {
+		cpu.SetThreads(job.Threads)
+	}
+	c = &st.job.Config
+	if st.dev, err = openDevice(st.job.Device); err != nil {
+		return nil, err
+	}
+	if c.Autocast == "auto" || c.Autocast == "" {
+		c.Autocast = "off"
+		if st.dev.Name() != "cpu" {
+			c.Autocast = "bf16"
+		}
+	}
+	return st, nil
+}
+
+// setupTrain is parseTrainFlags after the flags are parsed: the config
+// file, the model, the data, and every check of the settings (before any
+// data is tokenized). Its errors are usage errors. The flags' variables
+// come as pointers: the config file sets them.
+func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, configPath string, trainGlobs *[]string, layers, dim, context_ *int) (*trainSetup, error) {
+	c := &job.Config
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (see hilbert %s -h)", fs.Args(), name)
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cmdSet := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { cmdSet[f.Name] = true })
@@ -205,14 +235,11 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 			}
 		}
 	}
-	if resume && overwrite {
-		return nil, errors.New("-resume and -overwrite: pick one (continue the checkpoint, or start over)")
-	}
-	if err := resolveModel(c, set, modelSec, layers, dim, context_); err != nil {
+	if err := resolveModel(c, set, modelSec, *layers, *dim, *context_); err != nil {
 		return nil, err
 	}
 	if set["train"] {
-		m, err := expandGlobs(trainGlobs)
+		m, err := expandGlobs(*trainGlobs)
 		if err != nil {
 			return nil, err
 		}
@@ -226,9 +253,6 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	case set["val"] && !set["train"]:
 		return nil, errors.New("-val needs -train (with -text, the validation split is the first -text-val-tokens tokens)")
 	}
-	if job.Threads > 0 {
-		cpu.SetThreads(job.Threads)
-	}
 	// Every setting is checked before any data is tokenized.
 	check := *c
 	if len(check.TrainShards) == 0 {
@@ -240,18 +264,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if _, err := check.WithDefaults(); err != nil {
 		return nil, err
 	}
-	dev, err := openDevice(job.Device)
-	if err != nil {
-		return nil, err
-	}
-	if c.Autocast == "auto" || c.Autocast == "" {
-		c.Autocast = "off"
-		if dev.Name() != "cpu" {
-			c.Autocast = "bf16"
-		}
-	}
-	return &trainSetup{job: job, resume: resume, overwrite: overwrite, quiet: quiet, breakLock: breakLock, dev: dev,
-		set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
+	return &trainSetup{job: *job, set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
 }
 
 // resolveModel sets c.Model: the default job's model, or the preset, or
@@ -325,9 +338,17 @@ const exitInterrupted = 130
 
 // interruptedError is a run stopped by a signal; runMain prints it and
 // exits with exitInterrupted.
-type interruptedError struct{ msg string }
+type interruptedError struct {
+	msg  string // what happened
+	hint string // how to continue, if the checkpoint was written
+}
 
-func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Error() string {
+	if e.hint == "" {
+		return e.msg
+	}
+	return e.msg + ". " + e.hint
+}
 
 // trainSignals returns a context cancelled by SIGINT, SIGTERM or SIGHUP
 // (a closed terminal or ssh session): the run stops after its current
@@ -391,10 +412,16 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := startRun(st, c, st.resume); err != nil {
 		return err
 	}
-	if err := prepareData(ctx, &st.job, stderr); err != nil {
+	pd, err := prepareData(ctx, &st.job, st.resume, stderr)
+	defer pd.cleanup()
+	if err != nil {
 		return err
 	}
 	s, err := trainOne(ctx, st, st.job.Config, lock, st.resume, nil, stdout, stderr)
+	if err == nil && pd.mismatch {
+		// Resume refuses other data; this is only a second guard.
+		err = pd.mismatchError()
+	}
 	if err != nil {
 		return err
 	}
@@ -431,7 +458,14 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 		if prepErr == nil {
 			defer lock.Unlock()
 			if prepErr = startRun(st, c, st.resume); prepErr == nil {
-				prepErr = prepareData(ctx, &st.job, stderr)
+				var pd preparedData
+				pd, prepErr = prepareData(ctx, &st.job, st.resume, stderr)
+				defer pd.cleanup()
+				if prepErr == nil && pd.mismatch {
+					// The other ranks read the run's data folder, which
+					// this text did not replace.
+					prepErr = pd.mismatchError()
+				}
 			}
 		}
 	} else {
@@ -596,20 +630,99 @@ func startRun(st *trainSetup, c train.Config, resume bool) error {
 	return nil
 }
 
+// preparedData is what prepareData made.
+type preparedData struct {
+	// mismatch: a resume's text tokenized to other data than its
+	// checkpoint trained on; the job points at the temporary folder, so
+	// that Resume lists the differences, and the run's folder is as it was.
+	mismatch bool
+	// tmp is the temporary folder that cleanup removes, if any.
+	tmp string
+}
+
+func (p preparedData) cleanup() {
+	if p.tmp != "" {
+		os.RemoveAll(p.tmp)
+	}
+}
+
+func (p preparedData) mismatchError() error {
+	return errors.New("-resume: -text tokenizes to other data than the checkpoint trained on (its train_data and val_data fingerprints differ); the run's data folder is unchanged: give the run's original -text, or start over with -overwrite or another -name")
+}
+
 // prepareData tokenizes the job's text (or the default Opticks) into
-// shards when no shards are given.
-func prepareData(ctx context.Context, job *trainFile, stderr io.Writer) error {
+// shards in the run's data folder when no shards are given. The text is
+// tokenized into a temporary folder first, which replaces the run's data
+// folder only when the run may train on it: a fresh run, or a resume whose
+// checkpoint trained on the same data (train.DataMatchesCheckpoint).
+// Otherwise the run's data stay as they were, byte for byte, and the job
+// points at the temporary folder (removed by cleanup) for Resume to refuse
+// with the list of differences. The run's lock must be held.
+func prepareData(ctx context.Context, job *trainFile, resume bool, stderr io.Writer) (preparedData, error) {
 	if len(job.Config.TrainShards) > 0 {
-		return nil
+		return preparedData{}, nil
 	}
 	if len(job.Text) == 0 {
 		opticks, err := opticksPath()
 		if err != nil {
-			return err
+			return preparedData{}, err
 		}
 		job.Text = []string{opticks}
 	}
-	return shardsFromText(ctx, job, stderr)
+	c := &job.Config
+	run := filepath.Join(c.RunsDir, c.Name)
+	dir := filepath.Join(run, "data")
+	tmp, old := filepath.Join(run, ".data-new"), filepath.Join(run, ".data-old")
+	// Left by a process that died here (the lock is ours now).
+	if err := removeAll(tmp, old); err != nil {
+		return preparedData{}, err
+	}
+	pd := preparedData{tmp: tmp}
+	sum, err := shardsFromText(ctx, job, tmp)
+	if err != nil {
+		return pd, err
+	}
+	tokenized := fmt.Sprintf("hilbert: tokenized %d documents (%d tokens, %d for validation) from %s",
+		sum.Documents, sum.Tokens, sum.ValTokens, strings.Join(job.Text, ", "))
+	if resume {
+		same, err := train.DataMatchesCheckpoint(*c, c.TrainShards, c.ValShard)
+		if err != nil {
+			return pd, err
+		}
+		if !same {
+			fmt.Fprintf(stderr, "%s: not the checkpoint's data, so %s is left as it is\n", tokenized, dir)
+			pd.mismatch = true
+			return pd, nil
+		}
+	}
+	// Swap the new shards in: the old folder aside, the new one in its
+	// place, the old one removed. A crash between the renames leaves no
+	// data folder, which the next run (holding the lock) tokenizes again.
+	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return pd, fmt.Errorf("-text: %w", err)
+	}
+	for i, p := range c.TrainShards {
+		c.TrainShards[i] = filepath.Join(dir, filepath.Base(p))
+	}
+	c.ValShard = filepath.Join(dir, filepath.Base(c.ValShard))
+	fmt.Fprintf(stderr, "%s into %s\n", tokenized, dir)
+	return preparedData{}, nil
+}
+
+// removeAll removes each path and what it holds.
+func removeAll(paths ...string) error {
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trainOne trains one run whose lock is held (the trainer releases it),
@@ -658,11 +771,15 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 	})
 	prog.finish()
 	if errors.Is(err, train.ErrInterrupted) {
-		msg := fmt.Sprintf("%s interrupted at update %d; checkpoint written. Continue with the same command and -resume", c.Name, tr.Step())
-		if err != train.ErrInterrupted { // the checkpoint failed
-			msg = fmt.Sprintf("%s interrupted at update %d: %v", c.Name, tr.Step(), err)
+		if err != train.ErrInterrupted { // the checkpoint or the report failed
+			return nil, &interruptedError{msg: fmt.Sprintf("%s interrupted at update %d: %v", c.Name, tr.Step(), err)}
 		}
-		return nil, &interruptedError{msg}
+		// A command that has -resume already continues the run as it is.
+		hint := "Continue with the same command and -resume"
+		if st.resume {
+			hint = "Continue with the same command"
+		}
+		return nil, &interruptedError{msg: fmt.Sprintf("%s interrupted at update %d; checkpoint written", c.Name, tr.Step()), hint: hint}
 	}
 	if err != nil {
 		return nil, err
@@ -722,25 +839,22 @@ func opticksPath() (string, error) {
 	return "", fmt.Errorf("the default job's text, src/testdata/Isaac.Newton-Opticks.txt, is in none of the Go roots %q; pass -text FILE or -train/-val shards", roots)
 }
 
-// shardsFromText tokenizes the job's text files into shards in the run's
-// data folder as prepare does (fineweb.AddTextFile: plain or gzip text,
+// shardsFromText tokenizes the job's text files into shards in the
+// folder dir as prepare does (fineweb.AddTextFile: plain or gzip text,
 // one document per blank-line-separated paragraph), sending the first
-// TextValTokens tokens to validation.
-func shardsFromText(ctx context.Context, job *trainFile, stderr io.Writer) error {
+// TextValTokens tokens to validation, and points the job at them.
+func shardsFromText(ctx context.Context, job *trainFile, dir string) (fineweb.Summary, error) {
 	c := &job.Config
-	dir := filepath.Join(c.RunsDir, c.Name, "data")
 	sum, err := fineweb.BuildFromTextFiles(ctx, fineweb.BuildConfig{
 		Dir: dir, Prefix: "text", Overwrite: true,
 		Split: fineweb.Split{ValTokens: job.TextValTokens},
 	}, job.Text...)
 	if errors.Is(err, fineweb.ErrNoTraining) || err == nil && (len(sum.TrainShards) == 0 || len(sum.ValShards) == 0) {
-		return fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
+		return sum, fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
 	}
 	if err != nil {
-		return fmt.Errorf("-text: %w", err)
+		return sum, fmt.Errorf("-text: %w", err)
 	}
-	fmt.Fprintf(stderr, "hilbert: tokenized %d documents (%d tokens) from %s into %s: %d validation tokens\n",
-		sum.Documents, sum.Tokens, strings.Join(job.Text, ", "), dir, sum.ValTokens)
 	c.TrainShards, c.ValShard = sum.TrainShards, sum.ValShards[0]
-	return nil
+	return sum, nil
 }

@@ -189,6 +189,11 @@ func readConfigFile(path string) (*configFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-config: %w", err)
 	}
+	return parseConfig(path, data)
+}
+
+// parseConfig parses a config file's contents (path names it in errors).
+func parseConfig(path string, data []byte) (*configFile, error) {
 	cf := &configFile{path: path}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

@@ -15,14 +15,38 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
+// malformed turns a panic of the Parquet or Arrow reader into an error
+// naming the file: arrow-go trusts fields of the file that a damaged one
+// gets wrong (a data page without its header, say, which it dereferences),
+// and the arrays it reads from an Arrow file hold offsets it does not
+// check. Deferred by AddParquet and AddArrow.
+func malformed(kind, path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("fineweb: %s %s: malformed file (reading it failed: %v)", kind, path, r)
+	}
+}
+
 // AddParquet ingests the column cfg.Column of a Parquet file, one document
-// per non-null row, streaming record batches of cfg.BatchRows rows.
-func (b *Builder) AddParquet(ctx context.Context, path string) error {
+// per non-null row, streaming record batches of cfg.BatchRows rows. A
+// malformed file is an error naming it.
+func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
+	defer malformed("parquet", path, &err)
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
 	}
 	defer pf.Close()
+	// The Arrow schema that Arrow's writers keep in the file's metadata
+	// (ARROW:schema, an IPC message in base64) is ignored: the column's
+	// Parquet types give its Arrow type (a string or a list of integers,
+	// all this reads), and arrow-go decodes that message without checking
+	// its lengths, so a damaged one made it ask for tens of GB (a fatal
+	// out-of-memory error, found by FuzzParquet).
+	for _, kv := range pf.MetaData().KeyValueMetadata() {
+		if kv != nil && kv.Key == "ARROW:schema" {
+			kv.Value = nil
+		}
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(b.cfg.BatchRows)}, memory.DefaultAllocator)
 	if err != nil {
 		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
@@ -44,8 +68,11 @@ func (b *Builder) AddParquet(ctx context.Context, path string) error {
 }
 
 // AddArrow ingests the column cfg.Column of an Arrow IPC file (random-access
-// format) or stream, one document per non-null row, a record batch at a time.
-func (b *Builder) AddArrow(ctx context.Context, path string) error {
+// format) or stream, one document per non-null row, a record batch at a
+// time. A malformed file is an error naming it, except where arrow-go
+// allocates from an unchecked length first (see FuzzParquet's note).
+func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
+	defer malformed("arrow", path, &err)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("fineweb: arrow: %w", err)

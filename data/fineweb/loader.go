@@ -151,6 +151,17 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	return l, nil
 }
 
+// Sums returns each training shard's token count and checksum, in the
+// order of LoaderConfig.Shards: computed as NewLoader read every shard in
+// full and checked it against its manifest.
+func (l *Loader) Sums() []ShardSum {
+	out := make([]ShardSum, len(l.shards))
+	for i, s := range l.shards {
+		out[i] = s.Sum()
+	}
+	return out
+}
+
 // BatchesPerEpoch returns the number of optimizer batches in one epoch.
 func (l *Loader) BatchesPerEpoch() int {
 	n := 0

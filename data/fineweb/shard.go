@@ -154,6 +154,20 @@ func (s *Shard) Path() string { return s.path }
 // Len returns the number of tokens in the shard.
 func (s *Shard) Len() int { return s.count }
 
+// ShardSum is what a shard's data come to: its token count and the
+// CRC-32C of its token bytes (Shard.Checksum), as a manifest records them.
+// The shard's file is its 1024-byte header, which holds the count, and
+// the token bytes, so two shards with equal sums hold the same tokens but
+// for a CRC-32C collision (a chance of 2^-32 for a random change; the
+// CRC catches every change of up to 3 bits, and every burst of up to 32).
+type ShardSum struct {
+	Tokens   int
+	Checksum uint32
+}
+
+// Sum returns the shard's ShardSum.
+func (s *Shard) Sum() ShardSum { return ShardSum{Tokens: s.count, Checksum: s.sum} }
+
 // Checksum returns the CRC-32C (Castagnoli) of the shard's token bytes,
 // the 2*Len bytes after the header, as OpenShard read them.
 func (s *Shard) Checksum() uint32 { return s.sum }

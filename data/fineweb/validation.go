@@ -48,6 +48,10 @@ func Validation(path string, nTokens, T, B int) (*ValLoader, error) {
 	return &ValLoader{shard: s, T: T, B: B, nTokens: nTokens, requested: requested, nSeq: nTokens / T, toks: make([]uint16, B*T+1)}, nil
 }
 
+// Sum returns the whole validation shard's token count and checksum (not
+// only the prefix's), computed as Validation read it in full.
+func (v *ValLoader) Sum() ShardSum { return v.shard.Sum() }
+
 // Sequences returns the number of validation sequences.
 func (v *ValLoader) Sequences() int { return v.nSeq }
 
