@@ -60,6 +60,7 @@ func loadBLAS() (*openBLAS, error) {
 		defer blasMu.Unlock()
 		blasLib, blasErr = lib, err
 		if lib != nil && lib.setThreads != nil {
+			lib.threads.Store(int32(Threads()))
 			lib.setThreads(int32(Threads()))
 		}
 	})
@@ -227,6 +228,7 @@ func setBLASThreads(n int) {
 	blasMu.Lock()
 	defer blasMu.Unlock()
 	if blasLib != nil && blasLib.setThreads != nil {
+		blasLib.threads.Store(int32(n))
 		blasLib.setThreads(int32(n))
 	}
 }
