@@ -1,0 +1,226 @@
+package fineweb
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// arrowMeta returns the metadata flatbuffer of the message whose framing
+// starts at p of the IPC bytes b (a slice of b, so writes to it damage b)
+// and the offset of its body.
+func arrowMeta(t *testing.T, b []byte, p int64) (meta []byte, body int64) {
+	t.Helper()
+	if binary.LittleEndian.Uint32(b[p:]) == 0xFFFFFFFF {
+		p += 4
+	}
+	n := int64(binary.LittleEndian.Uint32(b[p:]))
+	meta = b[p+4 : p+4+n]
+	if _, err := checkMessage(meta); err != nil {
+		t.Fatalf("message at %d: %v", p, err)
+	}
+	return meta, p + 4 + n
+}
+
+// nextMessage returns where the message after the one at p starts.
+func nextMessage(t *testing.T, b []byte, p int64) int64 {
+	meta, body := arrowMeta(t, b, p)
+	msg, _ := checkMessage(meta)
+	return body + msg.bodyLength
+}
+
+// msgRoot returns the message table of the metadata.
+func msgRoot(t *testing.T, meta []byte) fbTable {
+	t.Helper()
+	m, err := (&fbuf{b: meta, what: "metadata"}).root("message")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// msgHeader returns the message's header table.
+func msgHeader(t *testing.T, meta []byte) fbTable {
+	t.Helper()
+	h, ok, err := msgRoot(t, meta).sub(8, "header", 1)
+	if !ok || err != nil {
+		t.Fatalf("no header: %v", err)
+	}
+	return h
+}
+
+// target returns the position an offset slot of tab points to.
+func target(t *testing.T, tab fbTable, slot int64) int64 {
+	t.Helper()
+	at, ok, err := tab.ref(slot, "slot")
+	if !ok || err != nil {
+		t.Fatalf("slot %d: %v", slot, err)
+	}
+	return at
+}
+
+// footerTable returns the footer of an IPC file's bytes.
+func footerTable(t *testing.T, b []byte) fbTable {
+	t.Helper()
+	n := int64(binary.LittleEndian.Uint32(b[len(b)-10:]))
+	f, err := (&fbuf{b: b[int64(len(b))-10-n : len(b)-10], what: "footer"}).root("footer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// nested is a null column of a list type nested depth deep.
+func nested(depth int) arrow.Array {
+	dt := arrow.DataType(arrow.PrimitiveTypes.Int32)
+	for range depth {
+		dt = arrow.ListOf(dt)
+	}
+	return array.MakeArrayOfNull(memory.DefaultAllocator, dt, 2)
+}
+
+// TestArrowDamaged ingests Arrow files and streams damaged in one field
+// each: every one is an error that names the file and what is wrong;
+// the undamaged ones (compressed too) are read.
+func TestArrowDamaged(t *testing.T) {
+	docs := testDocs()
+	half := len(docs) / 2
+	put32 := func(b []byte, v uint32) { binary.LittleEndian.PutUint32(b, v) }
+	put64 := func(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
+	tests := []struct {
+		name   string
+		stream bool
+		opts   []ipc.Option
+		cols   []arrow.Array
+		damage func(t *testing.T, b []byte) []byte
+		want   string // "" for no error
+		// schemaOnly writes the schema of cols[0] and no batch (arrow-go
+		// writes no batch nested more than 64 deep).
+		schemaOnly bool
+	}{
+		{name: "stream intact", stream: true},
+		{name: "file intact"},
+		{name: "stream lz4 intact", stream: true, opts: []ipc.Option{ipc.WithLZ4()}},
+		{name: "file zstd intact", opts: []ipc.Option{ipc.WithZstd()}},
+		{name: "stream huge fields vector", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, 0)
+			put32(meta[target(t, msgHeader(t, meta), 6):], 0xFFFFFFFF)
+			return b
+		}, want: "message 0: schema: vector of 4294967295 fields runs past the"},
+		{name: "file footer huge fields vector", damage: func(t *testing.T, b []byte) []byte {
+			f := footerTable(t, b)
+			s, _, _ := f.sub(6, "schema", 1)
+			put32(f.f.b[target(t, s, 6):], 0xFFFFFFFF)
+			return b
+		}, want: "footer: schema: vector of 4294967295 fields runs past the"},
+		{name: "stream huge children vector", stream: true, cols: []arrow.Array{tokenListColumn(t, docs[:half])}, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, 0)
+			h := msgHeader(t, meta)
+			start, _, _ := h.vector(6, 4, "fields")
+			f0, _ := h.f.table(start+int64(binary.LittleEndian.Uint32(meta[start:])), "field", 2)
+			put32(meta[target(t, f0, 14):], 0xFFFFFFFF)
+			return b
+		}, want: "message 0: schema: field 0: vector of 4294967295 children runs past the"},
+		{name: "stream header offset outside the metadata", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
+			m := msgRoot(t, meta)
+			put32(meta[m.pos+m.field(8):], 0x7FFFFFF0)
+			return b
+		}, want: "message 1: header: offset at"},
+		{name: "stream root offset outside the metadata", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, 0)
+			put32(meta, 0x10000)
+			return b
+		}, want: "message 0: message table at 65536 of 4 bytes runs past the"},
+		{name: "stream vtable outside the metadata", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, 0)
+			put32(meta[msgRoot(t, meta).pos:], 0x80000000)
+			return b
+		}, want: "message 0: message vtable at"},
+		{name: "stream body length beyond the file", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
+			m := msgRoot(t, meta)
+			put64(meta[m.pos+m.field(10):], 1<<40)
+			return b
+		}, want: "message 1: body of 1099511627776 bytes at"},
+		{name: "stream buffer beyond the body", stream: true, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
+			h := msgHeader(t, meta)
+			start, _, _ := h.vector(8, 16, "buffers")
+			put64(meta[start+16:], 1<<40)
+			return b
+		}, want: "message 1: record batch: buffer 1: "},
+		{name: "stream compressed length beyond the cap", stream: true, opts: []ipc.Option{ipc.WithLZ4()}, damage: func(t *testing.T, b []byte) []byte {
+			meta, body := arrowMeta(t, b, nextMessage(t, b, 0))
+			h := msgHeader(t, meta)
+			start, n, _ := h.vector(8, 16, "buffers")
+			for i := range n {
+				if binary.LittleEndian.Uint64(meta[start+16*i+8:]) > 8 {
+					put64(b[body+int64(binary.LittleEndian.Uint64(meta[start+16*i:])):], 1<<50)
+					return b
+				}
+			}
+			t.Fatal("no compressed buffer")
+			return nil
+		}, want: "declared uncompressed length 1125899906842624 is beyond"},
+		{name: "file block body beyond the footer", damage: func(t *testing.T, b []byte) []byte {
+			f := footerTable(t, b)
+			start, _, _ := f.vector(10, 24, "blocks")
+			put64(f.f.b[start+16:], 1<<40)
+			return b
+		}, want: "footer: record batch block 0: 160 bytes of metadata and 1099511627776 of body at 128 run outside the file's messages"},
+		{name: "file footer length beyond the file", damage: func(t *testing.T, b []byte) []byte {
+			put32(b[len(b)-10:], 0x7FFFFFFF)
+			return b
+		}, want: "footer length 2147483647 does not fit"},
+		{name: "file cut", damage: func(t *testing.T, b []byte) []byte { return b[:len(b)-3] }, want: "does not end with the magic"},
+		{name: "stream nested 65 deep", stream: true, cols: []arrow.Array{nested(65)}, schemaOnly: true, want: "nest more than 64 deep"},
+		{name: "stream nested 60 deep", stream: true, cols: []arrow.Array{nested(60)}, want: "type: expected string"},
+	}
+	dir := t.TempDir()
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "in.arrow")
+			cols := tc.cols
+			if cols == nil {
+				cols = []arrow.Array{stringColumn(false, docs[:half]), stringColumn(false, docs[half:])}
+			}
+			if tc.schemaOnly {
+				cols = nil
+				schema := arrow.NewSchema([]arrow.Field{{Name: "text", Type: tc.cols[0].DataType()}}, nil)
+				f, err := os.Create(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ipc.NewWriter(f, ipc.WithSchema(schema)).Close(); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			} else {
+				writeArrowWith(t, p, tc.stream, "text", tc.opts, cols...)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.damage != nil {
+				b = tc.damage(t, b)
+			}
+			err = fuzzInput(t, dir, "case"+string(rune('a'+i))+".arrow", "text", b)
+			t.Log(err)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("intact input: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
