@@ -52,8 +52,9 @@ func FuzzParquet(f *testing.F) {
 // schema made it ask for tens of GB: schemaFromFB's make([]arrow.Field,
 // n)), so AddArrow checks every flatbuffer, block and body length first
 // (arrowcheck.go). The seeds are files and streams of strings, large
-// strings and token lists, LZ4 and ZSTD compressed too, whole, cut and
-// with a flipped byte. Fuzz it under a memory cap (ulimit -v), so that an
+// strings, string views and token lists (LZ4 and ZSTD compressed too),
+// and of a text column next to dictionary-encoded, struct and union ones,
+// whole, cut and with a flipped byte; testdata holds what it found. Fuzz it under a memory cap (ulimit -v), so that an
 // allocation the checks miss shows as a crash.
 func FuzzArrow(f *testing.F) {
 	docs := testDocs()
@@ -80,6 +81,14 @@ func FuzzArrow(f *testing.F) {
 		writeArrowWith(f, p, c.stream, "text", c.opts, c.cols()...)
 		addVariants(f, p)
 	}
+	for i, stream := range []bool{false, true} {
+		p := filepath.Join(in, fmt.Sprintf("mixed%d.arrow", i))
+		writeArrowMixed(f, p, stream, docs)
+		addVariants(f, p)
+	}
+	p := filepath.Join(in, "view.arrow")
+	writeArrowWith(f, p, true, "text", nil, stringViewColumn(docs))
+	addVariants(f, p)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzInput(t, dir, "in.arrow", "text", data) })
 }

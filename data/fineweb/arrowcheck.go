@@ -43,6 +43,34 @@ const (
 	headerRecordBatch     = 3
 )
 
+// arrowLayout counts what arrow-go's array loader reads of a record
+// batch for a field (or a schema's fields): field nodes, buffers (those
+// of metadata version V5; pre-V5 unions and run-end encoded arrays have a
+// validity bitmap more, preV5), and the variadic buffer counts of binary
+// and string views, each of which adds that many buffers. arrow-go reads
+// the nodes and buffers vectors by index without comparing the index to
+// the vector's length (the generated flatbuffer accessors do not), so a
+// batch holding fewer than its schema needs makes it read the bytes after
+// the vector as buffers: a compressed one's garbage offset then gave a
+// garbage uncompressed length to allocate (found by FuzzArrow).
+type arrowLayout struct {
+	nodes, buffers, preV5, views int64
+}
+
+func (l *arrowLayout) add(o arrowLayout) {
+	l.nodes += o.nodes
+	l.buffers += o.buffers
+	l.preV5 += o.preV5
+	l.views += o.views
+}
+
+// arrowSchema is the layout of a schema's fields and of the value type of
+// each of its dictionaries, by id.
+type arrowSchema struct {
+	fields arrowLayout
+	dicts  map[int64]arrowLayout
+}
+
 // errArrowBuffer is wrapped by every error about a flatbuffer's bounds.
 var errArrowBuffer = errors.New("damaged flatbuffer")
 
@@ -243,19 +271,24 @@ func checkKeyValues(t fbTable, s int64, depth int) error {
 	})
 }
 
-// checkSchema checks a Schema table (Schema.fbs).
-func checkSchema(t fbTable, depth int) error {
+// checkSchema checks a Schema table (Schema.fbs) and returns its layout.
+func checkSchema(t fbTable, depth int) (*arrowSchema, error) {
 	if err := t.scalars("schema endianness", 4, 2); err != nil {
-		return err
+		return nil, err
 	}
-	if err := t.tables(6, "field", "fields", depth+1, func(_ int64, f fbTable) error { return checkField(f, depth+1) }); err != nil {
+	s := &arrowSchema{dicts: map[int64]arrowLayout{}}
+	if err := t.tables(6, "field", "fields", depth+1, func(_ int64, f fbTable) error {
+		l, err := checkField(f, depth+1, s)
+		s.fields.add(l)
 		return err
+	}); err != nil {
+		return nil, err
 	}
 	if err := checkKeyValues(t, 8, depth+1); err != nil {
-		return err
+		return nil, err
 	}
 	_, _, err := t.vector(10, 8, "features")
-	return err
+	return s, err
 }
 
 // typeScalars gives the scalar slots (slot, size pairs) of each Type
@@ -281,71 +314,143 @@ var typeScalars = map[byte][]int64{
 const maxArrowType = 26
 
 // checkField checks a Field table, its type, dictionary encoding and,
-// recursively, its children.
-func checkField(t fbTable, depth int) error {
+// recursively, its children, and returns its layout in a record batch;
+// a dictionary's value layout is added to s.dicts.
+func checkField(t fbTable, depth int, s *arrowSchema) (arrowLayout, error) {
+	var l arrowLayout
 	if err := t.str(4, "name"); err != nil {
-		return err
+		return l, err
 	}
 	if err := t.scalars("field", 6, 1, 8, 1); err != nil {
-		return err
+		return l, err
 	}
 	typ := t.u8(8)
 	if typ > maxArrowType {
-		return t.f.errorf("type %d is not a member of Arrow's Type union", typ)
+		return l, fmt.Errorf("type %d is not a member of Arrow's Type union", typ)
 	}
+	var unionMode int16
 	if ty, ok, err := t.sub(10, "type", depth+1); err != nil {
-		return err
+		return l, err
 	} else if ok {
 		if err := ty.scalars("type", typeScalars[typ]...); err != nil {
-			return err
+			return l, err
 		}
 		switch typ {
 		case 10:
 			if err := ty.str(6, "timezone"); err != nil {
-				return err
+				return l, err
 			}
 		case 14:
+			if off := ty.field(4); off != 0 {
+				unionMode = int16(binary.LittleEndian.Uint16(ty.f.b[ty.pos+off:]))
+			}
 			if _, _, err := ty.vector(6, 4, "union typeIds"); err != nil {
-				return err
+				return l, err
 			}
 		}
 	}
+	l = arrowLayout{nodes: 1}
+	switch typ {
+	case 1: // Null: no buffers
+	case 4, 5, 19, 20, 25, 26: // (large) binary, utf8, list view: validity, offsets, data or sizes
+		l.buffers = 3
+	case 13, 16: // struct, fixed-size list: validity
+		l.buffers = 1
+	case 14: // union: type ids, dense offsets; a validity bitmap before V5
+		l.buffers, l.preV5 = 1, 1
+		if unionMode == 1 {
+			l.buffers++
+		}
+	case 22: // run-end encoded: none; a validity bitmap before V5
+		l.preV5 = 1
+	case 23, 24: // binary and utf8 views: validity, views, variadic data
+		l.buffers, l.views = 2, 1
+	case 0: // no type: arrow-go refuses it; counted as the most
+		l.buffers = 3
+	default: // primitives, fixed-size binary, list, map: validity and one more
+		l.buffers = 2
+	}
+	var dictID int64
+	dictionary := false
 	if d, ok, err := t.sub(12, "dictionary", depth+1); err != nil {
-		return err
+		return l, err
 	} else if ok {
 		if err := d.scalars("dictionary", 4, 8, 8, 1, 10, 2); err != nil {
-			return err
+			return l, err
 		}
 		if it, ok, err := d.sub(6, "dictionary indexType", depth+2); err != nil {
-			return err
+			return l, err
 		} else if ok {
 			if err := it.scalars("dictionary indexType", 4, 4, 6, 1); err != nil {
-				return err
+				return l, err
 			}
 		}
+		dictionary, dictID = true, d.i64(4)
 	}
-	if err := t.tables(14, "child", "children", depth+1, func(_ int64, c fbTable) error { return checkField(c, depth+1) }); err != nil {
+	if err := t.tables(14, "child", "children", depth+1, func(_ int64, c fbTable) error {
+		cl, err := checkField(c, depth+1, s)
+		l.add(cl)
 		return err
+	}); err != nil {
+		return l, err
 	}
-	return checkKeyValues(t, 16, depth+1)
+	if err := checkKeyValues(t, 16, depth+1); err != nil {
+		return l, err
+	}
+	if dictionary {
+		// The batch holds the indices; a dictionary batch holds the values.
+		if _, dup := s.dicts[dictID]; dup {
+			return l, fmt.Errorf("dictionary id %d is used twice", dictID)
+		}
+		s.dicts[dictID] = l
+		l = arrowLayout{nodes: 1, buffers: 2}
+	}
+	return l, nil
 }
 
 // arrowBuffer is a RecordBatch buffer: its offset and length in the body.
 type arrowBuffer struct{ offset, length int64 }
 
-// checkRecordBatch checks a RecordBatch table and that its buffers lie
+// checkRecordBatch checks a RecordBatch table, that it holds the nodes,
+// buffers and variadic buffer counts its fields' layout l needs (v5: a
+// message of metadata version V5 or later) and that its buffers lie
 // inside the body of bodyLength bytes; it returns the buffers when the
 // batch is compressed, for their uncompressed lengths to be checked.
-func checkRecordBatch(t fbTable, bodyLength int64, depth int) (compressed []arrowBuffer, err error) {
+func checkRecordBatch(t fbTable, bodyLength int64, l arrowLayout, v5 bool, depth int) (compressed []arrowBuffer, err error) {
 	if err := t.scalars("record batch length", 4, 8); err != nil {
 		return nil, err
 	}
-	if _, _, err := t.vector(6, 16, "nodes"); err != nil {
+	_, nodes, err := t.vector(6, 16, "nodes")
+	if err != nil {
 		return nil, err
 	}
 	start, n, err := t.vector(8, 16, "buffers")
 	if err != nil {
 		return nil, err
+	}
+	vstart, views, err := t.vector(12, 8, "variadicBufferCounts")
+	if err != nil {
+		return nil, err
+	}
+	if nodes < l.nodes {
+		return nil, fmt.Errorf("%d field nodes, but the schema's fields need %d", nodes, l.nodes)
+	}
+	if views < l.views {
+		return nil, fmt.Errorf("%d variadic buffer counts, but the schema's view fields need %d", views, l.views)
+	}
+	need := l.buffers
+	if !v5 {
+		need += l.preV5
+	}
+	for i := int64(0); i < l.views; i++ {
+		v := int64(binary.LittleEndian.Uint64(t.f.b[vstart+8*i:]))
+		if v < 0 || v > n {
+			return nil, fmt.Errorf("variadic buffer count %d: %d is not in [0, %d], the batch's buffers", i, v, n)
+		}
+		need += v
+	}
+	if n < need {
+		return nil, fmt.Errorf("%d buffers, but the schema's fields need %d", n, need)
 	}
 	c, isCompressed, err := t.sub(10, "compression", depth+1)
 	if err != nil {
@@ -355,9 +460,6 @@ func checkRecordBatch(t fbTable, bodyLength int64, depth int) (compressed []arro
 		if err := c.scalars("compression", 4, 1, 6, 1); err != nil {
 			return nil, err
 		}
-	}
-	if _, _, err := t.vector(12, 8, "variadicBufferCounts"); err != nil {
-		return nil, err
 	}
 	for i := int64(0); i < n; i++ {
 		at := start + 16*i
@@ -381,10 +483,13 @@ type arrowMessage struct {
 	header     byte
 	bodyLength int64
 	compressed []arrowBuffer
+	schema     *arrowSchema // of a schema message
 }
 
-// checkMessage checks a message's metadata flatbuffer (Message.fbs).
-func checkMessage(meta []byte) (arrowMessage, error) {
+// checkMessage checks a message's metadata flatbuffer (Message.fbs); a
+// record or dictionary batch against schema, the layout of the stream's
+// schema (nil before it).
+func checkMessage(meta []byte, schema *arrowSchema) (arrowMessage, error) {
 	f := &fbuf{b: meta, what: "metadata"}
 	m, err := f.root("message")
 	if err != nil {
@@ -394,6 +499,11 @@ func checkMessage(meta []byte) (arrowMessage, error) {
 		return arrowMessage{}, err
 	}
 	msg := arrowMessage{header: m.u8(6), bodyLength: m.i64(10)}
+	var version int16
+	if off := m.field(4); off != 0 {
+		version = int16(binary.LittleEndian.Uint16(meta[m.pos+off:]))
+	}
+	v5 := version >= 4 // MetadataVersion V5
 	if msg.bodyLength < 0 {
 		return msg, fmt.Errorf("body length %d is negative", msg.bodyLength)
 	}
@@ -404,44 +514,46 @@ func checkMessage(meta []byte) (arrowMessage, error) {
 	if err != nil {
 		return msg, err
 	}
+	if !ok {
+		return msg, fmt.Errorf("message of header type %d has no header table", msg.header)
+	}
+	if schema == nil && (msg.header == headerRecordBatch || msg.header == headerDictionaryBatch) {
+		return msg, fmt.Errorf("message of header type %d comes before the schema", msg.header)
+	}
 	switch msg.header {
-	case 0:
-		return msg, errors.New("message has no header")
 	case headerSchema:
-		if ok {
-			err = checkSchema(h, 1)
-			if err != nil {
-				err = fmt.Errorf("schema: %w", err)
-			}
+		if msg.schema, err = checkSchema(h, 1); err != nil {
+			return msg, fmt.Errorf("schema: %w", err)
 		}
 	case headerRecordBatch:
-		if ok {
-			msg.compressed, err = checkRecordBatch(h, msg.bodyLength, 1)
-			if err != nil {
-				err = fmt.Errorf("record batch: %w", err)
-			}
+		if msg.compressed, err = checkRecordBatch(h, msg.bodyLength, schema.fields, v5, 1); err != nil {
+			return msg, fmt.Errorf("record batch: %w", err)
 		}
 	case headerDictionaryBatch:
-		if ok {
-			if err = h.scalars("dictionary batch", 4, 8, 8, 1); err != nil {
-				return msg, err
-			}
-			var data fbTable
-			if data, ok, err = h.sub(6, "dictionary data", 2); err == nil && ok {
-				msg.compressed, err = checkRecordBatch(data, msg.bodyLength, 2)
-			}
-			if err != nil {
-				err = fmt.Errorf("dictionary batch: %w", err)
-			}
+		if err = h.scalars("dictionary batch", 4, 8, 8, 1); err != nil {
+			return msg, err
+		}
+		id := h.i64(4)
+		l, known := schema.dicts[id]
+		if !known {
+			return msg, fmt.Errorf("dictionary batch: id %d is not a dictionary of the schema", id)
+		}
+		data, ok, err := h.sub(6, "dictionary data", 2)
+		if err == nil && !ok {
+			err = errors.New("no record batch")
+		}
+		if err == nil {
+			msg.compressed, err = checkRecordBatch(data, msg.bodyLength, l, v5, 2)
+		}
+		if err != nil {
+			return msg, fmt.Errorf("dictionary batch %d: %w", id, err)
 		}
 	default:
-		// Tensor and SparseTensor messages are not part of a table.
+		// Tensor and SparseTensor messages are not part of a table;
+		// NONE is no message.
 		return msg, fmt.Errorf("message header type %d is not a schema, dictionary batch or record batch", msg.header)
 	}
-	if err == nil && !ok {
-		err = fmt.Errorf("message of header type %d has no header table", msg.header)
-	}
-	return msg, err
+	return msg, nil
 }
 
 // checkBodyPrefixes checks each compressed buffer's declared uncompressed
@@ -466,9 +578,9 @@ func checkBodyPrefixes(r io.ReaderAt, body int64, bufs []arrowBuffer) error {
 }
 
 // readMessageAt checks the message whose metadata (without its prefix)
-// is the length bytes at pos, and whose body follows it and must end by
+// is the length bytes at pos (against schema, as checkMessage), and whose body follows it and must end by
 // end. It returns the message and the offset where its body ends.
-func readMessageAt(r io.ReaderAt, pos, length, end int64) (arrowMessage, int64, error) {
+func readMessageAt(r io.ReaderAt, pos, length, end int64, schema *arrowSchema) (arrowMessage, int64, error) {
 	if length < 4 {
 		return arrowMessage{}, 0, fmt.Errorf("metadata length %d is under 4 bytes", length)
 	}
@@ -479,7 +591,7 @@ func readMessageAt(r io.ReaderAt, pos, length, end int64) (arrowMessage, int64, 
 	if _, err := r.ReadAt(meta, pos); err != nil {
 		return arrowMessage{}, 0, fmt.Errorf("reading metadata: %w", err)
 	}
-	msg, err := checkMessage(meta)
+	msg, err := checkMessage(meta, schema)
 	if err != nil {
 		return msg, 0, err
 	}
@@ -494,9 +606,11 @@ func readMessageAt(r io.ReaderAt, pos, length, end int64) (arrowMessage, int64, 
 }
 
 // checkArrowStream walks the stream of messages in [pos, end) up to its
-// end-of-stream marker or end, checking each.
+// end-of-stream marker or end, checking each (the batches against the
+// stream's first schema).
 func checkArrowStream(r io.ReaderAt, pos, end int64) error {
 	var p [4]byte
+	var schema *arrowSchema
 	for i := 0; ; i++ {
 		if pos == end {
 			return nil // arrow-go reads a stream without its marker too
@@ -522,9 +636,12 @@ func checkArrowStream(r io.ReaderAt, pos, end int64) error {
 		if length == 0 {
 			return nil // end of stream
 		}
-		_, next, err := readMessageAt(r, pos, int64(int32(length)), end)
+		msg, next, err := readMessageAt(r, pos, int64(int32(length)), end, schema)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
+		}
+		if schema == nil && msg.schema != nil {
+			schema = msg.schema // arrow-go reads the first
 		}
 		pos = next
 	}
@@ -562,12 +679,16 @@ func checkArrowFile(r io.ReaderAt, size int64) error {
 	if err := ft.scalars("footer version", 4, 2); err != nil {
 		return fmt.Errorf("footer: %w", err)
 	}
-	if s, ok, err := ft.sub(6, "schema", 1); err != nil {
+	st, ok, err := ft.sub(6, "schema", 1)
+	if err == nil && !ok {
+		err = errors.New("no schema")
+	}
+	if err != nil {
 		return fmt.Errorf("footer: %w", err)
-	} else if ok {
-		if err := checkSchema(s, 1); err != nil {
-			return fmt.Errorf("footer: schema: %w", err)
-		}
+	}
+	schema, err := checkSchema(st, 1)
+	if err != nil {
+		return fmt.Errorf("footer: schema: %w", err)
 	}
 	if err := checkKeyValues(ft, 12, 1); err != nil {
 		return fmt.Errorf("footer: %w", err)
@@ -584,7 +705,7 @@ func checkArrowFile(r io.ReaderAt, size int64) error {
 			return fmt.Errorf("footer: %w", err)
 		}
 		for i := int64(0); i < n; i++ {
-			if err := checkBlock(r, footer[start+24*i:], footerAt); err != nil {
+			if err := checkBlock(r, footer[start+24*i:], footerAt, schema); err != nil {
 				return fmt.Errorf("footer: %s %d: %w", blocks.name, i, err)
 			}
 		}
@@ -594,9 +715,10 @@ func checkArrowFile(r io.ReaderAt, size int64) error {
 
 // checkBlock checks a footer Block (offset int64, metaDataLength int32,
 // padding, bodyLength int64) and the message it points to, which must end
-// by end (the footer's offset), as arrow-go reads it: the metadata with
+// by end (the footer's offset), against the footer's schema, as arrow-go
+// reads it: the metadata with
 // its prefix, then a body of the block's body length.
-func checkBlock(r io.ReaderAt, b []byte, end int64) error {
+func checkBlock(r io.ReaderAt, b []byte, end int64, schema *arrowSchema) error {
 	off := int64(binary.LittleEndian.Uint64(b))
 	meta := int64(int32(binary.LittleEndian.Uint32(b[8:])))
 	body := int64(binary.LittleEndian.Uint64(b[16:]))
@@ -615,7 +737,7 @@ func checkBlock(r io.ReaderAt, b []byte, end int64) error {
 	if length != meta-prefix {
 		return fmt.Errorf("metadata length %d at %d does not match the block's %d bytes less a %d-byte prefix", length, off, meta, prefix)
 	}
-	msg, _, err := readMessageAt(r, off+prefix, length, off+meta+body)
+	msg, _, err := readMessageAt(r, off+prefix, length, off+meta+body, schema)
 	if err != nil {
 		return err
 	}

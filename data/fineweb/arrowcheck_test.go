@@ -22,18 +22,13 @@ func arrowMeta(t *testing.T, b []byte, p int64) (meta []byte, body int64) {
 		p += 4
 	}
 	n := int64(binary.LittleEndian.Uint32(b[p:]))
-	meta = b[p+4 : p+4+n]
-	if _, err := checkMessage(meta); err != nil {
-		t.Fatalf("message at %d: %v", p, err)
-	}
-	return meta, p + 4 + n
+	return b[p+4 : p+4+n], p + 4 + n
 }
 
 // nextMessage returns where the message after the one at p starts.
 func nextMessage(t *testing.T, b []byte, p int64) int64 {
 	meta, body := arrowMeta(t, b, p)
-	msg, _ := checkMessage(meta)
-	return body + msg.bodyLength
+	return body + msgRoot(t, meta).i64(10)
 }
 
 // msgRoot returns the message table of the metadata.
@@ -84,6 +79,94 @@ func nested(depth int) arrow.Array {
 		dt = arrow.ListOf(dt)
 	}
 	return array.MakeArrayOfNull(memory.DefaultAllocator, dt, 2)
+}
+
+// stringViewColumn holds the documents as string_view, nulls kept.
+func stringViewColumn(docs []*string) arrow.Array {
+	b := array.NewStringViewBuilder(memory.DefaultAllocator)
+	for _, d := range docs {
+		if d == nil {
+			b.AppendNull()
+		} else {
+			b.Append(*d)
+		}
+	}
+	return b.NewArray()
+}
+
+// writeArrowMixed writes a text column next to a dictionary-encoded one, a
+// struct and a sparse union, in the IPC file or stream format: arrow-go
+// reads every column of a batch, and the dictionary's own batches.
+func writeArrowMixed(t testing.TB, path string, stream bool, docs []*string) {
+	mem := memory.DefaultAllocator
+	text := stringColumn(false, docs)
+	n := text.Len()
+	db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+	for i := range n {
+		if err := db.AppendString([]string{"a", "bb", "ccc"}[i%3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dict := db.NewArray()
+	st := array.NewStructBuilder(mem, arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64}, arrow.Field{Name: "y", Type: arrow.BinaryTypes.LargeString, Nullable: true}))
+	for i := range n {
+		st.Append(true)
+		st.FieldBuilder(0).(*array.Int64Builder).Append(int64(i))
+		st.FieldBuilder(1).(*array.LargeStringBuilder).Append("y")
+	}
+	strct := st.NewArray()
+	ub := array.NewEmptySparseUnionBuilder(mem)
+	ib := array.NewInt32Builder(mem)
+	ub.AppendChild(ib, "i")
+	for i := range n {
+		ub.Append(0)
+		ib.Append(int32(i))
+	}
+	union := ub.NewArray()
+	cols := []arrow.Array{text, dict, strct, union}
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: []string{"text", "dict", "struct", "union"}[i], Type: c.DataType(), Nullable: true}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	if stream {
+		w = ipc.NewWriter(f, ipc.WithSchema(schema))
+	} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(array.NewRecordBatch(schema, cols, int64(n))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestArrowMixedColumns reads the text column of files and streams whose
+// other columns are dictionary-encoded, a struct and a union: the
+// layout check counts their nodes and buffers as arrow-go reads them.
+func TestArrowMixedColumns(t *testing.T) {
+	dir := t.TempDir()
+	for _, stream := range []bool{false, true} {
+		p := filepath.Join(dir, "mixed.arrow")
+		writeArrowMixed(t, p, stream, testDocs())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fuzzInput(t, dir, "in.arrow", "text", b); err != nil {
+			t.Errorf("stream=%v: %v", stream, err)
+		}
+	}
 }
 
 // TestArrowDamaged ingests Arrow files and streams damaged in one field
@@ -170,6 +253,22 @@ func TestArrowDamaged(t *testing.T) {
 			t.Fatal("no compressed buffer")
 			return nil
 		}, want: "declared uncompressed length 1125899906842624 is beyond"},
+		{name: "stream lz4 too few buffers", stream: true, opts: []ipc.Option{ipc.WithLZ4()}, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
+			put32(meta[target(t, msgHeader(t, meta), 8):], 0)
+			return b
+		}, want: "message 1: record batch: 0 buffers, but the schema's fields need 3"},
+		{name: "file too few nodes", damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 8))
+			put32(meta[target(t, msgHeader(t, meta), 6):], 0)
+			return b
+		}, want: "message 1: record batch: 0 field nodes, but the schema's fields need 1"},
+		{name: "stream string view intact", stream: true, cols: []arrow.Array{stringViewColumn(docs)}, want: "type: expected string"},
+		{name: "stream string view huge variadic count", stream: true, cols: []arrow.Array{stringViewColumn(docs)}, damage: func(t *testing.T, b []byte) []byte {
+			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
+			put64(meta[target(t, msgHeader(t, meta), 12)+4:], 1<<40)
+			return b
+		}, want: "message 1: record batch: variadic buffer count 0: 1099511627776 is not in [0, 3]"},
 		{name: "file block body beyond the footer", damage: func(t *testing.T, b []byte) []byte {
 			f := footerTable(t, b)
 			start, _, _ := f.vector(10, 24, "blocks")
