@@ -95,7 +95,7 @@ func (f *fbuf) errorf(format string, args ...any) error {
 }
 
 func (f *fbuf) past(what string, at, n int64) error {
-	return f.errorf("%s at %d of %d bytes runs past the %d-byte %s", what, at, n, len(f.b), f.what)
+	return f.errorf("%s of %d bytes at %d runs past the %d-byte %s", what, n, at, len(f.b), f.what)
 }
 
 // root returns the root table, found through the uoffset at byte 0.

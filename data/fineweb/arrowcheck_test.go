@@ -221,12 +221,12 @@ func TestArrowDamaged(t *testing.T) {
 			meta, _ := arrowMeta(t, b, 0)
 			put32(meta, 0x10000)
 			return b
-		}, want: "message 0: message table at 65536 of 4 bytes runs past the"},
+		}, want: "message 0: message table of 4 bytes at 65536 runs past the"},
 		{name: "stream vtable outside the metadata", stream: true, damage: func(t *testing.T, b []byte) []byte {
 			meta, _ := arrowMeta(t, b, 0)
 			put32(meta[msgRoot(t, meta).pos:], 0x80000000)
 			return b
-		}, want: "message 0: message vtable at"},
+		}, want: "message 0: message vtable of 4 bytes at 2147483664 runs past the"},
 		{name: "stream body length beyond the file", stream: true, damage: func(t *testing.T, b []byte) []byte {
 			meta, _ := arrowMeta(t, b, nextMessage(t, b, 0))
 			m := msgRoot(t, meta)
