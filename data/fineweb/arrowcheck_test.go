@@ -323,3 +323,57 @@ func TestArrowDamaged(t *testing.T) {
 		})
 	}
 }
+
+// sharedChildren is a field flatbuffer of levels fields, each with two
+// children that are the same next field: 2^levels fields to a reader that
+// follows every offset, in 20 bytes a level.
+func sharedChildren(levels int) (buf []byte, first int64) {
+	le := binary.LittleEndian
+	buf = make([]byte, 4, 20+20*levels+12)
+	// One vtable for all: 16 bytes, tables of 8, children (slot 14) at 4.
+	buf = le.AppendUint16(buf, 16)
+	buf = le.AppendUint16(buf, 8)
+	buf = append(buf, make([]byte, 10)...)
+	buf = le.AppendUint16(buf, 4)
+	for i := 0; i <= levels; i++ {
+		p := len(buf)
+		buf = le.AppendUint32(buf, uint32(p-4)) // soffset to the vtable at 4
+		buf = le.AppendUint32(buf, 4)           // children vector just after
+		if i == levels {
+			buf = le.AppendUint32(buf, 0)
+			break
+		}
+		buf = le.AppendUint32(buf, 2)
+		buf = le.AppendUint32(buf, 8) // both to the next table, at p+20
+		buf = le.AppendUint32(buf, 4)
+	}
+	return buf, 20
+}
+
+// TestArrowSharedTables: a DAG of fields sharing children is refused
+// before it is walked (or built by arrow-go) exponentially, while the
+// same bytes with one level are read.
+func TestArrowSharedTables(t *testing.T) {
+	for _, tc := range []struct {
+		levels int
+		want   string
+	}{
+		{1, ""},
+		{40, "more tables reached"},
+	} {
+		buf, first := sharedChildren(tc.levels)
+		f := &fbuf{b: buf, what: "metadata"}
+		tab, err := f.table(first, "field", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &arrowSchema{dicts: map[int64]arrowLayout{}}
+		l, err := checkField(tab, 1, s)
+		switch {
+		case tc.want == "" && (err != nil || l.nodes != 3):
+			t.Errorf("%d levels: got %+v, %v; want 3 nodes", tc.levels, l, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%d levels: got %v, want an error containing %q", tc.levels, err, tc.want)
+		}
+	}
+}
