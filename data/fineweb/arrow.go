@@ -69,8 +69,9 @@ func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 
 // AddArrow ingests the column cfg.Column of an Arrow IPC file (random-access
 // format) or stream, one document per non-null row, a record batch at a
-// time. A malformed file is an error naming it, except where arrow-go
-// allocates from an unchecked length first (see FuzzParquet's note).
+// time. A malformed file is an error naming it: its flatbuffers and
+// framing are checked before arrow-go reads it (checkArrowFile,
+// checkArrowStream), and a panic of arrow-go's readers is caught.
 func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 	defer malformed("arrow", path, &err)
 	f, err := os.Open(path)
@@ -83,8 +84,26 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
 	}
-	if n == 6 && string(magic[:]) == "ARROW1" {
-		fr, err := ipc.NewFileReader(f)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+	}
+	// arrow-go does not verify the flatbuffers it reads (see
+	// arrowcheck.go): check them, and cap what it may read at the file's
+	// size.
+	isFile := n == 6 && string(magic[:]) == "ARROW1"
+	if isFile {
+		err = checkArrowFile(f, st.Size())
+	} else {
+		err = checkArrowStream(f, 0, st.Size())
+	}
+	if err != nil {
+		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+	}
+	limit := max(st.Size(), 1) // 0 would disable the limits
+	limits := []ipc.Option{ipc.WithMetadataSizeLimit(limit), ipc.WithBodySizeLimit(limit)}
+	if isFile {
+		fr, err := ipc.NewFileReader(f, limits...)
 		if err != nil {
 			return fmt.Errorf("fineweb: arrow %s: %w", path, err)
 		}
@@ -96,7 +115,7 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 		rows := int64(0)
 		return b.addRecords(ctx, path, fr, col, perBatchProgress(path, fr.NumRecords(), &rows))
 	}
-	sr, err := ipc.NewReader(f)
+	sr, err := ipc.NewReader(f, limits...)
 	if err != nil {
 		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
 	}

@@ -2,10 +2,14 @@ package fineweb
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // fuzzInput writes data as name in dir and ingests it with a builder
@@ -41,12 +45,53 @@ func FuzzParquet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzInput(t, dir, "in.parquet", "text", data) })
 }
 
-// There is no FuzzArrow: arrow-go (v18.8.0) does not verify an IPC
-// message's flatbuffer before it allocates from the vector lengths it
-// holds, so a few flipped bytes of a schema make ipc.NewReader ask for
-// tens of GB (schemaFromFB: make([]arrow.Field, n)), a fatal out-of-memory
-// error that no recover catches. Fuzzing Arrow input needs that fixed in
-// arrow-go, or a flatbuffer verifier in front of it, first.
+// FuzzArrow ingests arbitrary bytes as an Arrow IPC file or stream (the
+// text column): errors, never a panic or a fatal out-of-memory error.
+// arrow-go (v18.8.0) does not verify an IPC message's flatbuffer before it
+// allocates from the vector lengths it holds (a few flipped bytes of a
+// schema made it ask for tens of GB: schemaFromFB's make([]arrow.Field,
+// n)), so AddArrow checks every flatbuffer, block and body length first
+// (arrowcheck.go). The seeds are files and streams of strings, large
+// strings, string views and token lists (LZ4 and ZSTD compressed too),
+// and of a text column next to dictionary-encoded, struct and union ones,
+// whole, cut and with a flipped byte; testdata holds what it found. Fuzz it under a memory cap (ulimit -v), so that an
+// allocation the checks miss shows as a crash.
+func FuzzArrow(f *testing.F) {
+	docs := testDocs()
+	half := len(docs) / 2
+	in := f.TempDir()
+	for i, c := range []struct {
+		stream bool
+		opts   []ipc.Option
+		cols   func() []arrow.Array
+	}{
+		{true, nil, func() []arrow.Array {
+			return []arrow.Array{stringColumn(false, docs[:half]), stringColumn(false, docs[half:])}
+		}},
+		{false, nil, func() []arrow.Array {
+			return []arrow.Array{stringColumn(true, docs[:half]), stringColumn(true, docs[half:])}
+		}},
+		{false, nil, func() []arrow.Array {
+			return []arrow.Array{tokenListColumn(f, docs[:half]), tokenListColumn(f, docs[half:])}
+		}},
+		{true, []ipc.Option{ipc.WithLZ4()}, func() []arrow.Array { return []arrow.Array{tokenListColumn(f, docs)} }},
+		{false, []ipc.Option{ipc.WithZstd()}, func() []arrow.Array { return []arrow.Array{stringColumn(false, docs)} }},
+	} {
+		p := filepath.Join(in, fmt.Sprintf("%d.arrow", i))
+		writeArrowWith(f, p, c.stream, "text", c.opts, c.cols()...)
+		addVariants(f, p)
+	}
+	for i, stream := range []bool{false, true} {
+		p := filepath.Join(in, fmt.Sprintf("mixed%d.arrow", i))
+		writeArrowMixed(f, p, stream, docs)
+		addVariants(f, p)
+	}
+	p := filepath.Join(in, "view.arrow")
+	writeArrowWith(f, p, true, "text", nil, stringViewColumn(docs))
+	addVariants(f, p)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzInput(t, dir, "in.arrow", "text", data) })
+}
 
 // addVariants adds the file at p to the seed corpus whole, cut in half,
 // and with a byte in the middle flipped.

@@ -133,7 +133,13 @@ func writeParquet(t testing.TB, path string, large bool, docs []*string) {
 // writeArrow writes two record batches of column col in the IPC file or
 // stream format.
 func writeArrow(t testing.TB, path string, stream bool, name string, cols ...arrow.Array) {
+	writeArrowWith(t, path, stream, name, nil, cols...)
+}
+
+// writeArrowWith is writeArrow with writer options (compression, say).
+func writeArrowWith(t testing.TB, path string, stream bool, name string, opts []ipc.Option, cols ...arrow.Array) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: name, Type: cols[0].DataType(), Nullable: true}}, nil)
+	opts = append([]ipc.Option{ipc.WithSchema(schema)}, opts...)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +150,8 @@ func writeArrow(t testing.TB, path string, stream bool, name string, cols ...arr
 		Close() error
 	}
 	if stream {
-		w = ipc.NewWriter(f, ipc.WithSchema(schema))
-	} else if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema)); err != nil {
+		w = ipc.NewWriter(f, opts...)
+	} else if w, err = ipc.NewFileWriter(f, opts...); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cols {
