@@ -342,16 +342,23 @@ func (d *Device) Gemm(g device.GemmArgs) {
 	}
 }
 
-// gemmEntry runs batch entry i of g on threads workers.
-func gemmEntry(g *device.GemmArgs, a, b, c []float32, i, threads int) {
-	rowsA, colsA := g.M, g.K
+// operandShapes returns the stored shapes of g's A and B (op(A) is M x K,
+// op(B) K x N).
+func operandShapes(g *device.GemmArgs) (rowsA, colsA, rowsB, colsB int) {
+	rowsA, colsA = g.M, g.K
 	if g.TransA {
 		rowsA, colsA = colsA, rowsA
 	}
-	rowsB, colsB := g.K, g.N
+	rowsB, colsB = g.K, g.N
 	if g.TransB {
 		rowsB, colsB = colsB, rowsB
 	}
+	return rowsA, colsA, rowsB, colsB
+}
+
+// gemmEntry runs batch entry i of g on threads workers.
+func gemmEntry(g *device.GemmArgs, a, b, c []float32, i, threads int) {
+	rowsA, colsA, rowsB, colsB := operandShapes(g)
 	sgemmWith(gemmUse, threads, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
 		window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
 		window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,

@@ -21,14 +21,7 @@ const (
 func (d *Device) gemm64(g *device.GemmArgs) {
 	a, b, c := Float64s(g.A), Float64s(g.B), Float64s(g.C)
 	batch := max(g.Batch, 1)
-	rowsA, colsA := g.M, g.K
-	if g.TransA {
-		rowsA, colsA = colsA, rowsA
-	}
-	rowsB, colsB := g.K, g.N
-	if g.TransB {
-		rowsB, colsB = colsB, rowsB
-	}
+	rowsA, colsA, rowsB, colsB := operandShapes(g)
 	for i := 0; i < batch; i++ {
 		Dgemm(g.TransA, g.TransB, g.M, g.N, g.K, float64(g.Alpha),
 			window64(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
