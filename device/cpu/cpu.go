@@ -223,10 +223,7 @@ func (d *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 	case device.Float64:
 		copy(Float64s(dst), src)
 	case device.BFloat16:
-		z := BFloat16s(dst)[:len(src)]
-		for i, v := range src {
-			z[i] = bf16FromFloat64(v) // one rounding, as Cast
-		}
+		convertEach(BFloat16s(dst), src, bf16FromFloat64) // one rounding
 	default:
 		z := Float32s(dst)[:len(src)]
 		for i, v := range src {
@@ -290,13 +287,6 @@ func (d *Device) Cast(dst, src device.Buffer) {
 		toBFloat16(BFloat16s(dst), Float32s(src))
 	case dt == device.Float32 && st == device.BFloat16:
 		fromBFloat16(Float32s(dst), BFloat16s(src))
-	case dt == device.BFloat16 && st == device.Float64:
-		z, x := BFloat16s(dst), Float64s(src)[:dst.Len()]
-		parallelFor(len(x), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				z[i] = bf16FromFloat64(x[i])
-			}
-		})
 	case st == device.Float64:
 		d.CopyFloat64FromHost(dst, Float64s(src))
 	case dt == device.Float64:
@@ -366,29 +356,13 @@ func bf16FromFloat64(v float64) uint16 {
 
 // toInt32 converts the float buffer src into dst (see int32FromFloat).
 func toInt32(dst []int32, src device.Buffer) {
-	dst = dst[:src.Len()]
 	switch src.DType() {
 	case device.Float64:
-		x := Float64s(src)
-		parallelFor(len(dst), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = int32FromFloat(x[i])
-			}
-		})
+		convertEach(dst, Float64s(src), int32FromFloat)
 	case device.BFloat16:
-		x := BFloat16s(src)
-		parallelFor(len(dst), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = int32FromFloat(float64(device.Float32FromBFloat16(x[i])))
-			}
-		})
+		convertEach(dst, BFloat16s(src), func(v uint16) int32 { return int32FromFloat(float64(device.Float32FromBFloat16(v))) })
 	case device.Float32:
-		x := Float32s(src)
-		parallelFor(len(dst), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				dst[i] = int32FromFloat(float64(x[i]))
-			}
-		})
+		convertEach(dst, Float32s(src), func(v float32) int32 { return int32FromFloat(float64(v)) })
 	default:
 		panic(fmt.Sprintf("cpu: Cast from %v to int32", src.DType()))
 	}
@@ -400,29 +374,27 @@ func fromInt32(dst device.Buffer, src []int32) {
 	src = src[:dst.Len()]
 	switch dst.DType() {
 	case device.Float64:
-		z := Float64s(dst)
-		parallelFor(len(src), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				z[i] = float64(src[i])
-			}
-		})
+		convertEach(Float64s(dst), src, func(v int32) float64 { return float64(v) })
 	case device.BFloat16:
-		z := BFloat16s(dst)
-		parallelFor(len(src), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				z[i] = bf16FromInt32(src[i])
-			}
-		})
+		convertEach(BFloat16s(dst), src, bf16FromInt32)
 	case device.Float32:
-		z := Float32s(dst)
-		parallelFor(len(src), elementGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				z[i] = float32(src[i]) // round to nearest even
-			}
-		})
+		convertEach(Float32s(dst), src, func(v int32) float32 { return float32(v) }) // round to nearest even
 	default:
 		panic(fmt.Sprintf("cpu: Cast from int32 to %v", dst.DType()))
 	}
+}
+
+// convertEach sets dst[i] = f(src[i]) for every element of src, over the
+// threads. It serves the conversions off the training path (int32 and
+// float64); the float32 <-> bfloat16 casts of autocast keep loops of their
+// own without a call per element.
+func convertEach[S, D any](dst []D, src []S, f func(S) D) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), elementGrain, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst[i] = f(src[i])
+		}
+	})
 }
 
 func toBFloat16(dst []uint16, src []float32) {

@@ -59,9 +59,8 @@ func loadBLAS() (*openBLAS, error) {
 		blasMu.Lock()
 		defer blasMu.Unlock()
 		blasLib, blasErr = lib, err
-		if lib != nil && lib.setThreads != nil {
-			lib.threads.Store(int32(Threads()))
-			lib.setThreads(int32(Threads()))
+		if lib != nil {
+			lib.useThreads(Threads())
 		}
 	})
 	return blasLib, blasErr
@@ -227,9 +226,8 @@ func NativeKernel() (name string, mr, nr int) {
 func setBLASThreads(n int) {
 	blasMu.Lock()
 	defer blasMu.Unlock()
-	if blasLib != nil && blasLib.setThreads != nil {
-		blasLib.threads.Store(int32(n))
-		blasLib.setThreads(int32(n))
+	if blasLib != nil {
+		blasLib.useThreads(n)
 	}
 }
 

@@ -91,6 +91,16 @@ func loadOpenBLAS() (*openBLAS, error) {
 	return nil, fmt.Errorf("cpu: OpenBLAS not found (tried %v)", errs)
 }
 
+// useThreads makes n the thread count of every later call (see gemm),
+// setting it now on the calling thread too.
+func (lib *openBLAS) useThreads(n int) {
+	if lib.setThreads == nil {
+		return
+	}
+	lib.threads.Store(int32(n))
+	lib.setThreads(int32(n))
+}
+
 // configString returns OpenBLAS's build description, or "".
 func (lib *openBLAS) configString() string {
 	if lib.config == nil {
