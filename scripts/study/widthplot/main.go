@@ -11,7 +11,7 @@
 //     d on log-log axes, with the fit and the paper's three points and fit;
 //   - OUT/loss_cost.png: RowNorm's loss cost against d.
 //
-// usage: go run ./scripts/study/widthplot -runs /tmp/ws/runs -out docs/results/width
+// usage: go run ./scripts/study/widthplot -runs WORKDIR/runs -out docs/results/width
 package main
 
 import (
@@ -144,7 +144,7 @@ func main() {
 	done := func(f final) bool { return f.step >= *steps && f.hasVal && f.hasD && f.hasRMS }
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs %s -out %s -steps %d`.\n\n", *runs, *out, *steps)
+	fmt.Fprintf(&md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs WORKDIR/runs -out %s -steps %d`, WORKDIR being the folder given to scripts/study/width/run.sh.\n\n", *out, *steps)
 	md.WriteString("## Runs (final update)\n\n| d | head | seed | updates | tokens | val loss | D(S_T) | head lr_T | D(S_T) / (lr_T sqrt d) | Hilbert RMS | tokens/s (with val, diag) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		f := res[k]
