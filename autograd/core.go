@@ -110,7 +110,8 @@ func (g *Graph) Minimum(a, b *tensor.Tensor) *tensor.Tensor { return g.broadcast
 func (g *Graph) Pow(a, b *tensor.Tensor) *tensor.Tensor { return g.broadcast(device.Pow, a, b) }
 
 // Compare returns the 0/1 mask of a op b (Eq, Ne, Lt, Le, Gt, Ge) with
-// broadcasting. It is not differentiable: the mask is a constant.
+// broadcasting, in the operands' dtype (float, or int32 on a backend with
+// int32 arithmetic). It is not differentiable: the mask is a constant.
 func (g *Graph) Compare(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
 	if !op.IsComparison() {
 		return g.failf("Compare: %v is not a comparison", op)
@@ -124,8 +125,11 @@ func (g *Graph) broadcast(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tenso
 	if !g.ok(name, a, b) {
 		return nil
 	}
-	if a.DType() != b.DType() || !isFloat(a) {
-		return g.failf("%s: dtypes %v and %v (want one float dtype)", name, a.DType(), b.DType())
+	if a.DType() != b.DType() || !isFloat(a) && !(a.DType() == device.Int32 && int32Op(op)) {
+		if a.DType() == b.DType() && a.DType() == device.Int32 {
+			return g.failf("%s: int32 operands: int32 takes Add, Sub, Mul, Maximum, Minimum and the comparisons (Cast to a float dtype for %s)", name, name)
+		}
+		return g.failf("%s: dtypes %v and %v (want one float dtype, or int32 for both)", name, a.DType(), b.DType())
 	}
 	shape, ok := device.BroadcastShapes(a.Shape(), b.Shape())
 	if !ok || len(shape) > device.MaxDims {
@@ -136,11 +140,15 @@ func (g *Graph) broadcast(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tenso
 		return nil
 	}
 	g.binaryInto(op, out, a, b)
-	if !op.IsComparison() && g.wantsGrad(a, b) {
+	if !op.IsComparison() && isFloat(a) && g.wantsGrad(a, b) {
 		g.record(node{op: opBroadcast, out: out, in: [3]*tensor.Tensor{a, b}, ints: [4]int{int(op)}})
 	}
 	return out
 }
+
+// int32Op reports whether op takes int32 operands: the ops whose int32
+// results are exact or wrap (two's complement), not Div and Pow.
+func int32Op(op device.BinaryOp) bool { return op != device.Div && op != device.Pow }
 
 // binaryInto writes a op b into out, whose shape is their broadcast.
 func (g *Graph) binaryInto(op device.BinaryOp, out, a, b *tensor.Tensor) {
@@ -151,14 +159,28 @@ func (g *Graph) binaryInto(op device.BinaryOp, out, a, b *tensor.Tensor) {
 }
 
 // Where returns cond != 0 ? a : b elementwise with broadcasting of all
-// three (cond a float mask such as Compare's, not differentiated).
+// three. a and b share a dtype: float (differentiable in a and b) or
+// int32 (on a backend with int32 arithmetic, the CPU). cond, not
+// differentiated, is a mask of any of those dtypes, such as Compare's:
+// one of another dtype than a's is first turned into a 0/1 mask of a's
+// (so a float cond of 0.5 selects a for int32 operands too).
 func (g *Graph) Where(cond, a, b *tensor.Tensor) *tensor.Tensor {
 	const name = "Where"
 	if !g.ok(name, cond, a, b) {
 		return nil
 	}
-	if a.DType() != b.DType() || cond.DType() != a.DType() || !isFloat(a) {
-		return g.failf("%s: dtypes %v, %v and %v (want one float dtype)", name, cond.DType(), a.DType(), b.DType())
+	known := func(t *tensor.Tensor) bool { return isFloat(t) || t.DType() == device.Int32 }
+	if a.DType() != b.DType() || !known(a) || !known(cond) {
+		return g.failf("%s: dtypes %v (cond), %v and %v (want a and b of one float dtype or int32, and a float or int32 cond)",
+			name, cond.DType(), a.DType(), b.DType())
+	}
+	if cond.DType() != a.DType() {
+		if isFloat(cond) {
+			cond = g.Compare(device.Ne, cond, g.Constant(0, cond.DType()))
+		}
+		if cond = g.Cast(cond, a.DType()); cond == nil {
+			return nil
+		}
 	}
 	ab, ok1 := device.BroadcastShapes(a.Shape(), b.Shape())
 	shape, ok2 := device.BroadcastShapes(cond.Shape(), ab)
@@ -170,7 +192,7 @@ func (g *Graph) Where(cond, a, b *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	g.whereInto(out, cond, a, b)
-	if g.wantsGrad(a, b) {
+	if isFloat(a) && g.wantsGrad(a, b) {
 		g.record(node{op: opWhere, out: out, in: [3]*tensor.Tensor{a, b}, saved: [3]*tensor.Tensor{cond}})
 	}
 	return out

@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -67,5 +68,26 @@ func TestCoreOpsOnEmulatedCUDA(t *testing.T) {
 	}
 	if err := gpu.Synchronize(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInt32ArithmeticOnEmulatedCUDA: a backend without int32 arithmetic
+// (CUDA) reports the op and the dtype as the error of Synchronize.
+func TestInt32ArithmeticOnEmulatedCUDA(t *testing.T) {
+	cudaemu.Setenv(t)
+	gpu, err := cuda.New(0)
+	if err != nil {
+		t.Fatalf("New on the CUDA emulator: %v", err)
+	}
+	defer gpu.Close()
+	a, _ := tensor.FromInt32(gpu, []int32{1, 2}, 2)
+	g := autograd.New(gpu)
+	g.Add(a, a)
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = gpu.Synchronize()
+	if err == nil || !strings.Contains(err.Error(), "BinaryStrided") || !strings.Contains(err.Error(), "int32") {
+		t.Fatalf("Synchronize after an int32 Add: %v, want an error naming BinaryStrided and int32", err)
 	}
 }

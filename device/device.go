@@ -259,7 +259,11 @@ type AdamW struct {
 //
 // Dtypes: the compute methods take Float32 operands, and Float64 ones on
 // a backend whose Alloc accepts Float64 (the CPU). CopyStrided moves any
-// dtype. ArgMax and ArgMin write Int32; indices are Int32.
+// dtype. ArgMax and ArgMin write Int32; indices are Int32. A backend with
+// int32 arithmetic (the CPU) also takes Int32 operands in BinaryStrided
+// (Add, Sub, Mul, Maximum, Minimum and the comparisons, wrapping on
+// overflow as two's complement does) and in Where (an Int32 cond); one
+// without (CUDA) reports the dtype as the error of Synchronize.
 type Core interface {
 	// Name identifies the backend and the device, e.g. "cpu" or "cuda:0".
 	Name() string

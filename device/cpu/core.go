@@ -16,6 +16,10 @@ import (
 
 type float interface{ ~float32 | ~float64 }
 
+// number is the element types of BinaryStrided and Where: the floats and
+// int32 (whose arithmetic wraps, as Go's and PyTorch's does).
+type number interface{ float | ~int32 }
+
 // coreChunk is the length of the stack buffers strided operands are
 // gathered into.
 const coreChunk = 256
@@ -224,19 +228,27 @@ func unaryVV[T float](op device.UnaryOp, z, x []T) {
 	}
 }
 
-// BinaryStrided computes dst = a op b over dims with broadcasting strides.
+// BinaryStrided computes dst = a op b over dims with broadcasting strides,
+// for float32, float64 and int32 (every op but Div and Pow; int32 sums and
+// products wrap).
 func (d *Device) BinaryStrided(op device.BinaryOp, dims device.Dims, dst device.Buffer, a, b device.View) {
 	if op < device.Add || op > device.Ge {
 		panic(fmt.Sprintf("cpu: unknown binary op %v", op))
 	}
-	if dst.DType() == device.Float64 {
+	switch dst.DType() {
+	case device.Float64:
 		binaryStrided(op, dims, Float64s(dst), Float64s(a.Buf), a.Layout, Float64s(b.Buf), b.Layout)
-		return
+	case device.Int32:
+		if op == device.Div || op == device.Pow {
+			panic(fmt.Sprintf("cpu: BinaryStrided %v of int32 (int32 takes add, sub, mul, maximum, minimum and the comparisons)", op))
+		}
+		binaryStrided(op, dims, Int32s(dst), Int32s(a.Buf), a.Layout, Int32s(b.Buf), b.Layout)
+	default:
+		binaryStrided(op, dims, Float32s(dst), Float32s(a.Buf), a.Layout, Float32s(b.Buf), b.Layout)
 	}
-	binaryStrided(op, dims, Float32s(dst), Float32s(a.Buf), a.Layout, Float32s(b.Buf), b.Layout)
 }
 
-func binaryStrided[T float](op device.BinaryOp, dims device.Dims, z, x []T, xl device.Layout, y []T, yl device.Layout) {
+func binaryStrided[T number](op device.BinaryOp, dims device.Dims, z, x []T, xl device.Layout, y []T, yl device.Layout) {
 	p := device.NewPlan(dims, dims.RowMajor(), xl, yl)
 	xs, ys := innerStride(&p, 1), innerStride(&p, 2)
 	grain := elementGrain
@@ -256,14 +268,14 @@ func binaryStrided[T float](op device.BinaryOp, dims device.Dims, z, x []T, xl d
 	})
 }
 
-func mask[T float](c bool) T {
+func mask[T number](c bool) T {
 	if c {
 		return 1
 	}
 	return 0
 }
 
-func binaryVV[T float](op device.BinaryOp, z, x, y []T) {
+func binaryVV[T number](op device.BinaryOp, z, x, y []T) {
 	x, y = x[:len(z)], y[:len(z)]
 	switch op {
 	case device.Add:
@@ -321,16 +333,20 @@ func binaryVV[T float](op device.BinaryOp, z, x, y []T) {
 	}
 }
 
-// Where computes dst = cond != 0 ? a : b over dims.
+// Where computes dst = cond != 0 ? a : b over dims, for float32, float64
+// and int32 (cond of the operands' dtype).
 func (d *Device) Where(dims device.Dims, dst device.Buffer, cond, a, b device.View) {
-	if dst.DType() == device.Float64 {
+	switch dst.DType() {
+	case device.Float64:
 		where(dims, Float64s(dst), Float64s(cond.Buf), cond.Layout, Float64s(a.Buf), a.Layout, Float64s(b.Buf), b.Layout)
-		return
+	case device.Int32:
+		where(dims, Int32s(dst), Int32s(cond.Buf), cond.Layout, Int32s(a.Buf), a.Layout, Int32s(b.Buf), b.Layout)
+	default:
+		where(dims, Float32s(dst), Float32s(cond.Buf), cond.Layout, Float32s(a.Buf), a.Layout, Float32s(b.Buf), b.Layout)
 	}
-	where(dims, Float32s(dst), Float32s(cond.Buf), cond.Layout, Float32s(a.Buf), a.Layout, Float32s(b.Buf), b.Layout)
 }
 
-func where[T float](dims device.Dims, z, c []T, cl device.Layout, x []T, xl device.Layout, y []T, yl device.Layout) {
+func where[T number](dims device.Dims, z, c []T, cl device.Layout, x []T, xl device.Layout, y []T, yl device.Layout) {
 	p := device.NewPlan(dims, dims.RowMajor(), cl, xl, yl)
 	cs, xs, ys := innerStride(&p, 1), innerStride(&p, 2), innerStride(&p, 3)
 	runPlan(&p, elementGrain, func(off *[device.MaxOperands]int, n int) {
