@@ -247,7 +247,10 @@ func (g *Graph) Conv2D(x, weight, bias *tensor.Tensor, opt ConvOptions) *tensor.
 }
 
 // Conv3D is torch.nn.functional.conv3d: x [N, C, D, H, W] and weight
-// [OC, C/groups, KD, KH, KW], as Conv2D with a third spatial axis.
+// [OC, C/groups, KD, KH, KW], as Conv2D with a third spatial axis. It
+// needs no rank above tensor.MaxRank (6): the patches are gathered from x
+// viewed as [N*C, D*H*W] and the largest tensor is x itself (rank 5), so
+// MaxRank stays 6.
 func (g *Graph) Conv3D(x, weight, bias *tensor.Tensor, opt ConvOptions) *tensor.Tensor {
 	return g.conv("Conv3D", 3, x, weight, bias, opt)
 }
