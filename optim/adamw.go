@@ -52,6 +52,9 @@ func (c AdamWConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 // AdamW is Adam with decoupled weight decay, run by the device's AdamWStep
 // kernel: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // S = -lr_t (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps); p = p (1 - lr_t wd) + S.
+// Float32 parameters take the kernel (scalars in float32); float64 ones
+// (on the CPU) take the same update through the Core in float64, the
+// hyper-parameters exact, as torch.optim.AdamW computes it.
 type AdamW struct {
 	cfg   AdamWConfig
 	state []*adamState
@@ -78,8 +81,8 @@ func NewAdamW(c AdamWConfig, params []*tensor.Tensor) (*AdamW, error) {
 			return nil, fmt.Errorf("optim: adamw: state of %s: %w", p.Name, err)
 		}
 		st := &adamState{paramState: *ps}
-		if st.m, err = tensor.New(p.Device(), p.Shape()...); err == nil {
-			st.v, err = tensor.New(p.Device(), p.Shape()...)
+		if st.m, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err == nil {
+			st.v, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("optim: adamw: state of %s: %w", p.Name, err)
@@ -120,6 +123,12 @@ func (o *AdamW) Step(scale float64) error {
 			continue
 		}
 		st.t++
+		if g.DType() != device.Float32 {
+			if err := o.stepCore(st, g, lr); err != nil {
+				return fmt.Errorf("optim: adamw: %s: %w", st.p.Name, err)
+			}
+			continue
+		}
 		h := device.AdamW{
 			LR:              float32(lr),
 			Beta1:           float32(o.cfg.Beta1),
@@ -139,6 +148,56 @@ func (o *AdamW) Step(scale float64) error {
 		st.p.MarkModified() // a graph that saved p for its backward must not use the new values
 		st.done = true
 	}
+	return nil
+}
+
+// stepCore is Step's update of one parameter in its dtype through the
+// Core, in torch.optim.AdamW's order: p *= 1 - lr wd; m = b1 m + (1-b1) g;
+// v = b2 v + (1-b2) g^2; S = -(lr/bc1) m / (sqrt(v)/sqrt(bc2) + eps).
+func (o *AdamW) stepCore(st *adamState, g *tensor.Tensor, lr float64) error {
+	dev, dt, n := st.p.Device(), st.p.DType(), st.p.Len()
+	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
+	bc1 := 1 - math.Pow(b1, float64(st.t))
+	bc2 := 1 - math.Pow(b2, float64(st.t))
+	t, err := tensor.NewPooled(dev, dt, n)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	u, err := tensor.NewPooled(dev, dt, n)
+	if err != nil {
+		return err
+	}
+	defer u.Release()
+	dims := device.DimsOf(n)
+	tb, ub := t.Buffer(), u.Buffer()
+	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+		return err
+	}
+	if err := axpby(dev, st.m.Buffer(), g.Buffer(), 1-b1, b1); err != nil {
+		return err
+	}
+	dev.BinaryStrided(device.Mul, dims, tb, flatView(g.Buffer()), flatView(g.Buffer()))
+	if err := axpby(dev, st.v.Buffer(), tb, 1-b2, b2); err != nil {
+		return err
+	}
+	dev.Unary(device.Sqrt, ub, st.v.Buffer())
+	if err := opScalar(dev, device.Div, ub, ub, math.Sqrt(bc2)); err != nil {
+		return err
+	}
+	if err := opScalar(dev, device.Add, ub, ub, o.cfg.Eps); err != nil {
+		return err
+	}
+	dev.BinaryStrided(device.Div, dims, tb, flatView(st.m.Buffer()), flatView(ub))
+	if err := scaleBuf(dev, tb, tb, -lr/bc1); err != nil {
+		return err
+	}
+	dev.BinaryStrided(device.Add, dims, st.p.Buffer(), flatView(st.p.Buffer()), flatView(tb))
+	if st.step != nil {
+		dev.Copy(st.step.Buffer(), tb)
+	}
+	st.p.MarkModified()
+	st.done = true
 	return nil
 }
 

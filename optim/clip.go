@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -12,7 +11,7 @@ import (
 // norm over all of them; parameters without a gradient count as zero) and,
 // when it exceeds maxNorm, scales every gradient by maxNorm/(norm + 1e-6),
 // as torch.nn.utils.clip_grad_norm_ does. It returns the norm before
-// clipping.
+// clipping. Gradients are float32 or float64 (each scaled in its dtype).
 //
 // A non-finite norm is an error that names the first parameter, in the
 // order given, whose gradient has a non-finite sum of squares; gradients
@@ -47,7 +46,9 @@ func ClipGradNorm(params []*tensor.Tensor, maxNorm float64) (float64, error) {
 	if coef := maxNorm / (norm + 1e-6); coef < 1 {
 		for _, p := range params {
 			if g := p.Grad(); g != nil {
-				compose.Scale(g.Device(), g.Buffer(), g.Buffer(), float32(coef))
+				if err := scaleBuf(g.Device(), g.Buffer(), g.Buffer(), coef); err != nil {
+					return norm, fmt.Errorf("optim: ClipGradNorm: %s: %w", p.Name, err)
+				}
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -70,9 +69,11 @@ func (c MuonConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 //	S = -lr_t sqrt(max(1, rows/cols)) X;  p = p (1 - lr_t wd) + S
 //
 // When rows > cols the iteration runs on X^T, written without a transpose
-// as A = X^T X; X = a X + X (b A + c A A). Everything is fp32 on the
-// parameter's device (Gemm, Reduce, Axpby, Scale); scratch comes from the
-// tensor pool, so steps after the first allocate no device memory.
+// as A = X^T X; X = a X + X (b A + c A A). Everything runs in the
+// parameter's dtype on its device (Gemm, Reduce, Axpby, Scale): fp32 for
+// the paper, float64 on the CPU with the coefficients exact; scratch comes
+// from the tensor pool, so float32 steps after the first allocate no
+// device memory.
 type Muon struct {
 	cfg   MuonConfig
 	state []*muonState
@@ -106,7 +107,7 @@ func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
 			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
 		}
 		st := &muonState{paramState: *ps, rows: rows, cols: cols}
-		if st.buf, err = tensor.New(p.Device(), p.Shape()...); err != nil {
+		if st.buf, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err != nil {
 			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
 		}
 		o.state = append(o.state, st)
@@ -163,8 +164,7 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 	if err := orthogonalize(st.p.Device(), x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
 		return err
 	}
-	o.apply(st, x.Buffer(), lr)
-	return nil
+	return o.apply(st, x.Buffer(), lr)
 }
 
 // direction updates st's momentum with g (buf = m buf + g) and returns, in a pooled tensor
@@ -172,49 +172,59 @@ func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
 // (Nesterov) or buf.
 func (o *Muon) direction(st *muonState, g *tensor.Tensor) (*tensor.Tensor, error) {
 	dev := st.p.Device()
-	mom := float32(o.cfg.Momentum)
-	o.momentum(st, g)
-	x, err := tensor.NewPooled(dev, device.Float32, st.p.Len())
+	if err := o.momentum(st, g); err != nil {
+		return nil, err
+	}
+	x, err := tensor.NewPooled(dev, st.p.DType(), st.p.Len())
 	if err != nil {
 		return nil, err
 	}
 	if o.cfg.Nesterov {
 		dev.Copy(x.Buffer(), g.Buffer())
-		compose.Axpby(dev, x.Buffer(), st.buf.Buffer(), mom, 1)
+		err = axpby(dev, x.Buffer(), st.buf.Buffer(), o.cfg.Momentum, 1)
 	} else {
 		dev.Copy(x.Buffer(), st.buf.Buffer())
+	}
+	if err != nil {
+		x.Release()
+		return nil, err
 	}
 	return x, nil
 }
 
 // momentum updates st's buffer with g: buf = m buf + g.
-func (o *Muon) momentum(st *muonState, g *tensor.Tensor) {
-	compose.Axpby(st.p.Device(), st.buf.Buffer(), g.Buffer(), 1, float32(o.cfg.Momentum))
+func (o *Muon) momentum(st *muonState, g *tensor.Tensor) error {
+	return axpby(st.p.Device(), st.buf.Buffer(), g.Buffer(), 1, o.cfg.Momentum)
 }
 
 // apply updates st's parameter with the orthogonalised direction out:
 // p = p (1 - lr wd) - lr sqrt(max(1, rows/cols)) out.
-func (o *Muon) apply(st *muonState, out device.Buffer, lr float64) {
+func (o *Muon) apply(st *muonState, out device.Buffer, lr float64) error {
 	dev := st.p.Device()
 	shape := math.Sqrt(max(1, float64(st.rows)/float64(st.cols)))
-	alpha := float32(-lr * shape)
-	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
-		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
+	alpha := -lr * shape
+	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+		return err
 	}
-	compose.Axpby(dev, st.p.Buffer(), out, alpha, 1)
+	if err := axpby(dev, st.p.Buffer(), out, alpha, 1); err != nil {
+		return err
+	}
 	if st.step != nil {
-		compose.Scale(dev, st.step.Buffer(), out, alpha)
+		if err := scaleBuf(dev, st.step.Buffer(), out, alpha); err != nil {
+			return err
+		}
 	}
 	// The parameter changed in place: a graph that saved it for its
 	// backward pass now refuses to run it.
 	st.p.MarkModified()
 	st.done = true
+	return nil
 }
 
 // NewtonSchulz orthogonalises x (rows x cols, the leading dimension
 // against the rest) in place the way Muon does: X = X / (||X||_F + eps),
 // then steps iterations of X = a X + (b A + c A A) X with A = X X^T (on the
-// transpose when rows > cols), in fp32 on x's device.
+// transpose when rows > cols), in x's dtype on x's device.
 func NewtonSchulz(x *tensor.Tensor, steps int, eps float64) error {
 	rows, cols, err := matrixShape("NewtonSchulz", x)
 	if err != nil {
@@ -241,7 +251,9 @@ func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, steps int, e
 		return fmt.Errorf("non-finite update direction (sum of squares %v)", ss)
 	}
 	if ss > 0 || eps > 0 { // a zero direction with eps 0 stays zero
-		compose.Scale(dev, x.Buffer(), x.Buffer(), float32(1/(math.Sqrt(ss)+eps)))
+		if err := scaleBuf(dev, x.Buffer(), x.Buffer(), 1/(math.Sqrt(ss)+eps)); err != nil {
+			return err
+		}
 	}
 	return newtonSchulz(dev, x, rows, cols, steps)
 }
@@ -254,17 +266,18 @@ func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) er
 	}
 	m := min(rows, cols) // A is m x m
 	a, b, c := NewtonSchulzCoefficients[0], NewtonSchulzCoefficients[1], NewtonSchulzCoefficients[2]
-	y, err := tensor.NewPooled(dev, device.Float32, rows*cols)
+	dt := x.DType()
+	y, err := tensor.NewPooled(dev, dt, rows*cols)
 	if err != nil {
 		return err
 	}
 	defer y.Release()
-	A, err := tensor.NewPooled(dev, device.Float32, m*m)
+	A, err := tensor.NewPooled(dev, dt, m*m)
 	if err != nil {
 		return err
 	}
 	defer A.Release()
-	B, err := tensor.NewPooled(dev, device.Float32, m*m)
+	B, err := tensor.NewPooled(dev, dt, m*m)
 	if err != nil {
 		return err
 	}
@@ -273,27 +286,34 @@ func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) er
 	cur, next := x, y
 	wide := rows <= cols
 	for range steps {
-		if wide {
-			// A = X X^T (rows x rows)
-			dev.Gemm(device.GemmArgs{TransB: true, M: m, N: m, K: cols, Alpha: 1,
-				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m})
-		} else {
-			// A = X^T X (cols x cols)
-			dev.Gemm(device.GemmArgs{TransA: true, M: m, N: m, K: rows, Alpha: 1,
-				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m})
+		// A = X X^T (rows x rows) or X^T X (cols x cols)
+		ga := device.GemmArgs{TransB: true, M: m, N: m, K: cols,
+			A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m}
+		if !wide {
+			ga = device.GemmArgs{TransA: true, M: m, N: m, K: rows,
+				A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m}
+		}
+		if err := gemm(dev, ga, 1, 0); err != nil {
+			return err
 		}
 		// B = b A + c A A
-		compose.Scale(dev, B.Buffer(), A.Buffer(), float32(b))
-		dev.Gemm(device.GemmArgs{M: m, N: m, K: m, Alpha: float32(c), Beta: 1,
-			A: A.Buffer(), LDA: m, B: A.Buffer(), LDB: m, C: B.Buffer(), LDC: m})
+		if err := scaleBuf(dev, B.Buffer(), A.Buffer(), b); err != nil {
+			return err
+		}
+		if err := gemm(dev, device.GemmArgs{M: m, N: m, K: m,
+			A: A.Buffer(), LDA: m, B: A.Buffer(), LDB: m, C: B.Buffer(), LDC: m}, c, 1); err != nil {
+			return err
+		}
 		// next = a X + B X (wide) or a X + X B (tall)
 		dev.Copy(next.Buffer(), cur.Buffer())
-		if wide {
-			dev.Gemm(device.GemmArgs{M: rows, N: cols, K: rows, Alpha: 1, Beta: float32(a),
-				A: B.Buffer(), LDA: m, B: cur.Buffer(), LDB: cols, C: next.Buffer(), LDC: cols})
-		} else {
-			dev.Gemm(device.GemmArgs{M: rows, N: cols, K: cols, Alpha: 1, Beta: float32(a),
-				A: cur.Buffer(), LDA: cols, B: B.Buffer(), LDB: m, C: next.Buffer(), LDC: cols})
+		gn := device.GemmArgs{M: rows, N: cols, K: rows,
+			A: B.Buffer(), LDA: m, B: cur.Buffer(), LDB: cols, C: next.Buffer(), LDC: cols}
+		if !wide {
+			gn = device.GemmArgs{M: rows, N: cols, K: cols,
+				A: cur.Buffer(), LDA: cols, B: B.Buffer(), LDB: m, C: next.Buffer(), LDC: cols}
+		}
+		if err := gemm(dev, gn, 1, a); err != nil {
+			return err
 		}
 		cur, next = next, cur
 	}

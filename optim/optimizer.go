@@ -14,7 +14,7 @@ import (
 // The learning rate of a step is the optimizer's peak learning rate times
 // the schedule's multiplier: Step(scale) uses lr_t = LR * scale.
 type Optimizer interface {
-	// Kind names the update rule: "adamw", "muon" or "rownorm". It is the
+	// Kind names the update rule: "adamw", "muon", "rownorm" or "sgd". It is the
 	// first word of every state name.
 	Kind() string
 	// Params returns the parameters the optimizer updates, in order.
@@ -35,9 +35,10 @@ type Optimizer interface {
 
 // StateEntry is one piece of optimizer state under a stable name.
 //
-// Tensor state (moments, momentum buffers) has Tensor set: a checkpoint
-// saves Tensor.Float32s() and restores with Tensor.SetFloat32, which is
-// bit-exact. Step counters have Counter set instead: a pointer to the
+// Tensor state (moments, momentum buffers) has Tensor set, in the
+// parameter's dtype: a checkpoint saves Tensor.Float32s() (Float64s() for
+// float64 state) and restores with Tensor.SetFloat32 (SetFloat64), which
+// is bit-exact. Step counters have Counter set instead: a pointer to the
 // counter, read to save and written to restore.
 //
 // Names are "<kind>.<slot>.<parameter name>", for example
@@ -62,7 +63,7 @@ type paramState struct {
 func newParamState(p *tensor.Tensor, keepStep bool) (*paramState, error) {
 	st := &paramState{p: p}
 	if keepStep {
-		s, err := tensor.New(p.Device(), p.Shape()...)
+		s, err := tensor.NewOf(p.Device(), p.DType(), p.Shape()...)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +81,7 @@ func (st *paramState) lastStep() *tensor.Tensor {
 }
 
 // checkParams refuses parameters an optimizer cannot update: missing,
-// unnamed, not float32, listed twice.
+// unnamed, neither float32 nor float64, listed twice.
 func checkParams(kind string, params []*tensor.Tensor) error {
 	seen := map[*tensor.Tensor]bool{}
 	for i, p := range params {
@@ -90,8 +91,8 @@ func checkParams(kind string, params []*tensor.Tensor) error {
 		if p.Name == "" {
 			return fmt.Errorf("optim: %s: parameter %d (%v) has no name", kind, i, p.Shape())
 		}
-		if p.DType() != device.Float32 {
-			return fmt.Errorf("optim: %s: parameter %s is %v; optimizers keep fp32 parameters", kind, p.Name, p.DType())
+		if dt := p.DType(); dt != device.Float32 && dt != device.Float64 {
+			return fmt.Errorf("optim: %s: parameter %s is %v; optimizers update float32 and float64 parameters", kind, p.Name, dt)
 		}
 		if seen[p] {
 			return fmt.Errorf("optim: %s: parameter %s listed twice", kind, p.Name)
@@ -108,7 +109,7 @@ func gradOf(kind string, p *tensor.Tensor) (*tensor.Tensor, error) {
 	if g == nil {
 		return nil, nil
 	}
-	if g.Len() != p.Len() || g.DType() != device.Float32 {
+	if g.Len() != p.Len() || g.DType() != p.DType() {
 		return nil, fmt.Errorf("optim: %s: gradient of %s is %v %v, parameter is %v", kind, p.Name, g.DType(), g.Shape(), p.Shape())
 	}
 	if g.Device() != p.Device() {
@@ -142,7 +143,8 @@ func lrOf(kind string, peak, scale float64) (float64, error) {
 // sumSquares returns sum(x^2) of a buffer of n elements on its device,
 // read back to the host. It reduces in two passes (per row of width cols,
 // then the row results) so that the backend can parallelise, and the CPU
-// backend accumulates both in float64.
+// backend accumulates both in float64. A buffer of another dtype than
+// float32 (float64) is reduced in its dtype through the Core.
 func sumSquares(dev device.Device, x device.Buffer, n, cols int) (float64, error) {
 	if n == 0 {
 		return 0, nil
@@ -151,6 +153,9 @@ func sumSquares(dev device.Device, x device.Buffer, n, cols int) (float64, error
 		cols = n
 	}
 	rows := n / cols
+	if !is32(x) {
+		return sumSquaresCore(dev, x, rows, cols)
+	}
 	part, err := tensor.NewPooled(dev, device.Float32, rows)
 	if err != nil {
 		return 0, err
@@ -171,4 +176,23 @@ func sumSquares(dev device.Device, x device.Buffer, n, cols int) (float64, error
 	var v [1]float32
 	dev.CopyToHost(v[:], one.Buffer())
 	return float64(v[0]), nil
+}
+
+// sumSquaresCore is sumSquares in x's dtype through the Core's ReduceAxis.
+func sumSquaresCore(dev device.Device, x device.Buffer, rows, cols int) (float64, error) {
+	part, err := tensor.NewPooled(dev, x.DType(), rows)
+	if err != nil {
+		return 0, err
+	}
+	defer part.Release()
+	dev.ReduceAxis(device.SumSquares, part.Buffer(), x, rows, cols, 1)
+	one, err := tensor.NewPooled(dev, x.DType(), 1)
+	if err != nil {
+		return 0, err
+	}
+	defer one.Release()
+	dev.ReduceAxis(device.Sum, one.Buffer(), part.Buffer(), 1, rows, 1)
+	var v [1]float64
+	dev.CopyFloat64ToHost(v[:], one.Buffer())
+	return v[0], nil
 }

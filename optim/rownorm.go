@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -99,7 +97,7 @@ func NewRowNorm(c RowNormConfig, params []*tensor.Tensor) (*RowNorm, error) {
 			return nil, fmt.Errorf("optim: rownorm: state of %s: %w", p.Name, err)
 		}
 		st := &rowNormState{paramState: *ps, rows: rows, cols: cols}
-		if st.b, err = tensor.New(p.Device(), p.Shape()...); err != nil {
+		if st.b, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err != nil {
 			return nil, fmt.Errorf("optim: rownorm: state of %s: %w", p.Name, err)
 		}
 		o.state = append(o.state, st)
@@ -146,17 +144,19 @@ func (o *RowNorm) Step(scale float64) error {
 
 func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 	dev := st.p.Device()
+	dt := st.p.DType()
 	rows, cols := st.rows, st.cols
 	beta := o.cfg.Beta
 	st.t++
-	compose.Axpby(dev, st.b.Buffer(), g.Buffer(), float32(1-beta), float32(beta))
+	if err := axpby(dev, st.b.Buffer(), g.Buffer(), 1-beta, beta); err != nil {
+		return err
+	}
 	// RN(B / k) = B / (||B|| + k eps) with k = 1 - beta^t.
-	eps := float32(o.cfg.Eps * (1 - math.Pow(beta, float64(st.t))))
-	alpha := float32(-lr)
+	eps := o.cfg.Eps * (1 - math.Pow(beta, float64(st.t)))
 
 	s := st.step
 	if s == nil {
-		t, err := tensor.NewPooled(dev, device.Float32, st.p.Len())
+		t, err := tensor.NewPooled(dev, dt, st.p.Len())
 		if err != nil {
 			return err
 		}
@@ -164,35 +164,36 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 		s = t
 	}
 	if o.cfg.Projected {
-		mean, err := tensor.NewPooled(dev, device.Float32, cols)
+		mean, err := tensor.NewPooled(dev, dt, cols)
 		if err != nil {
 			return err
 		}
 		defer mean.Release()
 		// s = P B, then s = -lr RN(s), then s = P s.
 		dev.Copy(s.Buffer(), st.b.Buffer())
-		center(dev, s.Buffer(), mean.Buffer(), rows, cols)
-		compose.RowScale(dev, s.Buffer(), s.Buffer(), rows, cols, alpha, eps)
-		center(dev, s.Buffer(), mean.Buffer(), rows, cols)
-	} else {
-		compose.RowScale(dev, s.Buffer(), st.b.Buffer(), rows, cols, alpha, eps)
+		if err := center(dev, s.Buffer(), mean.Buffer(), rows, cols); err != nil {
+			return err
+		}
+		if err := rowScale(dev, s.Buffer(), s.Buffer(), rows, cols, -lr, eps); err != nil {
+			return err
+		}
+		if err := center(dev, s.Buffer(), mean.Buffer(), rows, cols); err != nil {
+			return err
+		}
+	} else if err := rowScale(dev, s.Buffer(), st.b.Buffer(), rows, cols, -lr, eps); err != nil {
+		return err
 	}
-	if decay := float32(1 - lr*o.cfg.WeightDecay); decay != 1 {
-		compose.Scale(dev, st.p.Buffer(), st.p.Buffer(), decay)
+	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+		return err
 	}
-	compose.Axpby(dev, st.p.Buffer(), s.Buffer(), 1, 1)
+	if err := axpby(dev, st.p.Buffer(), s.Buffer(), 1, 1); err != nil {
+		return err
+	}
 	// The parameter changed in place: a graph that saved it for its
 	// backward pass now refuses to run it.
 	st.p.MarkModified()
 	st.done = true
 	return nil
-}
-
-// center subtracts the mean row from x (rows x cols) in place: x = P x.
-// sum is scratch of cols elements.
-func center(dev device.Device, x, sum device.Buffer, rows, cols int) {
-	compose.Reduce(dev, device.Sum, 0, sum, x, rows, cols)
-	compose.AddRow(dev, x, sum, rows, cols, float32(-1/float64(rows)))
 }
 
 // LastStep returns the step last applied to p excluding weight decay, or

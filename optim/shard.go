@@ -70,6 +70,11 @@ func (o *Muon) SetSharding(c Gatherer) error {
 		o.shard = nil
 		return nil
 	}
+	for _, st := range o.state {
+		if st.p.DType() != device.Float32 {
+			return fmt.Errorf("optim: muon: sharding all-gathers float32 buffers; parameter %s is %v", st.p.Name, st.p.DType())
+		}
+	}
 	size, rank := c.Size(), c.Rank()
 	if rank < 0 || rank >= size {
 		return fmt.Errorf("optim: muon: rank %d out of range [0, %d)", rank, size)
@@ -133,7 +138,9 @@ func (o *Muon) shardedStep(lr float64) error {
 		}
 		grads[i] = g
 		if sh.owner[i] != rank || flag != 0 {
-			o.momentum(st, g) // another rank orthogonalises it
+			if err := o.momentum(st, g); err != nil { // another rank orthogonalises it
+				return err
+			}
 			continue
 		}
 		x, err := o.direction(st, g)
@@ -165,7 +172,9 @@ func (o *Muon) shardedStep(lr float64) error {
 		if grads[i] == nil {
 			continue
 		}
-		o.apply(st, recv.Buffer().Slice(sh.owner[i]*sh.seg+sh.offset[i], st.p.Len()), lr)
+		if err := o.apply(st, recv.Buffer().Slice(sh.owner[i]*sh.seg+sh.offset[i], st.p.Len()), lr); err != nil {
+			return fmt.Errorf("optim: muon: %s: %w", st.p.Name, err)
+		}
 	}
 	return nil
 }
