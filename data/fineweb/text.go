@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
 
 	"github.com/hilbert-ml/hilbert/tokenizer"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // textChunk is how much text AddTextFile reads before encoding it (a
@@ -61,7 +62,7 @@ func isBzip2(head []byte) bool {
 // zstd, xz, zip and bzip2 files are refused by name. progress, if not nil,
 // is called with the bytes read from the file. Close the returned reader.
 func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: text: %w", err)
 	}
