@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // File is an open safetensors file whose header has been validated.
@@ -29,7 +30,7 @@ type File struct {
 // Open opens path and validates its header (see the package comment for
 // the checks). The caller must Close the file.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

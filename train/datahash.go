@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // Data fingerprints: a resumed run must train on the data its checkpoint
@@ -84,7 +86,7 @@ func legacyFingerprint(paths []string) (string, error) {
 	var total int64
 	var lenBuf [8]byte
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := regfile.Open(p)
 		if err != nil {
 			return "", fmt.Errorf("train: data fingerprint: %w", err)
 		}

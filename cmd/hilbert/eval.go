@@ -16,6 +16,8 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/train"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 func init() {
@@ -155,7 +157,7 @@ func validationLoss(dev device.Device, m *models.Transformer, path string, nToke
 // lastDiagnostics returns the last record of metrics.jsonl at or before
 // step that holds D(S_t), or nil when the file is missing or has none.
 func lastDiagnostics(path string, step int) (*train.Record, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,8 @@ import (
 	"github.com/hilbert-ml/hilbert/tokenizer/bytelevel"
 	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 	"github.com/hilbert-ml/hilbert/train"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 func init() {
@@ -389,7 +390,7 @@ func (e *exactSteps) String() string {
 
 // oracleReplot redraws a finished study's plot and CSV from its JSONL.
 func oracleReplot(dir string) error {
-	fh, err := os.Open(filepath.Join(dir, "oracle.jsonl"))
+	fh, err := regfile.Open(filepath.Join(dir, "oracle.jsonl"))
 	if err != nil {
 		return err
 	}
@@ -509,22 +510,14 @@ func tokenShards(files []string, dir string, valTokens int, seed uint64, vocab i
 	return sh, nil
 }
 
-// readText reads a file, gunzipping it when its name ends in .gz.
+// readText reads a text file as prepare and train -text do
+// (fineweb.OpenText: plain or gzip, a truncated gzip is an error).
 func readText(path string) (string, error) {
-	fh, err := os.Open(path)
+	r, err := fineweb.OpenText(path, nil)
 	if err != nil {
 		return "", err
 	}
-	defer fh.Close()
-	var r io.Reader = bufio.NewReader(fh)
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(r)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
-		}
-		defer z.Close()
-		r = z
-	}
+	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // malformed turns a panic of the Parquet or Arrow reader into an error
@@ -31,8 +33,13 @@ func malformed(kind, path string, err *error) {
 // malformed file is an error naming it.
 func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 	defer malformed("parquet", path, &err)
-	pf, err := file.OpenParquetFile(path, false)
+	f, err := regfile.Open(path)
 	if err != nil {
+		return fmt.Errorf("fineweb: parquet: %w", err)
+	}
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
 	}
 	defer pf.Close()
@@ -74,7 +81,7 @@ func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 // checkArrowStream), and a panic of arrow-go's readers is caught.
 func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 	defer malformed("arrow", path, &err)
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("fineweb: arrow: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // The llm.c shard format: a header of HeaderInts little-endian int32 (Magic,
@@ -48,7 +50,7 @@ const scanChunk = 1 << 20
 // same pass over the file it computes the CRC-32C of the token bytes
 // (Checksum). Errors name the file and the field.
 func OpenShard(path string, vocab int) (*Shard, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard: %w", err)
 	}

@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
 
 	"github.com/hilbert-ml/hilbert/tokenizer"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 // textChunk is how much text AddTextFile reads before encoding it (a
@@ -61,7 +62,7 @@ func isBzip2(head []byte) bool {
 // zstd, xz, zip and bzip2 files are refused by name. progress, if not nil,
 // is called with the bytes read from the file. Close the returned reader.
 func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: text: %w", err)
 	}
@@ -73,7 +74,7 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 			f.Close()
 			return nil, fmt.Errorf("fineweb: text %s: gzip: %w", path, err)
 		}
-		return &textReader{Reader: z, close: func() error { return errors.Join(z.Close(), f.Close()) }}, nil
+		return &textReader{Reader: &gzipReader{z: z}, close: func() error { return errors.Join(z.Close(), f.Close()) }}, nil
 	}
 	for _, m := range magics {
 		if bytes.HasPrefix(head, m.prefix) {
@@ -86,6 +87,26 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("fineweb: text %s: bzip2-compressed; decompress it first (only gzip is read)", path)
 	}
 	return &textReader{Reader: br, close: f.Close}, nil
+}
+
+// gzipReader says what went wrong when a gzip stream fails: a stream cut
+// short, even by only its 8-byte trailer, reads as io.ErrUnexpectedEOF (not
+// as the end), and a damaged one as a checksum or flate error.
+type gzipReader struct {
+	z *gzip.Reader
+	n int64 // decompressed bytes read
+}
+
+func (g *gzipReader) Read(p []byte) (int, error) {
+	n, err := g.z.Read(p)
+	g.n += int64(n)
+	switch {
+	case err == nil || err == io.EOF:
+		return n, err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return n, fmt.Errorf("gzip stream truncated after %d bytes of text (the file is incomplete; %w)", g.n, err)
+	}
+	return n, fmt.Errorf("gzip stream damaged after %d bytes of text: %w", g.n, err)
 }
 
 type textReader struct {
@@ -148,6 +169,24 @@ func incompleteTail(b []byte) int {
 	return 0
 }
 
+// readChunk fills b from r as io.ReadFull does, but only io.EOF is the
+// end of the input (eof): io.ReadFull also reports a short last chunk as
+// io.ErrUnexpectedEOF, the error a truncated gzip stream gives. Other
+// errors are returned as they are.
+func readChunk(r io.Reader, b []byte) (n int, eof bool, err error) {
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
+}
+
 // isBlank reports whether b is only white space.
 func isBlank(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
 
@@ -177,11 +216,10 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, rerr := io.ReadFull(r, raw[len(carry):])
 		copy(raw, carry)
+		n, eof, rerr := readChunk(r, raw[len(carry):])
 		chunk := raw[:len(carry)+n]
-		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
-		if rerr != nil && !eof {
+		if rerr != nil {
 			return fmt.Errorf("fineweb: text %s: %w", path, rerr)
 		}
 		keep := 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -85,6 +86,9 @@ func TestTextFileFormats(t *testing.T) {
 	for i := range binary {
 		binary[i] = byte(rng.Uint32())
 	}
+	long := gzipped(t, []byte(strings.Repeat(text, 2000)))
+	badCRC := slices.Clone(long)
+	badCRC[len(badCRC)-8] ^= 1
 	tests := []struct {
 		name string
 		data []byte
@@ -103,6 +107,12 @@ func TestTextFileFormats(t *testing.T) {
 		{"broken.gz", []byte{0x1f, 0x8b, 8, 0, 1}, "gzip"},
 		{"x.bz2", append([]byte("BZh91AY&SY"), binary[:100]...), "bzip2-compressed"},
 		{"bzh.txt", []byte("BZh9 is how this text begins.\n"), "skip"}, // text, not bzip2
+		// Truncated gzip: cut in the middle, or missing only its 8-byte trailer
+		// (CRC-32 and length) or part of it; it used to read as the whole text.
+		{"half.gz", long[:len(long)/2], "gzip stream truncated"},
+		{"notrailer.gz", long[:len(long)-8], "gzip stream truncated"},
+		{"halftrailer.gz", long[:len(long)-3], "gzip stream truncated"},
+		{"badcrc.gz", badCRC, "gzip stream damaged"},
 	}
 	for _, tc := range tests {
 		p := filepath.Join(dir, tc.name)
@@ -123,6 +133,25 @@ func TestTextFileFormats(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 				t.Errorf("%s: %v, expected an error naming the file with %q", tc.name, err, tc.want)
 			}
+		}
+	}
+}
+
+// TestOpenTextTruncatedGzip: every reader of OpenText (train -text,
+// prepare, the oracle) sees a truncated gzip as an error, not as the end.
+func TestOpenTextTruncatedGzip(t *testing.T) {
+	full := gzipped(t, []byte(strings.Repeat("Light is a wave. ", 5000)))
+	for _, cut := range []int{len(full) / 3, len(full) - 8, len(full) - 1} {
+		p := filepath.Join(t.TempDir(), "t.gz")
+		os.WriteFile(p, full[:cut], 0o644)
+		r, err := OpenText(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(r)
+		r.Close()
+		if err == nil || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("cut at %d of %d bytes: %v, expected a truncated-gzip error", cut, len(full), err)
 		}
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
 const (
@@ -220,7 +222,7 @@ func (b *BPE) Save(path string) error {
 
 // Load reads a merges file written by Save.
 func Load(path string) (*BPE, error) {
-	fh, err := os.Open(path)
+	fh, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
