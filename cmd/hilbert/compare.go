@@ -65,7 +65,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if !st.set["name"] {
 		st.job.Config.Name = "opticks-compare"
 	}
-	ctx, stop := trainSignals(stderr)
+	ctx, stop := trainSignals(stderr, false)
 	defer stop()
 	// The comparison's folder (its data, compare.md) is locked first, then
 	// each run's own folder as it trains.

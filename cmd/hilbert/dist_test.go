@@ -288,6 +288,61 @@ func TestDataParallelRankDies(t *testing.T) {
 	t.Logf("stopped %v after rank 1 died", took.Round(time.Millisecond))
 }
 
+// TestDataParallelCtrlC sends SIGINT to mpirun (a terminal's Ctrl-C, which
+// reaches only mpirun) in the middle of a 2-rank run without periodic
+// checkpoints and checks that the ranks write the checkpoint before
+// mpirun's SIGTERM, odls_base_sigkill_timeout (here 5 s) after its
+// SIGCONT, and so before its SIGKILL another 5 s later (by default each is
+// 1 s, which a large model's checkpoint may not fit in: the README's
+// --mca setting).
+func TestDataParallelCtrlC(t *testing.T) {
+	cfg, runs := tinyRun(t, "micro_batch: 2\nbatch_seqs: 4\nsteps: 100000\ncheckpoint_every: 0\nval_every: 100000\ndiag_every: 100000\n")
+	pids := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := mpiHilbert(t, ctx, 2, []string{"train", "-config", cfg, "-quiet"}, cmdPIDDirEnv+"="+pids)
+	const grace = 5 * time.Second
+	cmd.Env = append(cmd.Env, fmt.Sprintf("OMPI_MCA_odls_base_sigkill_timeout=%d", int(grace.Seconds())))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if _, err := os.Stat(filepath.Join(pids, "rank-1.pid")); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // into the training loop
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	latest := filepath.Join(runs, "tiny", "checkpoints", "latest.json")
+	var written time.Duration
+	for written == 0 && ctx.Err() == nil {
+		if _, err := os.Stat(latest); err == nil {
+			written = time.Since(sent)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if cmd.ProcessState != nil {
+			break
+		}
+	}
+	cmd.Wait()
+	if written == 0 {
+		t.Fatalf("no checkpoint after mpirun's Ctrl-C:\n%s", out.String())
+	}
+	if written >= grace {
+		t.Errorf("the checkpoint came %v after the Ctrl-C, after mpirun's SIGTERM (%v); want it on mpirun's first notice", written, grace)
+	}
+	if !strings.Contains(out.String(), "checkpoint written") {
+		t.Errorf("rank 0 did not report its checkpoint:\n%s", out.String())
+	}
+	t.Logf("checkpoint %v after the Ctrl-C", written.Round(time.Millisecond))
+}
+
 // TestDataParallelMismatch starts two ranks with different seeds (an MPMD
 // launch, one app context each) and checks that both refuse to train,
 // naming the setting's check and the rank that differs.

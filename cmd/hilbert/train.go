@@ -355,18 +355,32 @@ func (e *interruptedError) Error() string {
 // update and writes a checkpoint. SIGPIPE is ignored, so that a closed
 // pipe on stdout or stderr (| tee killed by the same Ctrl-C) fails writes,
 // which are not checked, instead of killing the process. stop undoes it.
-func trainSignals(stderr io.Writer) (ctx context.Context, stop func()) {
+//
+// A rank of mpirun also stops on SIGCONT: Open MPI's mpirun, told to stop
+// (Ctrl-C or SIGTERM reach only it, the ranks being in their own process
+// groups), sends each rank SIGCONT, then SIGTERM odls_base_sigkill_timeout
+// seconds later (default 1) and SIGKILL as long again after that; the
+// SIGCONT is the first word of it, and stopping on it doubles the time
+// left to write the checkpoint.
+func trainSignals(stderr io.Writer, mpiRank bool) (ctx context.Context, stop func()) {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	if mpiRank {
+		signal.Notify(ch, syscall.SIGCONT)
+	}
 	done := make(chan struct{})
 	go func() {
 		first := true
 		for {
 			select {
 			case s := <-ch:
-				if first {
+				if first && s == syscall.SIGCONT {
+					fmt.Fprintf(stderr, "\nhilbert: %v: mpirun is stopping the job; stopping after the current update to write a checkpoint\n", s)
+					cancel()
+					first = false
+				} else if first {
 					fmt.Fprintf(stderr, "\nhilbert: %v: stopping after the current update to write a checkpoint\n", s)
 					cancel()
 					first = false
@@ -399,7 +413,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if comm.Size() > 1 {
 		return trainRanks(st, comm, stdout, stderr)
 	}
-	ctx, stop := trainSignals(stderr)
+	ctx, stop := trainSignals(stderr, false)
 	defer stop()
 	c := st.job.Config
 	// The lock comes first: before -overwrite deletes anything and before
@@ -447,7 +461,11 @@ func printRun(stdout io.Writer, s *runSummary) {
 // others wait for it, find the same shards, and train beside it without
 // writing anything.
 func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer) error {
-	ctx, stop := trainSignals(stderr)
+	_, mpi := comm.(*dist.MPIComm)
+	if g, ok := comm.(*gpuRanks); ok {
+		_, mpi = g.launcher.(*dist.MPIComm)
+	}
+	ctx, stop := trainSignals(stderr, mpi)
 	defer stop()
 	c := st.job.Config
 	var lock *train.RunLock
