@@ -52,6 +52,11 @@
 // MASTER_PORT, and RendezvousBroadcast sends rank 0's bytes (an NCCL unique
 // id) to the other ranks over TCP, with a timeout that names the ranks that
 // never connected.
+//
+// This package depends on device, device/compose and tensor, never on a
+// backend: the MPI backend hands MPI the memory of buffers whose device
+// keeps them in host memory (device.HostMemory, the CPU's), and Agree
+// exchanges host slices.
 package dist
 
 import (
@@ -184,6 +189,14 @@ func (s *single) AllGather(send, recv device.Buffer) error {
 	if send.Len() > 0 {
 		recv.Device().Copy(recv, send)
 	}
+	return nil
+}
+
+func (s *single) allGatherHost(send, recv []float32) error {
+	if s.closed {
+		return ErrClosed
+	}
+	copy(recv, send)
 	return nil
 }
 

@@ -116,7 +116,17 @@ func TestAgreeSingle(t *testing.T) {
 	if err := Agree(c, "seed", nil); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "comparing seed") {
 		t.Fatalf("Agree on a closed communicator: %v, expected ErrClosed naming the seed", err)
 	}
+	// A communicator of device buffers only (NCCL's) is sent to AgreeOn.
+	if err := Agree(deviceOnly{Single()}, "seed", nil); err == nil || !strings.Contains(err.Error(), "use AgreeOn") {
+		t.Fatalf("Agree on a device-only communicator: %v, expected an error naming AgreeOn", err)
+	}
+	if err := AgreeOn(deviceOnly{Single()}, cpu.New(), "seed", []byte("x")); err != nil {
+		t.Fatalf("AgreeOn with one rank: %v", err)
+	}
 }
+
+// deviceOnly hides a communicator's host gather.
+type deviceOnly struct{ Communicator }
 
 func TestLaunchPlain(t *testing.T) {
 	for _, e := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"} {

@@ -15,7 +15,6 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
 // MPILibEnv names the environment variable that gives the path of the MPI
@@ -307,15 +306,18 @@ func (c *MPIComm) Rank() int { return c.rank }
 // Size returns the number of ranks in MPI_COMM_WORLD.
 func (c *MPIComm) Size() int { return c.size }
 
-// hostFloats returns the host slice of a CPU float32 buffer.
+// hostFloats returns the host slice of a float32 buffer whose device keeps
+// it in host memory (device.HostMemory: the CPU's).
 func hostFloats(what string, b device.Buffer) ([]float32, error) {
 	if err := checkFloat32(what, b); err != nil {
 		return nil, err
 	}
-	if name := b.Device().Name(); name != "cpu" {
-		return nil, fmt.Errorf("dist: mpi: %s: buffer is on %s; the MPI backend reduces CPU buffers (use dist/nccl for GPUs)", what, name)
+	if h, ok := b.Device().(device.HostMemory); ok {
+		if f, ok := h.HostFloat32s(b); ok {
+			return f, nil
+		}
 	}
-	return cpu.Float32s(b), nil
+	return nil, fmt.Errorf("dist: mpi: %s: buffer is on %s, not in host memory; the MPI backend reduces CPU buffers (use dist/nccl for GPUs)", what, b.Device().Name())
 }
 
 // call runs f under the communicator's lock and watchdog. f returns the MPI
@@ -466,6 +468,11 @@ func (c *MPIComm) AllGather(send, recv device.Buffer) error {
 	if err != nil {
 		return err
 	}
+	return c.allGatherHost(s, r)
+}
+
+// allGatherHost is AllGather on host slices (len(r) = Size * len(s)).
+func (c *MPIComm) allGatherHost(s, r []float32) error {
 	if len(s) == 0 {
 		return nil
 	}
@@ -473,7 +480,7 @@ func (c *MPIComm) AllGather(send, recv device.Buffer) error {
 		return fmt.Errorf("dist: mpi: all-gather of %d floats exceeds MPI's count limit %d", len(r), maxCount)
 	}
 	sp, rp := unsafe.Pointer(unsafe.SliceData(s)), unsafe.Pointer(unsafe.SliceData(r))
-	err = c.call(fmt.Sprintf("all-gather of %d floats per rank", len(s)), func() uintptr {
+	err := c.call(fmt.Sprintf("all-gather of %d floats per rank", len(s)), func() uintptr {
 		rc, _, _ := purego.SyscallN(c.abi.allgather, uintptr(sp), uintptr(len(s)), c.abi.float, uintptr(rp), uintptr(len(s)), c.abi.float, c.abi.commWorld)
 		return rc
 	})

@@ -46,7 +46,8 @@ type GenerateOptions struct {
 // tokens sampled from m on dev and returns the new tokens. With the KV
 // cache (the default) the prompt runs once and each new token costs one
 // position. The prompt and the new tokens together must fit the model's
-// context.
+// context. The model runs in eval mode (nn.Evaluate: dropout off) and
+// each of its modules is back in its own mode when Generate returns.
 func Generate(dev device.Device, m LM, prompt []int32, opt GenerateOptions) ([]int32, error) {
 	switch {
 	case len(prompt) == 0:
@@ -57,6 +58,7 @@ func Generate(dev device.Device, m LM, prompt []int32, opt GenerateOptions) ([]i
 	case len(prompt)+opt.Tokens > m.ContextLen():
 		return nil, fmt.Errorf("models: Generate: a prompt of %d tokens and %d new ones exceed the context of %d", len(prompt), opt.Tokens, m.ContextLen())
 	}
+	defer nn.Evaluate(m)()
 	g := autograd.New(dev)
 	g.SetNoGrad(true)
 	defer g.Reset()

@@ -134,6 +134,9 @@ type Dropout struct {
 // SetTraining puts the dropout in training (on) or evaluation mode.
 func (d *Dropout) SetTraining(on bool) { d.Eval = !on }
 
+// Training reports whether the dropout is in training mode.
+func (d *Dropout) Training() bool { return !d.Eval }
+
 // Forward returns x with dropout applied (x itself in evaluation mode or
 // when P is 0).
 func (d *Dropout) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
@@ -168,12 +171,46 @@ type Trainable interface {
 // module tree m (a pointer to a struct), walking the same fields as
 // Parameters.
 func SetTraining(m any, on bool) {
-	setTraining(reflect.ValueOf(m), on, map[uintptr]bool{})
+	eachTrainable(m, func(t Trainable) { t.SetTraining(on) })
+}
+
+// Evaluate puts every Trainable of the module tree m in eval mode and
+// returns the function that puts each back in the mode it had: for a
+// generation or a validation pass in the middle of training,
+//
+//	defer nn.Evaluate(model)()
+//
+// A Trainable that reports its mode (a Training() bool method, as Dropout
+// has) gets that mode back; one that does not is put back in training mode.
+func Evaluate(m any) (restore func()) {
+	type was struct {
+		t  Trainable
+		on bool
+	}
+	var modes []was
+	eachTrainable(m, func(t Trainable) {
+		on := true
+		if r, ok := t.(interface{ Training() bool }); ok {
+			on = r.Training()
+		}
+		modes = append(modes, was{t, on})
+		t.SetTraining(false)
+	})
+	return func() {
+		for _, w := range modes {
+			w.t.SetTraining(w.on)
+		}
+	}
+}
+
+// eachTrainable calls fn on every Trainable of the module tree m once.
+func eachTrainable(m any, fn func(Trainable)) {
+	walkTrainables(reflect.ValueOf(m), fn, map[uintptr]bool{})
 }
 
 var trainableType = reflect.TypeFor[Trainable]()
 
-func setTraining(v reflect.Value, on bool, seen map[uintptr]bool) {
+func walkTrainables(v reflect.Value, fn func(Trainable), seen map[uintptr]bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() || v.Type() == tensorType || seen[v.Pointer()] {
@@ -181,28 +218,28 @@ func setTraining(v reflect.Value, on bool, seen map[uintptr]bool) {
 		}
 		seen[v.Pointer()] = true
 		if v.Type().Implements(trainableType) {
-			v.Interface().(Trainable).SetTraining(on)
+			fn(v.Interface().(Trainable))
 			return
 		}
-		setTraining(v.Elem(), on, seen)
+		walkTrainables(v.Elem(), fn, seen)
 	case reflect.Interface:
 		if !v.IsNil() {
-			setTraining(v.Elem(), on, seen)
+			walkTrainables(v.Elem(), fn, seen)
 		}
 	case reflect.Struct:
 		if v.CanAddr() && v.Addr().Type().Implements(trainableType) {
-			v.Addr().Interface().(Trainable).SetTraining(on)
+			fn(v.Addr().Interface().(Trainable))
 			return
 		}
 		t := v.Type()
 		for i := range t.NumField() {
 			if f := t.Field(i); f.IsExported() && f.Tag.Get("nn") != "-" {
-				setTraining(v.Field(i), on, seen)
+				walkTrainables(v.Field(i), fn, seen)
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			setTraining(v.Index(i), on, seen)
+			walkTrainables(v.Index(i), fn, seen)
 		}
 	}
 }

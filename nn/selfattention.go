@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -138,19 +139,15 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	}
 	pos := 0
 	if cache != nil {
-		if layer < 0 || layer >= len(cache.k) {
-			g.Fail(fmt.Errorf("nn: SelfAttention: layer %d of a KV cache of %d layers", layer, len(cache.k)))
-			return nil
-		}
-		if !g.NoGrad() {
-			g.Fail(fmt.Errorf("nn: SelfAttention: a KV cache needs a graph with recording off (SetNoGrad(true))"))
+		if err := cache.check(g, layer); err != nil {
+			g.Fail(fmt.Errorf("nn: SelfAttention: %w", err))
 			return nil
 		}
 		pos = cache.Len(layer)
 	}
 	q, k, v := a.heads(g, x, &a.Q, true, pos), a.heads(g, x, &a.K, true, pos), a.heads(g, x, &a.V, false, pos)
 	if cache != nil {
-		k, v = cache.append(g, layer, k, v)
+		k, v = cache.Append(g, layer, k, v)
 	}
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
@@ -199,6 +196,15 @@ func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64,
 // position of projections and MLP rather than the whole prefix. It is
 // used with graphs whose recording is off. Its tensors outlive graph
 // Resets; Release frees them.
+//
+// Any attention can use it, not only SelfAttention: given the new
+// positions x of layer l, an attention reads pos := cache.Len(l) (where x
+// starts), projects its keys and values k, v [B, T, H, D] (rotated for
+// positions pos onwards, if it rotates), and attends with the keys and
+// values cache.Append(g, l, k, v) returns, query i at position pos+i (so
+// a causal mask lets it see keys 0..pos+i). models.Generate then runs the
+// model one new token at a time (see the user-attention example in
+// models).
 type KVCache struct {
 	k, v []*tensor.Tensor // per layer, [B, T, H, D], or nil
 }
@@ -208,18 +214,45 @@ func NewKVCache(layers int) *KVCache {
 	return &KVCache{k: make([]*tensor.Tensor, layers), v: make([]*tensor.Tensor, layers)}
 }
 
-// Len returns the number of cached positions of layer.
+// Layers returns the number of attention layers the cache holds.
+func (c *KVCache) Layers() int { return len(c.k) }
+
+// Len returns the number of cached positions of layer (0 for a layer out
+// of range).
 func (c *KVCache) Len(layer int) int {
-	if c.k[layer] == nil {
+	if layer < 0 || layer >= len(c.k) || c.k[layer] == nil {
 		return 0
 	}
 	return c.k[layer].Dim(1)
 }
 
-// append joins k, v [B, T, H, D] to layer's cache and returns the whole
-// cached keys and values (graph tensors, valid until the graph's Reset).
-func (c *KVCache) append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+// check reports why layer's cache cannot be used in g.
+func (c *KVCache) check(g *autograd.Graph, layer int) error {
+	if layer < 0 || layer >= len(c.k) {
+		return fmt.Errorf("layer %d of a KV cache of %d layers", layer, len(c.k))
+	}
+	if !g.NoGrad() {
+		return fmt.Errorf("a KV cache needs a graph with recording off (SetNoGrad(true))")
+	}
+	return nil
+}
+
+// Append joins k, v [B, T, H, D] (the keys and values of the positions
+// Len(layer) onwards) to layer's cache and returns all cached keys and
+// values, [B, Len(layer), H, D] after the call: graph tensors, valid until
+// the graph's Reset (the cache keeps its own references). A layer out of
+// range, a graph that records, or keys and values whose shapes do not
+// join fail the graph (g.Err names the problem) and return nils.
+func (c *KVCache) Append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
 	if g.Err() != nil {
+		return nil, nil
+	}
+	if err := c.check(g, layer); err != nil {
+		g.Fail(fmt.Errorf("nn: KVCache.Append: %w", err))
+		return nil, nil
+	}
+	if k == nil || v == nil || k.Rank() != 4 || !slices.Equal(k.Shape(), v.Shape()) {
+		g.Fail(fmt.Errorf("nn: KVCache.Append: keys %v and values %v, want equal shapes [B, T, H, D]", shapeOf(k), shapeOf(v)))
 		return nil, nil
 	}
 	join := func(old, x *tensor.Tensor) *tensor.Tensor {

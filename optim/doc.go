@@ -31,7 +31,7 @@
 // keep the step it just applied, excluding weight decay (S_t in the paper),
 // for the geometry diagnostics of package optim/geometry.
 //
-// This package depends only on device/ and tensor/. It sits beside nn and
+// This package depends only on device/ (and device/compose) and tensor/. It sits beside nn and
 // must not depend on nn, models, autograd or any backend: parameters are
 // plain tensors identified by their Name.
 package optim

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/optim/geometry"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -83,12 +84,12 @@ func TestProjectedMatchesPractical(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := opts[f].LastStep(heads[f]).Float32s()
-			r, err := geometry.RowDiameter(s, v, d)
+			r, err := geometry.RowDiameter(cpu.New(), s, v, d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			D[f] = r.D
-			if rms[f], err = geometry.HilbertRMS(s, v, d, h32, n); err != nil {
+			if rms[f], err = geometry.HilbertRMS(cpu.New(), s, v, d, h32, n); err != nil {
 				t.Fatal(err)
 			}
 			loss[f], _ = headLoss(heads[f].Float32s(), h, y, v, d)
@@ -122,7 +123,7 @@ func TestRowNormDiameterBound(t *testing.T) {
 			if err := o.Step(scale); err != nil {
 				t.Fatal(err)
 			}
-			r, _ := geometry.RowDiameter(o.LastStep(w).Float32s(), v, d)
+			r, _ := geometry.RowDiameter(cpu.New(), o.LastStep(w).Float32s(), v, d)
 			if lr := cfg.LR * scale; r.D > 2*lr*(1+1e-6) {
 				t.Fatalf("D(S_t) = %v > 2 lr_t = %v (%+v)", r.D, 2*lr, cfg)
 			}

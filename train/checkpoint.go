@@ -15,8 +15,6 @@ import (
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/cpu"
-	"github.com/hilbert-ml/hilbert/device/cuda"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/optim"
@@ -285,20 +283,14 @@ func (t *Trainer) settings() ([]setting, error) {
 }
 
 // deviceSettings names what of the device changes the numbers: the kind
-// (not the ordinal), and on the CPU the GEMM library and the thread count
-// (which splits reductions), on CUDA the architecture and TF32.
+// (not the ordinal) and the backend's own settings (device.Describe: on
+// the CPU the GEMM library and the thread count, which splits reductions;
+// on CUDA the architecture and TF32).
 func deviceSettings(dev device.Device) []setting {
-	name := dev.Name()
-	kind, _, _ := strings.Cut(name, ":")
-	s := []setting{{"device", kind}}
-	switch kind {
-	case "cpu":
-		s = append(s, setting{"gemm", cpu.GemmName()}, setting{"threads", strconv.Itoa(cpu.Threads())})
-	case "cuda":
-		if a, ok := dev.(interface{ Arch() string }); ok {
-			s = append(s, setting{"gpu_arch", a.Arch()})
-		}
-		s = append(s, setting{"tf32", strconv.FormatBool(os.Getenv(cuda.TF32Env) == "1")})
+	desc := device.Describe(dev)
+	s := []setting{{"device", desc.Kind}}
+	for _, x := range desc.Settings {
+		s = append(s, setting{x.Name, x.Value})
 	}
 	return s
 }

@@ -24,7 +24,7 @@ func TestDiagnosedDiameterMatchesHost(t *testing.T) {
 			if r.Diameter == nil {
 				return nil
 			}
-			host, err := geometry.RowDiameter(tr.headStep(), cfg.Model.Vocab, cfg.Model.Dim)
+			host, err := geometry.RowDiameter(cpu.New(), tr.headStep(), cfg.Model.Vocab, cfg.Model.Dim)
 			if err != nil {
 				return err
 			}

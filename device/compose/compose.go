@@ -34,6 +34,10 @@ func CoreOnly(d device.Core) device.Core {
 
 type coreOnly struct{ device.Core }
 
+// Description passes on the wrapped backend's (device.Describe): hiding
+// the capabilities does not change what the Core's numbers depend on.
+func (c coreOnly) Description() device.Description { return device.Describe(c.Core) }
+
 // temp allocates a scratch buffer for a composition; a backend that cannot
 // allocate it leaves the kernel without a way to report, so it panics
 // naming the op.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -167,6 +168,16 @@ func (d *Device) Describe() string {
 
 // Arch returns the architecture kernels are compiled for, e.g. "sm_90".
 func (d *Device) Arch() string { return d.arch }
+
+// Description says what of the device changes its numbers: the
+// architecture (gpu_arch) and whether cuBLAS may use TF32 products
+// (tf32, from HILBERT_CUDA_TF32). It implements device.Describer.
+func (d *Device) Description() device.Description {
+	return device.Description{Kind: "cuda", Settings: []device.Setting{
+		{Name: "gpu_arch", Value: d.arch},
+		{Name: "tf32", Value: strconv.FormatBool(tf32Enabled())},
+	}}
+}
 
 // enter takes the device for the calling goroutine and makes its context
 // current on the goroutine's (locked) OS thread.

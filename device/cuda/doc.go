@@ -24,5 +24,9 @@
 // emulation of the three libraries whose NVRTC compiles the same kernel
 // source with g++; TestEmulator compares every kernel with the CPU backend.
 //
-// This package must not depend on any Hilbert package other than device.
+// This package depends only on device and device/compose. It imports
+// compose (itself only on device) for one reason: attention at a head
+// dimension without a fused kernel runs attention's composition from the
+// Core, which is the definition devicetest checks the kernels against, so
+// the fallback is that definition rather than a second copy of it.
 package cuda

@@ -87,6 +87,9 @@ func tr(t bool) string {
 // Name returns the wrapped device's name (not timed).
 func (p *Device) Name() string { return p.inner.Name() }
 
+// Description returns the wrapped device's (device.Describe; not timed).
+func (p *Device) Description() device.Description { return device.Describe(p.inner) }
+
 // Alloc is timed by dtype.
 func (p *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 	t := p.start()

@@ -197,7 +197,7 @@ func run(dev device.Device, o options) ([]logLine, error) {
 		if done := step + 1; done == 1 || done%o.logEvery == 0 || done == o.steps {
 			// S_t, the step the head optimizer just applied (V x d).
 			s := opt.LastStep(model.Head.Weight)
-			d, err := geometry.RowDiameter(s.Float32s(), cfg.Vocab, cfg.Dim)
+			d, err := geometry.RowDiameter(cpu.New(), s.Float32s(), cfg.Vocab, cfg.Dim)
 			if err != nil {
 				return logs, err
 			}

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device"
 )
 
 // DiameterTile is the number of rows per tile of RowDiameter's blocked Gram
-// product: each tile pair is one Sgemm of DiameterTile x DiameterTile x d.
+// product: each tile pair is one Gemm of DiameterTile x DiameterTile x d.
 var DiameterTile = 1024
 
 // maxCandidates bounds the near-maximal pairs one scanning goroutine keeps for the
@@ -46,7 +46,10 @@ type candidate struct {
 }
 
 // RowDiameter returns D(S) = max_{i<j} ||s_i - s_j||_2 of the rows of s
-// (v x d, row-major), exactly, over all pairs.
+// (v x d, row-major), exactly, over all pairs. The Gram products run on
+// dev's GEMM: on the CPU, on RowDiameter's host slices in place; on a
+// device without host memory, on a copy of the centred rows (the v x d
+// rows are copied there once and each tile's product back).
 //
 // Method: rows are centred (the mean row subtracted in float64, then
 // stored in fp32: without it, fp32 cancellation in ||a||^2 + ||b||^2 - 2 a.b
@@ -54,8 +57,8 @@ type candidate struct {
 // lies outside [2^-60, 2^60] the centred rows are also scaled by a power
 // of two (exactly, before the one rounding to fp32) to bring it near 1, so
 // that fp32 squares and products neither overflow nor underflow. Squared
-// distances n_i + n_j - 2 G_ij come from a blocked Gram product, one Sgemm
-// per pair of row tiles (j tile >= i tile). Each tile's GEMM runs on every core (OpenBLAS threads);
+// distances n_i + n_j - 2 G_ij come from a blocked Gram product, one Gemm
+// per pair of row tiles (j tile >= i tile). Each tile's GEMM runs on every core (the CPU's threads);
 // its scan (max of n_i + n_j - 2 G_ij, and the near-maximal pairs) is
 // split over GOMAXPROCS goroutines by row blocks. (Running several
 // OpenBLAS GEMMs concurrently, one per goroutine, oversubscribes the
@@ -74,7 +77,7 @@ type candidate struct {
 // 32768; Exact is then false and Upper = sqrt(M + e) bounds the answer.
 //
 // Non-finite input is an error.
-func RowDiameter(s []float32, v, d int) (Diameter, error) {
+func RowDiameter(dev device.Core, s []float32, v, d int) (Diameter, error) {
 	if v < 0 || d < 0 || len(s) != v*d {
 		return Diameter{}, fmt.Errorf("geometry: RowDiameter: %d values for %d x %d", len(s), v, d)
 	}
@@ -96,9 +99,17 @@ func RowDiameter(s []float32, v, d int) (Diameter, error) {
 	}
 	u := math.Ldexp(1, -24)
 	e := float64(2*d+32) * u * r2
-	r := &diamRun{c: c, norms: norms, v: v, d: d, tile: max(1, DiameterTile), margin: float32(2 * e)}
+	gemm, err := newHostGemm(dev, "RowDiameter")
+	if err != nil {
+		return Diameter{}, err
+	}
+	defer gemm.free()
+	r := &diamRun{c: c, norms: norms, v: v, d: d, tile: max(1, DiameterTile), margin: float32(2 * e), gemm: gemm}
 	r.best.Store(math.Float32bits(float32(math.Inf(-1))))
-	cands, overflow := r.run()
+	cands, overflow, err := r.run()
+	if err != nil {
+		return Diameter{}, err
+	}
 
 	// Recheck every candidate within the margin of the final maximum.
 	M := math.Float32frombits(r.best.Load())
@@ -198,6 +209,7 @@ type diamRun struct {
 	v, d   int
 	tile   int
 	margin float32
+	gemm   *hostGemm
 	best   atomic.Uint32 // float32 bits of the largest fp32 value so far
 }
 
@@ -216,9 +228,17 @@ func (r *diamRun) raise(x float32) float32 {
 	}
 }
 
-func (r *diamRun) run() ([]candidate, bool) {
+func (r *diamRun) run() ([]candidate, bool, error) {
 	t, d := r.tile, r.d
 	g := make([]float32, t*t)
+	cb, err := r.gemm.buffer(r.c, true)
+	if err != nil {
+		return nil, false, err
+	}
+	gb, err := r.gemm.buffer(g, false)
+	if err != nil {
+		return nil, false, err
+	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	scans := make([]scanner, workers)
 	for i := range scans {
@@ -229,7 +249,7 @@ func (r *diamRun) run() ([]candidate, bool) {
 		for b0 := a0; b0 < r.v; b0 += t {
 			ra, rb := min(t, r.v-a0), min(t, r.v-b0)
 			// g (ra x rb) = c[a0:] c[b0:]^T, one GEMM using every core.
-			cpu.Sgemm(false, true, ra, rb, d, 1, r.c[a0*d:(a0+ra)*d], d, r.c[b0*d:(b0+rb)*d], d, 0, g, rb)
+			r.gemm.abT(ra, rb, d, cb.Slice(a0*d, ra*d), cb.Slice(b0*d, rb*d), gb, g)
 			// Scan the tile's rows in parallel blocks.
 			chunk := (ra + workers - 1) / workers
 			for w := range workers {
@@ -252,7 +272,7 @@ func (r *diamRun) run() ([]candidate, bool) {
 		all = append(all, sc.cands...)
 		overflow = overflow || sc.overflow
 	}
-	return all, overflow
+	return all, overflow, nil
 }
 
 // scanner holds one scanning goroutine's near-maximal pairs.

@@ -35,7 +35,7 @@ func gramMACs(v, d, t int) int64 {
 func BenchmarkRowDiameter(b *testing.B) {
 	s := benchStep(benchV, benchD)
 	for b.Loop() {
-		if _, err := RowDiameter(s, benchV, benchD); err != nil {
+		if _, err := RowDiameter(cpu.New(), s, benchV, benchD); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ func checkDevice(t *testing.T, what string, s []float32, v, d int) Diameter {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	host, err := RowDiameter(s, v, d)
+	host, err := RowDiameter(cpu.New(), s, v, d)
 	if err != nil {
 		t.Fatalf("%s: host: %v", what, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/cuda"
 	"github.com/hilbert-ml/hilbert/internal/cudaemu"
 )
@@ -90,7 +91,7 @@ func rowDiameterOnCUDA(t *testing.T, g *cuda.Device, maxV int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, err := RowDiameter(s, v, d)
+			host, err := RowDiameter(cpu.New(), s, v, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +143,7 @@ func hilbertRMSOnCUDA(t *testing.T, g *cuda.Device, v int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := HilbertRMS(s, v, d, h, n)
+	want, err := HilbertRMS(cpu.New(), s, v, d, h, n)
 	if err != nil {
 		t.Fatal(err)
 	}

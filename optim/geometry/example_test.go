@@ -3,6 +3,7 @@ package geometry_test
 import (
 	"fmt"
 
+	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/optim/geometry"
 )
 
@@ -14,7 +15,7 @@ func ExampleRowDiameter() {
 		3, 4,
 		-3, 4,
 	}
-	r, err := geometry.RowDiameter(s, 3, 2)
+	r, err := geometry.RowDiameter(cpu.New(), s, 3, 2)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -29,7 +30,7 @@ func ExampleHilbertRMS() {
 	fmt.Printf("%.1f\n", geometry.HilbertDistance([]float32{0.3, -1.2, 2, 0.5}, []float32{1, 0.1, -0.4, 0.5}))
 	s := []float32{1, 3, -2, 3, 4, -1} // V = 3, d = 2
 	h := []float32{1, 0, 0, 1}         // two hidden states
-	rms, _ := geometry.HilbertRMS(s, 3, 2, h, 2)
+	rms, _ := geometry.HilbertRMS(cpu.New(), s, 3, 2, h, 2)
 	fmt.Printf("%.6f\n", rms)
 	// Output:
 	// 3.7

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
 func f32(x ...float64) []float32 {
@@ -30,7 +32,7 @@ func TestReferenceValues(t *testing.T) {
 
 	// Step logits [[1,-2,4],[3,3,-1]] as S h for S = [[1,3],[-2,3],[4,-1]]
 	// and the panel h = e1, e2.
-	rms, err := HilbertRMS(f32(1, 3, -2, 3, 4, -1), 3, 2, f32(1, 0, 0, 1), 2)
+	rms, err := HilbertRMS(cpu.New(), f32(1, 3, -2, 3, 4, -1), 3, 2, f32(1, 0, 0, 1), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestReferenceValues(t *testing.T) {
 
 	diam := func(s []float32, v, d int) Diameter {
 		t.Helper()
-		r, err := RowDiameter(s, v, d)
+		r, err := RowDiameter(cpu.New(), s, v, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +138,7 @@ func TestRowDiameterBruteForce(t *testing.T) {
 		DiameterTile = []int{1, 3, 7, 16, 64, 1024}[trial%6]
 		s := randMatrix(rng, v, d, 1)
 		makeTrialKind(rng, s, trial%4, v, d)
-		r, err := RowDiameter(s, v, d)
+		r, err := RowDiameter(cpu.New(), s, v, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +160,7 @@ func TestBounds(t *testing.T) {
 	for range 30 {
 		v, d := 2+rng.IntN(60), 1+rng.IntN(20)
 		s := randMatrix(rng, v, d, 1)
-		r, _ := RowDiameter(s, v, d)
+		r, _ := RowDiameter(cpu.New(), s, v, d)
 		D := r.D
 
 		// Row shift: the shifted fp32 matrix rounds each entry (|a| <= 10,
@@ -168,7 +170,7 @@ func TestBounds(t *testing.T) {
 		for i := range s {
 			sh[i] = s[i] + a[i%d]
 		}
-		r2, _ := RowDiameter(sh, v, d)
+		r2, _ := RowDiameter(cpu.New(), sh, v, d)
 		approx(t, "D(S + 1a^T)", r2.D, D, 2*math.Sqrt(float64(d))*1e-6)
 
 		// ||S h||_var <= D ||h||
@@ -188,7 +190,7 @@ func TestBounds(t *testing.T) {
 		if vn := VarNorm(z); vn > D*math.Sqrt(hn)*(1+1e-6) {
 			t.Fatalf("||S h||_var = %v > D ||h|| = %v", vn, D*math.Sqrt(hn))
 		}
-		rms, _ := HilbertRMS(s, v, d, h, 1)
+		rms, _ := HilbertRMS(cpu.New(), s, v, d, h, 1)
 		approx(t, "HilbertRMS of one h", rms, VarNorm(z), 1e-5*(1+rms))
 
 		// ||S^T r|| <= D/2 ||r||_1 with 1^T r = 0
@@ -236,19 +238,19 @@ func f64s(x []float32) []float64 {
 }
 
 func TestRowDiameterEdges(t *testing.T) {
-	if r, err := RowDiameter(nil, 0, 3); err != nil || r.D != 0 {
+	if r, err := RowDiameter(cpu.New(), nil, 0, 3); err != nil || r.D != 0 {
 		t.Errorf("empty: %+v %v", r, err)
 	}
-	if r, _ := RowDiameter(f32(1, 2), 1, 2); r.D != 0 {
+	if r, _ := RowDiameter(cpu.New(), f32(1, 2), 1, 2); r.D != 0 {
 		t.Errorf("one row: %+v", r)
 	}
-	if r, _ := RowDiameter(f32(1, 2, 1, 2, 1, 2), 3, 2); r.D != 0 || !r.Exact {
+	if r, _ := RowDiameter(cpu.New(), f32(1, 2, 1, 2, 1, 2), 3, 2); r.D != 0 || !r.Exact {
 		t.Errorf("equal rows: %+v", r)
 	}
-	if _, err := RowDiameter(f32(1, float64(math.NaN())), 2, 1); err == nil {
+	if _, err := RowDiameter(cpu.New(), f32(1, float64(math.NaN())), 2, 1); err == nil {
 		t.Error("NaN accepted")
 	}
-	if _, err := RowDiameter(f32(1, 2, 3), 2, 2); err == nil {
+	if _, err := RowDiameter(cpu.New(), f32(1, 2, 3), 2, 2); err == nil {
 		t.Error("wrong length accepted")
 	}
 }
@@ -262,7 +264,7 @@ func TestRowDiameterMedium(t *testing.T) {
 	for i := range s { // far from the origin
 		s[i] += 100
 	}
-	r, err := RowDiameter(s, v, d)
+	r, err := RowDiameter(cpu.New(), s, v, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device"
 )
 
 // panelChunk is how many hidden states one GEMM of HilbertRMS handles.
@@ -19,9 +19,10 @@ const panelChunk = 256
 //
 // the root-mean-square change, in Hilbert distance, of the softmax
 // distributions at those positions. The logit changes s h_k come from the
-// framework's GEMM in fp32, a chunk of the panel at a time; the squares are
-// summed in float64.
-func HilbertRMS(s []float32, v, d int, h []float32, n int) (float64, error) {
+// GEMM of dev in fp32 (on the CPU, on s and h in place), a chunk of the
+// panel at a time; the squares are summed in float64. A device that does
+// not keep its buffers in host memory gets copies of s and h.
+func HilbertRMS(dev device.Core, s []float32, v, d int, h []float32, n int) (float64, error) {
 	if v < 0 || d < 0 || n < 0 || len(s) != v*d || len(h) != n*d {
 		return 0, fmt.Errorf("geometry: HilbertRMS: step of %d values for %d x %d, panel of %d values for %d x %d", len(s), v, d, len(h), n, d)
 	}
@@ -31,13 +32,30 @@ func HilbertRMS(s []float32, v, d int, h []float32, n int) (float64, error) {
 	if v == 0 {
 		return 0, nil
 	}
+	g, err := newHostGemm(dev, "HilbertRMS")
+	if err != nil {
+		return 0, err
+	}
+	defer g.free()
 	rows := min(n, panelChunk)
 	z := make([]float32, rows*v)
+	sb, err := g.buffer(s, true)
+	if err != nil {
+		return 0, err
+	}
+	hb, err := g.buffer(h, true)
+	if err != nil {
+		return 0, err
+	}
+	zb, err := g.buffer(z, false)
+	if err != nil {
+		return 0, err
+	}
 	var sum float64
 	for k0 := 0; k0 < n; k0 += rows {
 		m := min(rows, n-k0)
 		// z (m x v) = h[k0:k0+m] (m x d) * s^T (d x v)
-		cpu.Sgemm(false, true, m, v, d, 1, h[k0*d:(k0+m)*d], max(d, 1), s, max(d, 1), 0, z, v)
+		g.abT(m, v, d, hb.Slice(k0*d, m*d), sb, zb, z)
 		sum += sumVarSquares(z[:m*v], m, v)
 	}
 	return math.Sqrt(sum / float64(n)), nil

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
 // HilbertRMSDevice on the CPU backend equals HilbertRMS (the same float32
@@ -19,7 +21,7 @@ func TestHilbertRMSDevice(t *testing.T) {
 	for _, sh := range [][3]int{{1, 1, 1}, {97, 16, 5}, {300, 33, 256}, {500, 64, 700}} {
 		v, d, n := sh[0], sh[1], sh[2]
 		s, h := randMatrix(rng, v, d, 1e-3), randMatrix(rng, n, d, 1)
-		want, err := HilbertRMS(s, v, d, h, n)
+		want, err := HilbertRMS(cpu.New(), s, v, d, h, n)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/optim/geometry"
 )
 
@@ -62,7 +63,7 @@ func checkCertificates(t *testing.T, g []float64, r *Result) {
 		for i, x := range r.Phi {
 			p32[i] = float32(x)
 		}
-		if dg, err := geometry.RowDiameter(p32, v, d); err != nil || math.Abs(dg.D-dmax) > 1e-6 {
+		if dg, err := geometry.RowDiameter(cpu.New(), p32, v, d); err != nil || math.Abs(dg.D-dmax) > 1e-6 {
 			t.Errorf("geometry.RowDiameter %v (%v), brute force %v", dg.D, err, dmax)
 		}
 	}
