@@ -125,9 +125,11 @@ func NumParams(params []*tensor.Tensor) int {
 	return n
 }
 
-// Init creates parameters on one device, float32 tensors marked as
-// requiring gradients: Normal draws i.i.d. from N(0, Std^2) with a seeded
-// generator, NormalStd and Scaled with another std, Zeros and Ones fill.
+// Init creates parameters on one device, tensors of DType (float32 by
+// default) marked as requiring gradients: Normal draws i.i.d. from
+// N(0, Std^2) with a seeded generator, NormalStd and Scaled with another
+// std, Zeros and Ones fill. A float64 Init draws the same numbers as a
+// float32 one of the same seed, unrounded.
 // Errors are sticky: after a failed allocation every helper returns nil and Err
 // reports the failure, so a constructor can build a whole model and check
 // once.
@@ -135,8 +137,11 @@ type Init struct {
 	Dev device.Device
 	// Std is the standard deviation of Normal (the paper's 0.02).
 	Std float64
-	rng *rand.Rand
-	err error
+	// DType is the parameters' dtype: Float32 (also the zero value) or
+	// Float64 (on a backend that has it, the CPU).
+	DType device.DType
+	rng   *rand.Rand
+	err   error
 }
 
 // NewInit returns an Init drawing from a PCG generator seeded with seed.
@@ -156,7 +161,11 @@ func (in *Init) NormalStd(std float64, shape ...int) *tensor.Tensor {
 	if in.err != nil {
 		return nil
 	}
-	t, err := tensor.RandN(in.Dev, in.rng, 0, std, shape...)
+	dt, err := in.dtype()
+	var t *tensor.Tensor
+	if err == nil {
+		t, err = tensor.RandNOf(in.Dev, dt, in.rng, 0, std, shape...)
+	}
 	if err != nil {
 		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
 		return nil
@@ -181,7 +190,11 @@ func (in *Init) constant(v float32, shape []int) *tensor.Tensor {
 	if in.err != nil {
 		return nil
 	}
-	t, err := tensor.New(in.Dev, shape...)
+	dt, err := in.dtype()
+	var t *tensor.Tensor
+	if err == nil {
+		t, err = tensor.NewOf(in.Dev, dt, shape...)
+	}
 	if err != nil {
 		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
 		return nil
@@ -191,6 +204,18 @@ func (in *Init) constant(v float32, shape []int) *tensor.Tensor {
 	}
 	t.SetRequiresGrad(true)
 	return t
+}
+
+// dtype returns the parameters' dtype, refusing one that is not a float
+// of full width.
+func (in *Init) dtype() (device.DType, error) {
+	switch in.DType {
+	case 0, device.Float32:
+		return device.Float32, nil
+	case device.Float64:
+		return device.Float64, nil
+	}
+	return 0, fmt.Errorf("Init.DType is %v; parameters are float32 or float64", in.DType)
 }
 
 // Err returns the first error Normal met, or nil.

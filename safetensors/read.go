@@ -314,9 +314,25 @@ func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
 	return err
 }
 
+// ReadFloat64 reads an F64 tensor of the given shape into dst, like
+// ReadFloat32.
+func (sf *File) ReadFloat64(name string, shape []int, dst []float64) error {
+	buf, err := sf.readN(name, F64, shape, len(dst))
+	if err == nil {
+		DecodeFloat64(dst, buf)
+	}
+	return err
+}
+
 // read4 checks a tensor of 4-byte elements against dtype, shape and the
 // destination's length n, and returns its raw bytes.
 func (sf *File) read4(name string, dtype DType, shape []int, n int) ([]byte, error) {
+	return sf.readN(name, dtype, shape, n)
+}
+
+// readN checks a tensor against dtype, shape and the destination's length
+// n, and returns its raw bytes (n elements of dtype's size).
+func (sf *File) readN(name string, dtype DType, shape []int, n int) ([]byte, error) {
 	in, err := sf.check(name, dtype, shape)
 	if err != nil {
 		return nil, err
@@ -324,7 +340,7 @@ func (sf *File) read4(name string, dtype DType, shape []int, n int) ([]byte, err
 	if in.Numel() != n {
 		return nil, fmt.Errorf("safetensors: %s: tensor %q has %d elements (want %d)", sf.path, name, in.Numel(), n)
 	}
-	buf := make([]byte, 4*n)
+	buf := make([]byte, dtype.Size()*n)
 	if err := sf.ReadBytes(name, buf); err != nil {
 		return nil, err
 	}

@@ -135,6 +135,23 @@ func DecodeFloat32(dst []float32, b []byte) {
 	}
 }
 
+// EncodeFloat64 returns the little-endian bytes of v (an F64 tensor).
+func EncodeFloat64(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}
+
+// DecodeFloat64 decodes little-endian float64 bytes into dst
+// (len(b) == 8*len(dst)).
+func DecodeFloat64(dst []float64, b []byte) {
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+}
+
 // EncodeInt32 returns the little-endian bytes of v.
 func EncodeInt32(v []int32) []byte {
 	b := make([]byte, 4*len(v))

@@ -286,11 +286,29 @@ func (t *Tensor) IndexRange() (lo, hi int32, ok bool) {
 // RandN returns a float32 tensor of i.i.d. normal values with the given
 // mean and standard deviation, drawn from rng on the host.
 func RandN(dev device.Device, rng *rand.Rand, mean, std float64, shape ...int) (*Tensor, error) {
-	data := make([]float32, Shape(shape).Numel())
-	for i := range data {
-		data[i] = float32(mean + std*rng.NormFloat64())
+	return RandNOf(dev, device.Float32, rng, mean, std, shape...)
+}
+
+// RandNOf is RandN for a float32 or float64 tensor: the values
+// mean + std*z are computed in float64 and rounded once to dtype, so
+// tensors of both dtypes drawn from generators in one state hold the same
+// numbers up to that rounding.
+func RandNOf(dev device.Device, dtype device.DType, rng *rand.Rand, mean, std float64, shape ...int) (*Tensor, error) {
+	switch dtype {
+	case device.Float32:
+		data := make([]float32, Shape(shape).Numel())
+		for i := range data {
+			data[i] = float32(mean + std*rng.NormFloat64())
+		}
+		return FromFloat32(dev, data, shape...)
+	case device.Float64:
+		data := make([]float64, Shape(shape).Numel())
+		for i := range data {
+			data[i] = mean + std*rng.NormFloat64()
+		}
+		return FromFloat64(dev, data, shape...)
 	}
-	return FromFloat32(dev, data, shape...)
+	return nil, fmt.Errorf("tensor: RandN of dtype %v (want float32 or float64)", dtype)
 }
 
 // Device returns the device holding the tensor.
