@@ -62,8 +62,9 @@ func (r Record) MarshalJSON() ([]byte, error) {
 
 // metricsWriter appends records to metrics.jsonl.
 type metricsWriter struct {
-	f *os.File
-	w *bufio.Writer
+	f  *os.File
+	w  *bufio.Writer
+	tb *tbWriter // the same records as TensorBoard events (tensorboard.go)
 }
 
 // createMetrics starts an empty metrics file (a fresh run), replacing any
@@ -72,7 +73,7 @@ func createMetrics(path string) (*metricsWriter, error) {
 	if err := writeFileAtomic(path, nil); err != nil {
 		return nil, err
 	}
-	return appendMetrics(path)
+	return appendMetrics(path, -1)
 }
 
 // openMetrics opens path for appending after keeping only the records of
@@ -92,15 +93,22 @@ func openMetrics(path string, keepSteps int) (*metricsWriter, error) {
 	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
 		return nil, err
 	}
-	return appendMetrics(path)
+	return appendMetrics(path, keepSteps)
 }
 
-func appendMetrics(path string) (*metricsWriter, error) {
+// appendMetrics opens path and the run's TensorBoard file for appending,
+// the latter keeping the events of updates <= keepSteps (< 0: none).
+func appendMetrics(path string, keepSteps int) (*metricsWriter, error) {
+	tb, err := openTensorBoard(path, keepSteps)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		tb.Close()
 		return nil, fmt.Errorf("train: metrics: %w", err)
 	}
-	return &metricsWriter{f: f, w: bufio.NewWriter(f)}, nil
+	return &metricsWriter{f: f, w: bufio.NewWriter(f), tb: tb}, nil
 }
 
 // readMetrics reads the records of a metrics file with Step <= maxStep; a
@@ -153,7 +161,10 @@ func (m *metricsWriter) Write(r Record) error {
 	if err := m.w.WriteByte('\n'); err != nil {
 		return fmt.Errorf("train: metrics: %w", err)
 	}
-	return m.w.Flush()
+	if err := m.w.Flush(); err != nil {
+		return err
+	}
+	return m.tb.Write(r)
 }
 
 // Sync flushes the records to disk.
@@ -174,6 +185,9 @@ func (m *metricsWriter) Close() error {
 	}
 	err := m.Sync()
 	if e := m.f.Close(); err == nil {
+		err = e
+	}
+	if e := m.tb.Close(); err == nil {
 		err = e
 	}
 	return err
