@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -371,8 +370,6 @@ func (t *Trainer) Resume() error {
 	t.elapsed = time.Duration(st.ElapsedS * float64(time.Second))
 	t.history = hist
 	t.resumed = true
-	t.start = fmt.Sprintf("the checkpoint of update %d (state.json crc32c %08x, parameters crc32c %08x)",
-		st.Step, crc32.Checksum(raw, castagnoli), parametersSum(values))
 	if torn != "" {
 		t.warnings = append(t.warnings, torn)
 	}
@@ -459,18 +456,6 @@ func v1Settings(st checkpointState) map[string]string {
 		"schedule_steps": i(st.Steps), "warmup": i(st.Warmup),
 		"seed": strconv.FormatUint(st.Seed, 10), "data_seed": strconv.FormatUint(st.DataSeed, 10),
 	}
-}
-
-// castagnoli is the CRC-32C table of the checkpoint's digests.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// parametersSum is the CRC-32C of the parameters' float32 bits in order.
-func parametersSum(values [][]float32) uint32 {
-	var sum uint32
-	for _, v := range values {
-		sum = crc32.Update(sum, castagnoli, safetensors.EncodeFloat32(v))
-	}
-	return sum
 }
 
 // readParameters reads every parameter from a model file into host memory

@@ -55,15 +55,11 @@ type Trainer struct {
 	headPeakLR float64            // the head group's peak learning rate
 	peakLRs    map[string]float64 // every group's peak learning rate, by group name
 
-	raw     Config   // the config as given, before defaults (see Resume)
-	lock    *RunLock // the run folder's lock (rank 0's), released by Close
-	comm    dist.Communicator
-	rank    int
-	resumed bool // Resume restored a checkpoint
-	// start names where the run starts (a fresh model, or the checkpoint
-	// Resume restored with digests of its state and parameters): every
-	// rank of a data-parallel run must start from the same.
-	start    string
+	raw      Config   // the config as given, before defaults (see Resume)
+	lock     *RunLock // the run folder's lock (rank 0's), released by Close
+	comm     dist.Communicator
+	rank     int
+	resumed  bool // Resume restored a checkpoint
 	dataID   [2]string
 	warnings []string
 }
@@ -305,18 +301,6 @@ func (t *Trainer) Close() error {
 // hook too). At the end it validates, computes the diagnostics, writes a
 // checkpoint, the plots and the summary.
 func (t *Trainer) Run(ctx context.Context, hook Hook) error {
-	if t.comm != nil && t.comm.Size() > 1 {
-		// Before anything a rank does alone: a rank resumed from
-		// another checkpoint (or not resumed) would train a different
-		// model with the others' gradients.
-		start := t.start
-		if start == "" {
-			start = "a fresh model (no -resume)"
-		}
-		if err := dist.AgreeOn(t.comm, t.dev, "starting point (-resume and the checkpoint it restores)", []byte(start)); err != nil {
-			return fmt.Errorf("train: data-parallel: %w; this rank starts from %s", err, start)
-		}
-	}
 	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}

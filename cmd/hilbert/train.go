@@ -467,11 +467,6 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 	}
 	ctx, stop := trainSignals(stderr, mpi)
 	defer stop()
-	// -resume decides what rank 0 does to the run's folder: every rank
-	// must have it or none, before anything is locked or read.
-	if err := dist.AgreeOn(comm, st.dev, "-resume (every rank resumes, or none)", []byte(fmt.Sprint(st.resume))); err != nil {
-		return fmt.Errorf("rank %d: %w; this rank has -resume=%v", comm.Rank(), err, st.resume)
-	}
 	c := st.job.Config
 	var lock *train.RunLock
 	var prepErr error
@@ -766,18 +761,7 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 	}
 	defer tr.Close()
 	if resume {
-		err := tr.Resume()
-		if comm != nil {
-			// A rank that cannot resume stops them all, not only itself
-			// (the others would wait at the next collective).
-			failed, cerr := anyFailed(comm, dev, err != nil)
-			if err == nil && cerr == nil && failed {
-				err = errors.New("another rank could not resume (its error is above)")
-			} else if err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
+		if err := tr.Resume(); err != nil {
 			return nil, err
 		}
 	}
