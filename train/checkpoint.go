@@ -1,9 +1,11 @@
 package train
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -370,6 +372,7 @@ func (t *Trainer) Resume() error {
 	t.elapsed = time.Duration(st.ElapsedS * float64(time.Second))
 	t.history = hist
 	t.resumed = true
+	t.resumeAt = resumeDigest(st.Step, raw, values)
 	if torn != "" {
 		t.warnings = append(t.warnings, torn)
 	}
@@ -482,6 +485,22 @@ func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
 		return nil, fmt.Errorf("train: resume: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
 	}
 	return out, nil
+}
+
+// resumeDigest names a restored checkpoint by its update and a CRC-32C of
+// its state.json and the weights read from it, for the ranks to compare.
+func resumeDigest(step int, state []byte, values [][]float32) string {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write(state)
+	var buf []byte
+	for _, v := range values {
+		buf = buf[:0]
+		for _, x := range v {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		h.Write(buf)
+	}
+	return fmt.Sprintf("the checkpoint of update %d (digest %08x)", step, h.Sum32())
 }
 
 // checkFinite names the first NaN or infinity of a tensor.

@@ -59,7 +59,8 @@ type Trainer struct {
 	lock     *RunLock // the run folder's lock (rank 0's), released by Close
 	comm     dist.Communicator
 	rank     int
-	resumed  bool // Resume restored a checkpoint
+	resumed  bool   // Resume restored a checkpoint
+	resumeAt string // what Resume restored (update and digest), agreed by the ranks
 	dataID   [2]string
 	warnings []string
 }
@@ -301,6 +302,9 @@ func (t *Trainer) Close() error {
 // hook too). At the end it validates, computes the diagnostics, writes a
 // checkpoint, the plots and the summary.
 func (t *Trainer) Run(ctx context.Context, hook Hook) error {
+	if err := t.agreeStart(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
@@ -448,6 +452,25 @@ func (t *Trainer) agree() error {
 		}
 	}
 	return fmt.Errorf("train: data-parallel: %w; differing: %s", whole, strings.Join(differ, ", "))
+}
+
+// agreeStart checks, before the first update of a data-parallel run, that
+// every rank starts from the same point: all from the same checkpoint
+// (its update and the digest of its state and weights) or all fresh. A
+// rank that resumed beside one that did not would train a model that is
+// neither run's.
+func (t *Trainer) agreeStart() error {
+	if t.comm == nil || t.comm.Size() < 2 {
+		return nil
+	}
+	here := "a fresh start (no resume)"
+	if t.resumed {
+		here = t.resumeAt
+	}
+	if err := dist.AgreeOn(t.comm, t.dev, "starting point (resumed checkpoint or fresh start)", []byte(here)); err != nil {
+		return fmt.Errorf("train: data-parallel: %w; here: %s: start every rank with -resume, or none", err, here)
+	}
+	return nil
 }
 
 // update runs one optimizer update (the loop's, in the paper's order)

@@ -64,6 +64,28 @@ func mpiHilbert(t *testing.T, ctx context.Context, np int, args []string, extraE
 	return cmd
 }
 
+// mpmdHilbert runs hilbert under mpirun as one rank per argument list (an
+// MPMD launch: rank r gets perRank[r]); it skips when mpirun is not
+// installed.
+func mpmdHilbert(t *testing.T, ctx context.Context, perRank ...[]string) *exec.Cmd {
+	t.Helper()
+	bin, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not on PATH: install openmpi-bin (and libopenmpi3) to run the data-parallel tests")
+	}
+	args := []string{"--oversubscribe", "--allow-run-as-root"}
+	for r, a := range perRank {
+		if r > 0 {
+			args = append(args, ":")
+		}
+		raw, _ := json.Marshal(a)
+		args = append(args, "-np", "1", "-x", cmdArgsEnv+"="+string(raw), os.Args[0])
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	return cmd
+}
+
 func runMPI(t *testing.T, np int, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -347,22 +369,11 @@ func TestDataParallelCtrlC(t *testing.T) {
 // launch, one app context each) and checks that both refuse to train,
 // naming the setting's check and the rank that differs.
 func TestDataParallelMismatch(t *testing.T) {
-	bin, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun not on PATH: install openmpi-bin (and libopenmpi3) to run the data-parallel tests")
-	}
 	cfg, _ := tinyRun(t, "micro_batch: 2\nbatch_seqs: 4\n")
-	app := func(seed string) []string {
-		raw, _ := json.Marshal([]string{"train", "-config", cfg, "-quiet", "-seed", seed})
-		return []string{"-np", "1", "-x", cmdArgsEnv + "=" + string(raw), os.Args[0]}
-	}
-	args := append([]string{"--oversubscribe", "--allow-run-as-root"}, app("1")...)
-	args = append(append(args, ":"), app("2")...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	out, err := cmd.CombinedOutput()
+	train := []string{"train", "-config", cfg, "-quiet", "-seed"}
+	out, err := mpmdHilbert(t, ctx, append(train, "1"), append(train[:len(train):len(train)], "2")).CombinedOutput()
 	if err == nil {
 		t.Fatalf("ranks with different seeds trained:\n%s", out)
 	}
@@ -375,6 +386,52 @@ func TestDataParallelMismatch(t *testing.T) {
 		if strings.Contains(line, "fingerprints") {
 			t.Log(line)
 		}
+	}
+}
+
+// TestDataParallelResumeOneRank resumes a 2-rank run with -resume given
+// to one rank only (an MPMD launch): with it on rank 0, rank 1 would train
+// from the initial weights beside it; with it on rank 1, rank 0 finds the
+// checkpoint it was not told to resume. Both launches must fail promptly
+// (well inside -comm-timeout) with an error that says what to do, and
+// leave the checkpoint as it was.
+func TestDataParallelResumeOneRank(t *testing.T) {
+	cfg, runs := tinyRun(t, "micro_batch: 2\nbatch_seqs: 4\ncheckpoint_every: 3\n")
+	base := []string{"train", "-config", cfg, "-quiet", "-comm-timeout", "2m"}
+	runMPI(t, 2, append(base, "-steps", "3", "-schedule-steps", "6")...)
+	latest := filepath.Join(runs, "tiny", "checkpoints", "latest.json")
+	before, err := os.ReadFile(latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := append(base[:len(base):len(base)], "-steps", "6", "-resume")
+	fresh := append(base[:len(base):len(base)], "-steps", "6")
+	for _, tc := range []struct {
+		name  string
+		ranks [][]string
+		want  string
+	}{
+		{"rank 0 only", [][]string{resume, fresh}, "start every rank with -resume, or none"},
+		{"rank 1 only", [][]string{fresh, resume}, "pass -resume to continue it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			out, err := mpmdHilbert(t, ctx, tc.ranks...).CombinedOutput()
+			if err == nil {
+				t.Fatalf("-resume on %s trained:\n%s", tc.name, out)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("-resume on %s hung for %v:\n%s", tc.name, time.Since(start), out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+			if now, _ := os.ReadFile(latest); string(now) != string(before) {
+				t.Errorf("latest.json changed: %s, was %s", now, before)
+			}
+		})
 	}
 }
 

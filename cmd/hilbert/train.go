@@ -760,10 +760,23 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 		return nil, err
 	}
 	defer tr.Close()
+	var resumeErr error
 	if resume {
-		if err := tr.Resume(); err != nil {
+		resumeErr = tr.Resume()
+	}
+	if comm != nil && comm.Size() > 1 {
+		// Every rank learns whether one could not resume (the trainer then
+		// checks that all resumed the same checkpoint, or none did).
+		failed, err := anyFailed(comm, dev, resumeErr != nil)
+		if err != nil {
 			return nil, err
 		}
+		if failed && resumeErr == nil {
+			return nil, errors.New("another rank could not resume the checkpoint (its error is above)")
+		}
+	}
+	if resumeErr != nil {
+		return nil, resumeErr
 	}
 	for _, w := range tr.Warnings() {
 		fmt.Fprintf(stderr, "hilbert: warning: %s\n", w)
