@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/internal/testcorpus"
@@ -38,5 +39,16 @@ func BenchmarkTiktokenGo(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		ref.EncodeOrdinary(text)
+	}
+}
+
+// BenchmarkEncodeLongRun encodes one run of 8 MB of "a" (see
+// MaxPieceRunes); -benchmem shows the memory it takes.
+func BenchmarkEncodeLongRun(b *testing.B) {
+	tok := gpt2(b)
+	text := strings.Repeat("a", 8<<20)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		tok.Encode(text)
 	}
 }

@@ -7,7 +7,10 @@
 // github.com/pkoukk/tiktoken-go-loader and are checked against tiktoken's own
 // SHA-256 when first loaded. The pre-tokenizer follows GPT-2's pattern by hand,
 // without a backtracking regex, and merging is O(n log n) per piece, so
-// pathological inputs (a run of 200,000 spaces, a 1 MB word) stay fast.
+// pathological inputs (a run of 200,000 spaces, a 1 MB word) stay fast; a
+// piece holds at most MaxPieceRunes characters, so memory is bounded per
+// piece (runs longer than that are the one place tokens differ from
+// tiktoken's).
 //
 // Text is read as tiktoken reads a Python str: each byte that is not part of
 // valid UTF-8 counts as U+FFFD (as Go's []rune conversion does). For valid
@@ -141,8 +144,9 @@ func (t *Tokenizer) EncodeParallel(text string, chunk int) []int32 {
 
 // SplitSafe cuts text into consecutive chunks of about size bytes (1 MiB if
 // size <= 0) at points found as by SafeCut, so that encoding the chunks one
-// by one and concatenating equals encoding text. A chunk grows past size only
-// when no safe point lies in the second half of its window.
+// by one and concatenating equals encoding text: a line end in the second
+// half of the window, else the last piece end in it (pieceCut). A chunk
+// grows past size only when no piece ends in its window.
 func SplitSafe(text string, size int) []string {
 	if size <= 0 {
 		size = 1 << 20
@@ -150,6 +154,9 @@ func SplitSafe(text string, size int) []string {
 	var out []string
 	for len(text) > size {
 		q := safeCut(text, size/2+1, size)
+		if q == 0 {
+			q = pieceCut(text, size)
+		}
 		if q == 0 {
 			q = firstSafeCut(text, size)
 			if q == 0 {

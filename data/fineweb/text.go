@@ -212,6 +212,22 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 	var carry, pending []byte // raw bytes held back; normalized text not yet encoded
 	var paras []string
 	inDoc, toVal := false, false // a document begun by a partial paragraph
+	// held are the tokens of the white space that begins a paragraph longer
+	// than a chunk, heldBytes its length: written if the paragraph turns out
+	// not to be blank, dropped with it if it is.
+	var held []int32
+	var heldBytes int64
+	begin := func() error { // begins the document of a partial paragraph
+		var err error
+		if toVal, err = b.beginDocument(); err != nil {
+			return err
+		}
+		inDoc = true
+		b.sum.TextBytes += heldBytes
+		err = b.emit(held, toVal)
+		held, heldBytes = held[:0], 0
+		return err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -242,6 +258,20 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 			}
 			para := pending[:i]
 			pending = pending[i+2:]
+			if heldBytes > 0 {
+				// A paragraph that began with a long blank part.
+				if isBlank(para) {
+					held, heldBytes = held[:0], 0
+					continue
+				}
+				if err := b.flushParagraphs(paras); err != nil {
+					return err
+				}
+				paras = paras[:0]
+				if err := begin(); err != nil {
+					return err
+				}
+			}
 			if inDoc {
 				// The end of a paragraph begun in an earlier chunk.
 				if err := b.flushParagraphs(paras); err != nil {
@@ -259,6 +289,15 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 			}
 		}
 		if eof {
+			if heldBytes > 0 && !isBlank(pending) {
+				if err := b.flushParagraphs(paras); err != nil {
+					return err
+				}
+				paras = paras[:0]
+				if err := begin(); err != nil {
+					return err
+				}
+			}
 			if inDoc {
 				if err := b.flushParagraphs(paras); err != nil {
 					return err
@@ -273,19 +312,29 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 		if err := b.flushParagraphs(paras); err != nil {
 			return err
 		}
-		// A paragraph longer than a chunk: encode what can be cut off. The
-		// last byte stays, as it may be the first '\n' of "\n\n".
+		// A paragraph longer than a chunk: encode what can be cut off (there
+		// is always a cut but in a single piece, of at most
+		// tokenizer.MaxPieceRunes characters), so pending stays about a
+		// chunk long and each byte is copied a bounded number of times. The
+		// last byte stays, as it may be the first '\n' of "\n\n". A blank
+		// start is held until the paragraph shows whether it is blank.
 		if len(pending) >= textChunk {
 			text := string(pending[:len(pending)-1])
-			if cut := tokenizer.SafeCut(text); cut > 0 && (inDoc || !isBlank(pending[:cut])) {
-				if !inDoc {
-					if toVal, err = b.beginDocument(); err != nil {
+			if cut := tokenizer.SafeCut(text); cut > 0 {
+				switch {
+				case inDoc:
+				case isBlank(pending[:cut]):
+					held = b.tok.AppendEncode(held, text[:cut])
+					heldBytes += int64(cut)
+				default:
+					if err := begin(); err != nil {
 						return err
 					}
-					inDoc = true
 				}
-				if err := b.emitText(text[:cut], toVal); err != nil {
-					return err
+				if inDoc {
+					if err := b.emitText(text[:cut], toVal); err != nil {
+						return err
+					}
 				}
 				pending = append(pending[:0], pending[cut:]...)
 			}

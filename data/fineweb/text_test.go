@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -152,6 +153,43 @@ func TestOpenTextTruncatedGzip(t *testing.T) {
 		r.Close()
 		if err == nil || !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("cut at %d of %d bytes: %v, expected a truncated-gzip error", cut, len(full), err)
+		}
+	}
+}
+
+// TestTextFileLongLines: paragraphs of one long line (no '\n' to cut at),
+// some of them blank or beginning with a long blank part, give the tokens
+// of each whole paragraph, and reading them is not quadratic: pending text
+// is cut at piece ends, where it used to grow and be copied whole for
+// every chunk (a 2 MB line in 4 KB chunks copied about 500 MB).
+func TestTextFileLongLines(t *testing.T) {
+	defer func(n int) { textChunk = n }(textChunk)
+	textChunk = 4096
+	long := strings.Repeat("a", 3*tokenizer.MaxPieceRunes+5)
+	tests := []struct{ name, text string }{
+		{"letters", "Intro.\n\n" + long + " end\n\nOutro"},
+		{"words", strings.Repeat("Light is a wave; ", 120000)},
+		{"blank paragraph", "Before.\n\n" + strings.Repeat(" ", 2000000) + "\n\nAfter."},
+		{"blank at the end", "Before.\n\n" + strings.Repeat(" \t", 1000000)},
+		{"blank start", "Before.\n\n" + strings.Repeat(" ", 2000000) + "word" + long},
+		{"blank start at the end", strings.Repeat("  \n ", 500000) + "last"},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		p := filepath.Join(dir, "t.txt")
+		os.WriteFile(p, []byte(tc.text), 0o644)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		sum, err := BuildFromTextFiles(context.Background(), BuildConfig{Dir: t.TempDir()}, p)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got, want := readAll(t, sum.TrainShards), paragraphTokens(t, tc.text); !slices.Equal(got, want) {
+			t.Errorf("%s: %d tokens, expected %d, first difference at %d", tc.name, len(got), len(want), diffAt(got, want))
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
+			t.Errorf("%s: reading %d bytes allocated %d MB", tc.name, len(tc.text), alloc>>20)
 		}
 	}
 }
