@@ -158,15 +158,18 @@ func NewReducer(c Communicator, params []*tensor.Tensor, opts ReducerOptions) (*
 		}
 	}
 	r.reset()
-	r.work = make(chan *bucket, len(r.buckets))
-	r.done = make(chan error, len(r.buckets))
+	// The goroutine holds its own copies of the channels: Close clears the
+	// fields (and may run before the goroutine first reads them).
+	work := make(chan *bucket, len(r.buckets))
+	done := make(chan error, len(r.buckets))
+	r.work, r.done = work, done
 	go func() {
-		for b := range r.work {
+		for b := range work {
 			op := Average // a lone gradient, reduced in place
 			if b.flat != nil {
 				op = Sum // scaled by 1/size as Wait unpacks it
 			}
-			r.done <- c.AllReduce(b.buf, op)
+			done <- c.AllReduce(b.buf, op)
 		}
 	}()
 	return r, nil
