@@ -279,7 +279,9 @@ func (b *Builder) addTokenLists(path string, a array.ListLike, scratch *[]int32)
 		for j := start; j < end; j++ {
 			v := get(int(j))
 			if v < 0 || v >= int64(b.tok.VocabSize()) || values.IsNull(int(j)) {
-				return fmt.Errorf("fineweb: %s: column %q: row %d token %d: expected id in [0,%d), got %d (null=%v)", path, b.cfg.Column, i, j-start, b.tok.VocabSize(), v, values.IsNull(int(j)))
+				// ValueStr gives the stored value (a uint64 above 2^62, which
+				// v cannot hold, included) or "(null)".
+				return fmt.Errorf("fineweb: %s: column %q: row %d token %d: expected id in [0,%d), got %s", path, b.cfg.Column, i, j-start, b.tok.VocabSize(), values.ValueStr(int(j)))
 			}
 			ids = append(ids, int32(v))
 		}

@@ -321,3 +321,33 @@ func TestAustenShardDecodesToText(t *testing.T) {
 		t.Fatalf("shard holds %d documents, %d tokens (first difference at %d); expected %d and %d", sum.Documents, len(got), diffAt(got, want), docs, len(want))
 	}
 }
+
+// TestBuildTokenOutOfRange: a token id outside the vocabulary is refused
+// with the value the file holds (a uint64 of 2^63 once read as -1).
+func TestBuildTokenOutOfRange(t *testing.T) {
+	tests := []struct {
+		name string
+		typ  arrow.DataType
+		add  func(b array.Builder)
+		want string
+	}{
+		{"uint64 2^63", arrow.PrimitiveTypes.Uint64, func(b array.Builder) { b.(*array.Uint64Builder).AppendValues([]uint64{5, 1 << 63}, nil) }, "got 9223372036854775808"},
+		{"uint64 max", arrow.PrimitiveTypes.Uint64, func(b array.Builder) { b.(*array.Uint64Builder).AppendValues([]uint64{5, 1<<64 - 1}, nil) }, "got 18446744073709551615"},
+		{"int32 vocab size", arrow.PrimitiveTypes.Int32, func(b array.Builder) { b.(*array.Int32Builder).AppendValues([]int32{5, 50257}, nil) }, "got 50257"},
+		{"int64 negative", arrow.PrimitiveTypes.Int64, func(b array.Builder) { b.(*array.Int64Builder).AppendValues([]int64{5, -3}, nil) }, "got -3"},
+		{"null id", arrow.PrimitiveTypes.Int32, func(b array.Builder) { b.(*array.Int32Builder).AppendValues([]int32{5, 0}, []bool{true, false}) }, "got (null)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := array.NewListBuilder(memory.DefaultAllocator, tc.typ)
+			lb.Append(true)
+			tc.add(lb.ValueBuilder())
+			path := filepath.Join(t.TempDir(), "t.arrow")
+			writeArrow(t, path, false, "tokens", lb.NewArray())
+			_, err := BuildFromFiles(context.Background(), BuildConfig{Dir: t.TempDir(), Column: "tokens"}, path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "row 0 token 1") {
+				t.Errorf("got %v, expected an error with %q at row 0 token 1", err, tc.want)
+			}
+		})
+	}
+}
