@@ -565,6 +565,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"train", "-resume", "-overwrite"}, 2, "-resume and -overwrite: pick one"},
 		{[]string{"train", "-steps", "10", "-warmup", "10"}, 2, "warmup = 10"},
 		{[]string{"train", "extra"}, 2, `unexpected arguments ["extra"]`},
+		{[]string{"train", "-name", ""}, 2, "-name is empty: want a folder name"},
+		{[]string{"train", "-runs", " ", "-name", "x"}, 2, "-runs is empty: want the folder"},
 		{[]string{"compare", "-heads", "sgd"}, 2, `"sgd": want adamw or rownorm`},
 		{[]string{"bench", "gemm", "-reps", "0"}, 2, "want reps >= 1"},
 		{[]string{"prepare"}, 2, "-out and at least one input are required"},

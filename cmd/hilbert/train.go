@@ -235,6 +235,16 @@ func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, co
 			}
 		}
 	}
+	// An empty name or runs folder would put the run's data and lock in
+	// the runs folder itself or in the working directory.
+	for _, f := range []struct{ flag, value, want string }{
+		{"name", c.Name, "a folder name for the run (output goes to RUNS/NAME)"},
+		{"runs", c.RunsDir, "the folder that holds the runs"},
+	} {
+		if set[f.flag] && strings.TrimSpace(f.value) == "" {
+			return nil, fmt.Errorf("-%s is empty: want %s", f.flag, f.want)
+		}
+	}
 	if err := resolveModel(c, set, modelSec, *layers, *dim, *context_); err != nil {
 		return nil, err
 	}
