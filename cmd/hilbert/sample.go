@@ -162,7 +162,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if len(ids) == 0 {
 		return errors.New("-prompt: empty: give at least one character to continue")
 	}
-	if n := len(ids) + opt.Tokens; n > ck.Model.Context {
+	// Compared as a difference: prompt + tokens can overflow an int.
+	if opt.Tokens > ck.Model.Context-len(ids) {
 		return fmt.Errorf("-prompt of %d tokens and -tokens %d exceed the model's context of %d", len(ids), opt.Tokens, ck.Model.Context)
 	}
 	for _, id := range ids {

@@ -129,6 +129,7 @@ func TestSample(t *testing.T) {
 		{[]string{"-run", filepath.Join(empty, "nope")}, "no such run folder"},
 		{[]string{"-run", empty}, "no checkpoint"},
 		{[]string{"-run", run, "-tokens", "40"}, "exceed the model's context of 32"},
+		{[]string{"-run", run, "-tokens", "9223372036854775807"}, "-tokens 9223372036854775807 exceed the model's context of 32"},
 		{[]string{"-run", run, "-top-p", "2"}, "-top-p"},
 		{[]string{"-run", run, "-temperature", "-1"}, "-temperature"},
 		{[]string{"-run", run, "-prompt", ""}, "-prompt: empty"},
