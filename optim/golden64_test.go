@@ -203,6 +203,31 @@ func TestGolden64(t *testing.T) {
 	}
 }
 
+// runFloat32Case runs a golden case on float32 parameters under the golden
+// schedule, calling after with the update's index and the parameters after
+// each update.
+func runFloat32Case(t *testing.T, c goldenCase, after func(s int, ps []*tensor.Tensor)) {
+	t.Helper()
+	ps := make([]*tensor.Tensor, len(c.Params))
+	for i, gp := range c.Params {
+		ps[i] = param(t, gp.Name, gp.Data, gp.Shape...)
+	}
+	opt, err := goldenConfig(t, c).New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := Cosine{Total: 5, Warmup: 1, Final: 0.1}
+	for s, grads := range c.Grads {
+		for i, p := range ps {
+			setGrad(t, p, grads[i])
+		}
+		if err := opt.Step(sched.Scale(s)); err != nil {
+			t.Fatal(err)
+		}
+		after(s, ps)
+	}
+}
+
 // TestGolden64Float32Rounds shows the golden test has teeth: the same AdamW
 // case in float32 misses PyTorch's float64 values by far more than 1e-12.
 func TestGolden64Float32Rounds(t *testing.T) {
@@ -211,27 +236,12 @@ func TestGolden64Float32Rounds(t *testing.T) {
 		if c.Kind != "adamw" {
 			continue
 		}
-		ps := make([]*tensor.Tensor, len(c.Params))
-		for i, gp := range c.Params {
-			ps[i] = param(t, gp.Name, gp.Data, gp.Shape...)
-		}
-		opt, err := goldenConfig(t, c).New(ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sched := Cosine{Total: 5, Warmup: 1, Final: 0.1}
 		var worst float64
-		for s, grads := range c.Grads {
-			for i, p := range ps {
-				setGrad(t, p, grads[i])
-			}
-			if err := opt.Step(sched.Scale(s)); err != nil {
-				t.Fatal(err)
-			}
+		runFloat32Case(t, c, func(s int, ps []*tensor.Tensor) {
 			for i, p := range ps {
 				worst = max(worst, maxRelDiff(f64(p.Float32s()), c.Want[s][i]))
 			}
-		}
+		})
 		if worst < 1e-9 {
 			t.Errorf("float32 AdamW within %.3g of PyTorch float64: the float64 comparison proves nothing", worst)
 		}

@@ -40,28 +40,13 @@ func TestSGDFloat32(t *testing.T) {
 			continue
 		}
 		n++
-		ps := make([]*tensor.Tensor, len(c.Params))
-		for i, gp := range c.Params {
-			ps[i] = param(t, gp.Name, gp.Data, gp.Shape...)
-		}
-		opt, err := goldenConfig(t, c).New(ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sched := Cosine{Total: 5, Warmup: 1, Final: 0.1}
-		for s, grads := range c.Grads {
-			for i, p := range ps {
-				setGrad(t, p, grads[i])
-			}
-			if err := opt.Step(sched.Scale(s)); err != nil {
-				t.Fatal(err)
-			}
+		runFloat32Case(t, c, func(s int, ps []*tensor.Tensor) {
 			for i, p := range ps {
 				if d := maxRelDiff(f64(p.Float32s()), c.Want[s][i]); d > 1e-6 {
 					t.Errorf("%s update %d: float32 %s differs from PyTorch by %.3g", c.Name, s, p.Name, d)
 				}
 			}
-		}
+		})
 	}
 	if n == 0 {
 		t.Fatal("no sgd case in testdata/golden64.json")
