@@ -4,7 +4,7 @@
 // on a fixed prefix, the LM-head geometry diagnostics (exact D(S_t) and
 // Hilbert RMS), JSON-lines metrics, atomic resumable checkpoints and plots.
 //
-// It is a library: cmd/hilbert's train and compare subcommands are thin
+// It is a library: cmd/hilbert/cli's train and compare subcommands are thin
 // front ends over Trainer, and user code can drive it the same way, with a
 // Hook to watch or extend each update.
 //

@@ -1,151 +1,15 @@
-// Command hilbert is the command-line front end of the Hilbert framework.
-//
-// Each subcommand lives in its own file and registers itself in init with
-// register, so that independent parts of the tool (data preparation,
-// benchmarks, training) can grow without touching one another.
+// Command hilbert is the command-line front end of the Hilbert framework:
+// train, compare, prepare, sample, eval, bench, devices and oracle. Its code
+// is the library package cmd/hilbert/cli, so that a user's own program can
+// register a model family and run the same command with cli.Main.
 //
 // Usage:
 //
 //	hilbert <subcommand> [flags]
 //	hilbert [train flags]       (no subcommand: train)
 //	hilbert help
-//
-// Exit status: 0 on success, 1 on an error, 2 on a usage error (an unknown
-// subcommand or flag, a bad value, a bad config file; it prints the error
-// and a hint at -h), and 130 when a run was stopped by a signal (SIGINT,
-// SIGTERM or SIGHUP) after writing its checkpoint.
 package main
 
-import (
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"os"
-	"sort"
-	"strings"
-)
+import "github.com/hilbert-ml/hilbert/cmd/hilbert/cli"
 
-// subcommand is one verb of the hilbert tool.
-type subcommand struct {
-	name    string
-	summary string
-	// run executes the subcommand with its arguments (without the verb)
-	// and returns an error to be printed; it writes normal output to stdout.
-	run func(args []string, stdout, stderr io.Writer) error
-}
-
-var subcommands = map[string]subcommand{}
-
-// register adds a subcommand; it is called from init functions.
-func register(c subcommand) {
-	if _, dup := subcommands[c.name]; dup {
-		panic("hilbert: subcommand registered twice: " + c.name)
-	}
-	subcommands[c.name] = c
-}
-
-// defaultSubcommand runs when hilbert is started with no arguments.
-const defaultSubcommand = "train"
-
-func main() {
-	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func runMain(args []string, stdout, stderr io.Writer) int {
-	name := defaultSubcommand
-	switch {
-	case len(args) == 0:
-	case args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
-		usage(stdout)
-		return 0
-	case strings.HasPrefix(args[0], "-"):
-		// Flags with no subcommand are train's: hilbert -resume.
-	default:
-		name, args = args[0], args[1:]
-	}
-	c, ok := subcommands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "hilbert: unknown subcommand %q\n\n", name)
-		usage(stderr)
-		return exitUsage
-	}
-	if err := c.run(args, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
-		var ie *interruptedError
-		if errors.As(err, &ie) {
-			return exitInterrupted
-		}
-		var ue *usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "run 'hilbert %s -h' for the flags\n", ue.cmd)
-			return exitUsage
-		}
-		return 1
-	}
-	return 0
-}
-
-// exitUsage is the exit status of a usage error.
-const exitUsage = 2
-
-// usageError is a usage error: an unknown flag, a bad value, a bad config
-// file, flags that do not go together. runMain prints it with a one-line
-// hint at the command's -h (not the whole usage) and exits with
-// exitUsage.
-type usageError struct {
-	cmd string // the command whose -h lists the flags: "train", "bench gemm"
-	err error
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-// usageErr wraps err (nil stays nil) as a usage error of cmd.
-func usageErr(cmd string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &usageError{cmd: cmd, err: err}
-}
-
-// parseFlags parses args with fs. After -h it prints fs's usage (the flag
-// package's default when fs.Usage is nil) and returns flag.ErrHelp. A bad
-// or unknown flag or value is a *usageError, which the flag package does
-// not print: runMain prints it, with a hint instead of the usage.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	usage, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = usage
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		if usage != nil {
-			usage()
-		} else {
-			fmt.Fprintf(out, "usage of hilbert %s:\n", fs.Name())
-			fs.PrintDefaults()
-		}
-		return flag.ErrHelp
-	case err != nil:
-		return usageErr(fs.Name(), err)
-	}
-	return nil
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hilbert <subcommand> [flags]")
-	fmt.Fprintln(w, "\nsubcommands:")
-	names := make([]string, 0, len(subcommands))
-	for n := range subcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
-	}
-	fmt.Fprintf(w, "\nWith no subcommand (or only flags), hilbert runs %q: hilbert -resume is hilbert %s -resume.\n", defaultSubcommand, defaultSubcommand)
-	fmt.Fprintln(w, "Exit status: 0 done, 1 error, 2 usage error, 130 stopped by a signal after writing a checkpoint.")
-}
+func main() { cli.Main() }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func TestBenchGemm(t *testing.T) {
 	t.Logf("HILBERT_GEMM=%q LD_LIBRARY_PATH=%q", os.Getenv("HILBERT_GEMM"), os.Getenv("LD_LIBRARY_PATH"))
 	kernel, _, _ := cpu.NativeKernel()
 	var stdout, stderr bytes.Buffer
-	code := runMain([]string{"bench", "gemm", "-shapes", "8x4x3, 5x7x2:nt,3x2x9:tt", "-reps", "3", "-warmup", "1", "-threads", "1"}, &stdout, &stderr)
+	code := Run([]string{"bench", "gemm", "-shapes", "8x4x3, 5x7x2:nt,3x2x9:tt", "-reps", "3", "-warmup", "1", "-threads", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -182,7 +182,7 @@ func TestOpenBLASCoreWarning(t *testing.T) {
 func TestBenchHelp(t *testing.T) {
 	for _, target := range []string{"gemm", "model"} {
 		var stdout, stderr bytes.Buffer
-		if code := runMain([]string{"bench", target, "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-threads") && !strings.Contains(stderr.String(), "-preset") {
+		if code := Run([]string{"bench", target, "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-threads") && !strings.Contains(stderr.String(), "-preset") {
 			t.Errorf("bench %s -h: exit %d, stderr %q; want 0 and the flags", target, code, stderr.String())
 		}
 	}
@@ -201,7 +201,7 @@ func TestBenchErrors(t *testing.T) {
 		{"bench", "gemm", "-gemms", "nosuchgemm"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := runMain(args, &stdout, &stderr); code == 0 {
+		if code := Run(args, &stdout, &stderr); code == 0 {
 			t.Errorf("%q: exit 0, want failure", args)
 		}
 		if stdout.Len() != 0 {
@@ -209,7 +209,7 @@ func TestBenchErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"bench", "help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "gemm") {
+	if code := Run([]string{"bench", "help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "gemm") {
 		t.Errorf("bench help: exit %d, stderr %q; want 0 and a list naming gemm", code, stderr.String())
 	}
 }
@@ -219,7 +219,7 @@ func TestBenchErrors(t *testing.T) {
 func TestBenchModelAttentionShare(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"bench", "model", "-preset", "cpu-128", "-batch", "1", "-seq", "32", "-steps", "1", "-profile", "3"}
-	if code := runMain(args, &stdout, &stderr); code != 0 {
+	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("%q: exit %d, stderr:\n%s", args, code, stderr.String())
 	}
 	var out map[string]any

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ func TestDevicesWithoutCUDA(t *testing.T) {
 		t.Skip("this machine has a CUDA driver")
 	}
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"devices"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"devices"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stdout.String()
@@ -36,7 +36,7 @@ func TestDevicesOnEmulator(t *testing.T) {
 	}
 	cudaemu.Setenv(t)
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"devices"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"devices"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stdout.String()
@@ -45,7 +45,7 @@ func TestDevicesOnEmulator(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if code := runMain([]string{"devices", "extra"}, &stdout, &stderr); code == 0 {
+	if code := Run([]string{"devices", "extra"}, &stdout, &stderr); code == 0 {
 		t.Error("devices accepted an argument")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 			rank := os.Getenv("OMPI_COMM_WORLD_RANK")
 			os.WriteFile(filepath.Join(dir, "rank-"+rank+".pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 		}
-		os.Exit(runMain(args, os.Stdout, os.Stderr))
+		os.Exit(Run(args, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -235,7 +235,7 @@ func TestDataParallel(t *testing.T) {
 		return append([]string{"train", "-config", cfg, "-quiet", "-name", name}, more...)
 	}
 	var stdout, stderr strings.Builder
-	if code := runMain(args("one"), &stdout, &stderr); code != 0 {
+	if code := Run(args("one"), &stdout, &stderr); code != 0 {
 		t.Fatalf("1 rank: exit %d\n%s", code, stderr.String())
 	}
 	out := runMPI(t, 2, args("two")...)
@@ -251,7 +251,7 @@ func TestDataParallel(t *testing.T) {
 	// The thread count is a setting of the run (the ranks ran one each);
 	// -threads sets the process's, so it is put back for the other tests.
 	defer cpu.SetThreads(0)
-	if code := runMain(args("half1", "-steps", "6", "-resume", "-threads", "1"), &stdout, &stderr); code != 0 {
+	if code := Run(args("half1", "-steps", "6", "-resume", "-threads", "1"), &stdout, &stderr); code != 0 {
 		t.Fatalf("resume on 1 rank: exit %d\n%s", code, stderr.String())
 	}
 	compareRuns(t, "2 ranks resumed on 1 vs uninterrupted", filepath.Join(runs, "two"), filepath.Join(runs, "half1"), 1e-5, 1e-5)

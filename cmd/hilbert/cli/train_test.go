@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ panel_positions: 8
 	}
 	var stdout, stderr bytes.Buffer
 	// -steps on the command line wins over the file's 50.
-	if code := runMain([]string{"train", "-config", cfg, "-steps", "4", "-quiet"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"train", "-config", cfg, "-steps", "4", "-quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "run cli: 4 updates") {
@@ -70,7 +70,7 @@ panel_positions: 8
 	}
 	// A second start without -resume or -overwrite is refused.
 	stderr.Reset()
-	if code := runMain([]string{"train", "-config", cfg, "-steps", "4", "-quiet"}, &stdout, &stderr); code == 0 ||
+	if code := Run([]string{"train", "-config", cfg, "-steps", "4", "-quiet"}, &stdout, &stderr); code == 0 ||
 		!strings.Contains(stderr.String(), "-resume") {
 		t.Errorf("rerun over a checkpoint: exit %d, stderr %s", code, stderr.String())
 	}
@@ -78,7 +78,7 @@ panel_positions: 8
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("stepz: 3\n"), 0o644)
 	stderr.Reset()
-	if code := runMain([]string{"train", "-config", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "stepz") {
+	if code := Run([]string{"train", "-config", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "stepz") {
 		t.Errorf("unknown key: exit %d, stderr %s", code, stderr.String())
 	}
 }
@@ -103,7 +103,7 @@ panel_seqs: 2
 panel_positions: 8
 `), 0o644)
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"compare", "-config", cfg, "-seeds", "0,1", "-quiet"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"compare", "-config", cfg, "-seeds", "0,1", "-quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	report, err := os.ReadFile(filepath.Join(dir, "runs", "cmp", "compare.md"))
@@ -122,7 +122,7 @@ panel_positions: 8
 	}
 	// Running it again continues (here: finds every run complete).
 	stdout.Reset()
-	if code := runMain([]string{"compare", "-config", cfg, "-seeds", "0,1", "-quiet"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"compare", "-config", cfg, "-seeds", "0,1", "-quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("second compare: exit %d: %s", code, stderr.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func tinyTextRun(t *testing.T) string {
 		"-layers", "1", "-dim", "64", "-context", "32", "-micro-batch", "2", "-batch-seqs", "4",
 		"-steps", "3", "-val-every", "3", "-val-tokens", "300", "-diag-every", "3",
 		"-panel-seqs", "2", "-panel-positions", "8", "-quiet"}
-	if code := runMain(args, &stdout, &stderr); code != 0 {
+	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("train: exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	return filepath.Join(runs, "tiny")
@@ -38,7 +38,7 @@ func tinyTextRun(t *testing.T) string {
 func sample(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := runMain(append([]string{"sample"}, args...), &stdout, &stderr)
+	code := Run(append([]string{"sample"}, args...), &stdout, &stderr)
 	return stdout.String(), stderr.String(), code
 }
 

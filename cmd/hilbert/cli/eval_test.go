@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestEvalMatchesTheRunsValidation(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"eval", "-run", run, "-val", val}, c.args...)
-		if code := runMain(args, &stdout, &stderr); code != 0 {
+		if code := Run(args, &stdout, &stderr); code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, stderr.String())
 		}
 		var got float64
@@ -58,7 +58,7 @@ func TestEvalMatchesTheRunsValidation(t *testing.T) {
 	}
 	// Fewer tokens give another loss: the prefix length is honoured.
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"eval", "-run", run, "-val", val, "-val-tokens", "40"}, &stdout, &stderr); code != 0 ||
+	if code := Run([]string{"eval", "-run", run, "-val", val, "-val-tokens", "40"}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "over 32 tokens") {
 		t.Errorf("-val-tokens 40: exit %d, %q %q", code, stdout.String(), stderr.String())
 	}
@@ -74,7 +74,7 @@ func TestEvalMatchesTheRunsValidation(t *testing.T) {
 		{[]string{"-run", t.TempDir(), "-val", val}, "no checkpoint"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := runMain(append([]string{"eval"}, c.args...), &stdout, &stderr)
+		code := Run(append([]string{"eval"}, c.args...), &stdout, &stderr)
 		if code == 0 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("eval %q: exit %d, stderr %q, want %q", c.args, code, stderr.String(), c.want)
 		}

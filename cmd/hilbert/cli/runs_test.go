@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -215,7 +215,7 @@ func TestConfigKeysAreTheFlags(t *testing.T) {
 
 // The README's train table lists exactly the flags train has.
 func TestReadmeListsTheTrainFlags(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestReadmeListsTheTrainFlags(t *testing.T) {
 
 // The example config in the repository is the default job.
 func TestExampleConfigIsTheDefaultJob(t *testing.T) {
-	st, err := parse(t, "-config", "../../configs/opticks.yaml")
+	st, err := parse(t, "-config", "../../../configs/opticks.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestExampleConfigIsTheDefaultJob(t *testing.T) {
 		t.Errorf("configs/opticks.yaml gives\n%+v\nthe default job is\n%+v", st.job, def.job)
 	}
 	// And a flag still overrides it.
-	st, err = parse(t, "-config", "../../configs/opticks.yaml", "-head", "adamw")
+	st, err = parse(t, "-config", "../../../configs/opticks.yaml", "-head", "adamw")
 	if err != nil || st.job.Config.Head != "adamw" {
 		t.Errorf("-head adamw over the example: %v", err)
 	}
@@ -284,7 +284,7 @@ func TestWarmupZeroFlag(t *testing.T) {
 		scale float64
 	}{{[]string{"-warmup", "0", "-name", "w0"}, 1}, {[]string{"-name", "wdef"}, 0}} {
 		args := append([]string{"train", "-config", cfg, "-quiet"}, c.args...)
-		if code := runMain(args, &stdout, &stderr); code != 0 {
+		if code := Run(args, &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
 		}
 		m := metricsLines(t, filepath.Join(runs, c.args[len(c.args)-1], "metrics.jsonl"))
@@ -298,12 +298,12 @@ func TestWarmupZeroFlag(t *testing.T) {
 // `go run ./cmd/hilbert -resume` has it; devices -h lists its usage.
 func TestFlagsWithoutSubcommandAndHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := runMain([]string{"-resume", "-runs", t.TempDir(), "-name", "none"}, &stdout, &stderr)
+	code := Run([]string{"-resume", "-runs", t.TempDir(), "-name", "none"}, &stdout, &stderr)
 	if code == 0 || strings.Contains(stderr.String(), "unknown subcommand") || !strings.Contains(stderr.String(), "hilbert train: run \"none\" has no checkpoint") {
 		t.Errorf("hilbert -resume: exit %d, %s", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := runMain([]string{"devices", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "usage: hilbert devices") {
+	if code := Run([]string{"devices", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "usage: hilbert devices") {
 		t.Errorf("devices -h: exit %d, %s", code, stderr.String())
 	}
 }
@@ -313,7 +313,7 @@ func TestFlagsWithoutSubcommandAndHelp(t *testing.T) {
 func TestPlainProgressLines(t *testing.T) {
 	cfg, _ := tinyRun(t, "")
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"train", "-config", cfg}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"train", "-config", cfg}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stderr.String()
@@ -342,7 +342,7 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 		"-micro-batch", "2", "-batch-seqs", "2", "-val-tokens", "300", "-text-val-tokens", "400", "-panel-seqs", "2", "-quiet"}
 	run := func(args ...string) (int, string) {
 		var stdout, stderr bytes.Buffer
-		code := runMain(append(append([]string{}, base...), args...), &stdout, &stderr)
+		code := Run(append(append([]string{}, base...), args...), &stdout, &stderr)
 		return code, stderr.String()
 	}
 	if code, e := run("-text", text, "-steps", "2"); code != 0 {
@@ -415,7 +415,7 @@ func TestStaleLockFromTheCLI(t *testing.T) {
 	rec := fmt.Sprintf(`{"pid":%d,"host":%q,"started":"2026-01-02T03:04:05Z","command":"hilbert train"}`, dead.Process.Pid, host)
 	os.WriteFile(filepath.Join(runs, "tiny", "run.lock"), []byte(rec), 0o644)
 	var stdout, stderr bytes.Buffer
-	code := runMain([]string{"train", "-config", cfg, "-quiet"}, &stdout, &stderr)
+	code := Run([]string{"train", "-config", cfg, "-quiet"}, &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "stale lock") || !strings.Contains(stderr.String(), "-break-lock") ||
 		!strings.Contains(stderr.String(), "is no longer running") {
 		t.Fatalf("stale lock: exit %d: %s", code, stderr.String())
@@ -424,7 +424,7 @@ func TestStaleLockFromTheCLI(t *testing.T) {
 		t.Error("the refused run wrote metrics")
 	}
 	stderr.Reset()
-	if code := runMain([]string{"train", "-config", cfg, "-quiet", "-break-lock"}, &stdout, &stderr); code != 0 ||
+	if code := Run([]string{"train", "-config", cfg, "-quiet", "-break-lock"}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stderr.String(), fmt.Sprintf("took over the stale lock of pid %d", dead.Process.Pid)) {
 		t.Fatalf("-break-lock: exit %d: %s", code, stderr.String())
 	}
@@ -438,7 +438,7 @@ func TestHilbertProcess(t *testing.T) {
 	if args == "" {
 		t.Skip("the child process of TestSignalsCheckpointAndExit130")
 	}
-	os.Exit(runMain(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	os.Exit(Run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 }
 
 // SIGINT, SIGTERM and SIGHUP each stop a run with a checkpoint and exit
@@ -486,7 +486,7 @@ func TestSignalsCheckpointAndExit130(t *testing.T) {
 			}
 			// The run is locked: a second process on it is refused.
 			var stdout, stderr bytes.Buffer
-			if code := runMain([]string{"train", "-config", cfg, "-resume", "-quiet"}, &stdout, &stderr); code == 0 ||
+			if code := Run([]string{"train", "-config", cfg, "-resume", "-quiet"}, &stdout, &stderr); code == 0 ||
 				!strings.Contains(stderr.String(), fmt.Sprintf("in use by pid %d", cmd.Process.Pid)) {
 				t.Errorf("a second process on the run: exit %d: %s", code, stderr.String())
 			}
@@ -511,7 +511,7 @@ func TestSignalsCheckpointAndExit130(t *testing.T) {
 			// It resumes where it stopped (here, to two updates more).
 			stderr.Reset()
 			steps := fmt.Sprint(ptr.Step + 2)
-			if code := runMain([]string{"train", "-config", cfg, "-resume", "-quiet", "-steps", steps, "-checkpoint-every", "0"}, &stdout, &stderr); code != 0 {
+			if code := Run([]string{"train", "-config", cfg, "-resume", "-quiet", "-steps", steps, "-checkpoint-every", "0"}, &stdout, &stderr); code != 0 {
 				t.Fatalf("resume: exit %d: %s", code, stderr.String())
 			}
 			if m := metricsLines(t, metrics); len(m) != ptr.Step+3 {
@@ -575,7 +575,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"train", "-resume", "-runs", runs, "-name", "none"}, 1, `run "none" has no checkpoint`},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := runMain(c.args, &stdout, &stderr)
+		code := Run(c.args, &stdout, &stderr)
 		e := stderr.String()
 		if code != c.code || !strings.Contains(e, c.want) {
 			t.Errorf("%q: exit %d, want %d and %q:\n%s", c.args, code, c.code, c.want, e)
@@ -602,7 +602,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 func TestInterruptedMessage(t *testing.T) {
 	cfg, _ := tinyRun(t, "")
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"train", "-config", cfg, "-quiet", "-steps", "2"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"train", "-config", cfg, "-quiet", "-steps", "2"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("first run: exit %d: %s", code, stderr.String())
 	}
 	cancelled, cancel := context.WithCancel(context.Background())

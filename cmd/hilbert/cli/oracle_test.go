@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ func TestOracleStudy(t *testing.T) {
 		"-micro-batch", "4", "-batch-seqs", "4", "-steps", "4", "-every", "2", "-val-tokens", "300", "-val-every", "2",
 		"-tol", "1e-3", "-quiet"}
 	var stdout, stderr bytes.Buffer
-	if code := runMain(args, &stdout, &stderr); code != 0 {
+	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "oracle: 3 measurements over 4 updates") {
@@ -81,7 +81,7 @@ func TestOracleStudy(t *testing.T) {
 	// A second run refuses to overwrite without -overwrite.
 	stdout.Reset()
 	stderr.Reset()
-	if code := runMain(args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-overwrite") {
+	if code := Run(args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-overwrite") {
 		t.Errorf("second run: exit %d, stderr %s", code, stderr.String())
 	}
 }
@@ -98,7 +98,7 @@ func TestOracleBPE(t *testing.T) {
 		"-micro-batch", "4", "-batch-seqs", "4", "-steps", "2", "-every", "2", "-val-tokens", "200", "-val-every", "2",
 		"-tol", "1e-3", "-quiet"}
 	var stdout, stderr bytes.Buffer
-	if code := runMain(args, &stdout, &stderr); code != 0 {
+	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "oracle: 2 measurements over 2 updates") {
@@ -153,7 +153,7 @@ func TestOracleBPE(t *testing.T) {
 	}
 	for _, bad := range []string{"255", "1048577"} {
 		stderr.Reset()
-		if code := runMain([]string{"oracle", "-out", filepath.Join(dir, "bad"), "-text", text, "-vocab", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-vocab "+bad) {
+		if code := Run([]string{"oracle", "-out", filepath.Join(dir, "bad"), "-text", text, "-vocab", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-vocab "+bad) {
 			t.Errorf("-vocab %s: exit %d, stderr %s", bad, code, stderr.String())
 		}
 	}
@@ -170,7 +170,7 @@ func TestOracleExactHead(t *testing.T) {
 		"-micro-batch", "4", "-batch-seqs", "4", "-steps", "3", "-every", "3", "-val-tokens", "300", "-val-every", "3",
 		"-tol", "1e-3", "-exact-tol", "1e-2", "-quiet"}
 	var stdout, stderr bytes.Buffer
-	if code := runMain(args, &stdout, &stderr); code != 0 {
+	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
@@ -185,7 +185,7 @@ func TestOracleExactHead(t *testing.T) {
 func TestOracleTiming(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	if code := runMain([]string{"oracle", "-out", out, "-timing", "8x3,20x6", "-timing-samples", "200"}, &stdout, &stderr); code != 0 {
+	if code := Run([]string{"oracle", "-out", out, "-timing", "8x3,20x6", "-timing-samples", "200"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr.String())
 	}
 	table, err := os.ReadFile(filepath.Join(out, "timing.md"))
@@ -195,7 +195,7 @@ func TestOracleTiming(t *testing.T) {
 	if !strings.Contains(string(table), "| 8 | 3 | 3 | 28 |") || !strings.Contains(string(table), "| 20 | 6 | 6 | 190 |") {
 		t.Errorf("timing table:\n%s", table)
 	}
-	if code := runMain([]string{"oracle", "-out", out, "-timing", "8by3"}, &stdout, &stderr); code == 0 {
+	if code := Run([]string{"oracle", "-out", out, "-timing", "8by3"}, &stdout, &stderr); code == 0 {
 		t.Error("-timing 8by3: no error")
 	}
 }

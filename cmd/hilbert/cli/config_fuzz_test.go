@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -14,7 +14,7 @@ import (
 // panic. The seeds are the repository's example config and files that
 // use every kind of key, so `go test` runs them as tests.
 func FuzzConfig(f *testing.F) {
-	example, err := os.ReadFile("../../configs/opticks.yaml")
+	example, err := os.ReadFile("../../../configs/opticks.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}
