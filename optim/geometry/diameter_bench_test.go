@@ -75,3 +75,18 @@ func BenchmarkRowDiameterGEMMEquivalent(b *testing.B) {
 	}
 	b.ReportMetric(float64(int64(benchV)*int64(n)*benchD)*2/1e9, "GFLOP/op")
 }
+
+// BenchmarkHilbertRMSDevice times the Hilbert RMS of a step of the
+// benchmark's shape over a panel of 256 hidden states on the CPU backend:
+// 2 x 256 x V x d FLOPs of products, plus the centring's passes over s.
+func BenchmarkHilbertRMSDevice(b *testing.B) {
+	const n = 256
+	s := cpu.NewFloat32(benchStep(benchV, benchD))
+	h := cpu.NewFloat32(benchStep(n, benchD))
+	for b.Loop() {
+		if _, err := HilbertRMSDevice(s, benchV, benchD, h, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(2*n*float64(benchV)*benchD/1e9, "GFLOP/op")
+}
