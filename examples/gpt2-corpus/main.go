@@ -11,7 +11,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"flag"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -88,7 +88,7 @@ func main() {
 }
 
 // readCorpus returns up to maxBytes of text from path: a file (gzip when
-// it ends in .gz) or a folder's *.txt and *.txt.gz files in name order.
+// its bytes say so) or a folder's *.txt and *.txt.gz files in name order.
 func readCorpus(path string, maxBytes int) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -118,21 +118,15 @@ func readCorpus(path string, maxBytes int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// readText appends up to limit bytes of the text file path to dst, read
+// as prepare and train -text read text (fineweb.OpenText: plain or gzip,
+// told by its bytes; a truncated gzip is an error).
 func readText(dst *bytes.Buffer, path string, limit int64) error {
-	f, err := os.Open(path)
+	r, err := fineweb.OpenText(path, nil)
 	if err != nil {
 		return fmt.Errorf("-corpus: %w", err)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			return fmt.Errorf("-corpus %s: %w", path, err)
-		}
-		defer z.Close()
-		r = z
-	}
+	defer r.Close()
 	if _, err := io.Copy(dst, io.LimitReader(r, limit)); err != nil {
 		return fmt.Errorf("-corpus %s: %w", path, err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"math"
 	"os"
@@ -60,5 +62,30 @@ func TestGPT2CorpusLearns(t *testing.T) {
 	o.corpus = t.TempDir()
 	if _, err := run(cpu.New(), o); err == nil || !strings.Contains(err.Error(), "no *.txt") {
 		t.Errorf("empty corpus folder: %v", err)
+	}
+}
+
+// TestReadCorpusGzip: a gzip corpus is read by its bytes (whatever its
+// name), and one cut short is an error, not a shorter text.
+func TestReadCorpusGzip(t *testing.T) {
+	dir := t.TempDir()
+	text := strings.Repeat("Light is refracted. ", 4000)
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write([]byte(text))
+	w.Close()
+	whole, cut := filepath.Join(dir, "whole.txt"), filepath.Join(dir, "cut.txt.gz")
+	if err := os.WriteFile(whole, z.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, z.Bytes()[:z.Len()-4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readCorpus(whole, 1<<30)
+	if err != nil || string(got) != text {
+		t.Fatalf("gzip named .txt: %d bytes, %v; want the %d bytes of text", len(got), err, len(text))
+	}
+	if got, err := readCorpus(cut, 1<<30); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("truncated gzip: %d bytes, error %v; want a truncation error", len(got), err)
 	}
 }
