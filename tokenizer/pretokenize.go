@@ -37,8 +37,8 @@ func classOfSlow(r rune) uint8 {
 	return classOther
 }
 
-// classAt returns the class and width of the rune starting at s[i]. The text
-// must be valid UTF-8 (Encode replaces invalid bytes first).
+// classAt returns the class and width of the rune starting at s[i]; an
+// invalid UTF-8 byte is one byte of class other, as U+FFFD is.
 func classAt(s string, i int) (uint8, int) {
 	if c := s[i]; c < utf8.RuneSelf {
 		return asciiClass[c], 1
@@ -82,17 +82,25 @@ func scanClass(s string, i int, c uint8, n int) (end int, more bool) {
 	return i, false
 }
 
-// nextPiece returns the end of the pre-tokenizer piece that starts at s[p],
-// p < len(s). It implements the pattern above by hand: each alternative is
-// tried in order at p, and the only backtracking the regex would need
-// (\s+(?!\S) giving back one character) is resolved by looking at the end of
-// the whitespace run, so the cost is linear in the piece length. A piece
-// holds at most MaxPieceRunes characters. The piece depends only on s[p:],
-// and only on what lies within one character past its end (past the end of
-// its white space run for white space).
-func nextPiece(s string, p int) int {
+// nextPiece is NextPiece with GPT-2's contractions: the pieces this
+// package's tokenizer merges.
+func nextPiece(s string, p int) int { return NextPiece(s, p, true) }
+
+// NextPiece returns the end of the pre-tokenizer piece that starts at s[p],
+// p < len(s), of GPT-2's pattern (see the class constants), or, with
+// contractions false, of that pattern without its contractions
+// ('s|'t|'re|'ve|'m|'ll|'d): the pieces of tokenizer/smallbpe. It
+// implements the pattern by hand: each alternative is tried in order at p,
+// and the only backtracking the regex would need (\s+(?!\S) giving back
+// one character) is resolved by looking at the end of the whitespace run,
+// so the cost is linear in the piece length. A piece holds at most
+// MaxPieceRunes characters. An invalid UTF-8 byte is one character of
+// class "other" (as U+FFFD, which Encode puts in its place, is). The piece
+// depends only on s[p:], and only on what lies within one character past
+// its end (past the end of its white space run for white space).
+func NextPiece(s string, p int, contractions bool) int {
 	b := s[p]
-	if b == '\'' && p+1 < len(s) {
+	if contractions && b == '\'' && p+1 < len(s) {
 		switch s[p+1] {
 		case 's', 't', 'm', 'd':
 			return p + 2

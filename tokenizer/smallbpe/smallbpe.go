@@ -27,10 +27,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hilbert-ml/hilbert/internal/regfile"
+	"github.com/hilbert-ml/hilbert/tokenizer"
 )
 
 const (
@@ -267,80 +266,6 @@ func Read(r io.Reader) (*BPE, error) {
 	return New(merges)
 }
 
-// Character classes of the pre-tokenizer. Bytes of invalid UTF-8 are
-// "other".
-const (
-	classOther uint8 = iota
-	classLetter
-	classNumber
-	classSpace
-)
-
-func classAt(s string, i int) (uint8, int) {
-	c := s[i]
-	if c < utf8.RuneSelf {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			return classLetter, 1
-		case c >= '0' && c <= '9':
-			return classNumber, 1
-		case c == ' ' || c >= '\t' && c <= '\r':
-			return classSpace, 1
-		}
-		return classOther, 1
-	}
-	r, w := utf8.DecodeRuneInString(s[i:])
-	switch {
-	case r == utf8.RuneError && w == 1:
-		return classOther, 1
-	case unicode.IsLetter(r):
-		return classLetter, w
-	case unicode.IsNumber(r):
-		return classNumber, w
-	case unicode.IsSpace(r):
-		return classSpace, w
-	}
-	return classOther, w
-}
-
-// scanClass returns the end of the run of class c starting at i.
-func scanClass(s string, i int, c uint8) int {
-	for i < len(s) {
-		cc, w := classAt(s, i)
-		if cc != c {
-			return i
-		}
-		i += w
-	}
-	return i
-}
-
 // nextPiece returns the end of the piece starting at s[p], p < len(s):
-// " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+", or a whitespace run that
-// leaves its last character to a following non-space piece (GPT-2's
-// pattern without the contractions).
-func nextPiece(s string, p int) int {
-	if s[p] == ' ' && p+1 < len(s) {
-		if c, w := classAt(s, p+1); c != classSpace {
-			return scanClass(s, p+1+w, c)
-		}
-	}
-	c0, w0 := classAt(s, p)
-	if c0 != classSpace {
-		return scanClass(s, p+w0, c0)
-	}
-	e := scanClass(s, p+w0, classSpace)
-	if e == len(s) {
-		return e
-	}
-	// Give back the last whitespace character (a space becomes the next
-	// piece's leading space), if that leaves any.
-	q := e - 1
-	for q > p && !utf8.RuneStart(s[q]) {
-		q--
-	}
-	if q > p {
-		return q
-	}
-	return e
-}
+// GPT-2's pre-tokenizer without the contractions (tokenizer.NextPiece).
+func nextPiece(s string, p int) int { return tokenizer.NextPiece(s, p, false) }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/tokenizer"
 )
 
 func TestTrainKnownMerges(t *testing.T) {
@@ -81,6 +83,9 @@ func TestPieces(t *testing.T) {
 		{"x\n\ny", []string{"x", "\n", "\n", "y"}},
 		{"v12, ok!  ", []string{"v", "12", ",", " ok", "!", "  "}},
 		{" café\xff\xfeé", []string{" café", "\xff\xfe", "é"}},
+		{"don't", []string{"don", "'", "t"}}, // no contractions
+		// A run is cut at tokenizer.MaxPieceRunes characters.
+		{strings.Repeat("a", tokenizer.MaxPieceRunes+5), []string{strings.Repeat("a", tokenizer.MaxPieceRunes), "aaaaa"}},
 	} {
 		var got []string
 		for p := 0; p < len(c.text); {
