@@ -56,14 +56,8 @@ func (c AdamWConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 // (on the CPU) take the same update through the Core in float64, the
 // hyper-parameters exact, as torch.optim.AdamW computes it.
 type AdamW struct {
-	cfg   AdamWConfig
-	state []*adamState
-	index map[*tensor.Tensor]*adamState
-}
-
-type adamState struct {
-	paramState
-	m, v *tensor.Tensor
+	*perParam
+	cfg AdamWConfig
 }
 
 // NewAdamW returns an AdamW optimizer over params with zeroed moments.
@@ -71,154 +65,97 @@ func NewAdamW(c AdamWConfig, params []*tensor.Tensor) (*AdamW, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkParams("adamw", params); err != nil {
+	pp, err := newPerParam(adamRule{c}, params)
+	if err != nil {
 		return nil, err
 	}
-	o := &AdamW{cfg: c, index: map[*tensor.Tensor]*adamState{}}
-	for _, p := range params {
-		ps, err := newParamState(p, c.KeepStep)
-		if err != nil {
-			return nil, fmt.Errorf("optim: adamw: state of %s: %w", p.Name, err)
-		}
-		st := &adamState{paramState: *ps}
-		if st.m, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err == nil {
-			st.v, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("optim: adamw: state of %s: %w", p.Name, err)
-		}
-		o.state = append(o.state, st)
-		o.index[p] = st
-	}
-	return o, nil
+	return &AdamW{perParam: pp, cfg: c}, nil
 }
-
-// Kind returns "adamw".
-func (o *AdamW) Kind() string { return "adamw" }
 
 // Config returns the optimizer's hyper-parameters.
 func (o *AdamW) Config() AdamWConfig { return o.cfg }
 
-// Params returns the parameters in order.
-func (o *AdamW) Params() []*tensor.Tensor {
-	ps := make([]*tensor.Tensor, len(o.state))
-	for i, st := range o.state {
-		ps[i] = st.p
-	}
-	return ps
-}
+// adamRule is AdamW's update; its state is m and v ("adamw.m.<name>",
+// "adamw.v.<name>") and the step counter ("adamw.t.<name>").
+type adamRule struct{ cfg AdamWConfig }
 
-// Step applies one AdamW update at learning rate LR*scale.
-func (o *AdamW) Step(scale float64) error {
-	lr, err := lrOf("adamw", o.cfg.LR, scale)
-	if err != nil {
-		return err
+func (r adamRule) kind() string                 { return "adamw" }
+func (r adamRule) peak() float64                { return r.cfg.LR }
+func (r adamRule) keepStep() bool               { return r.cfg.KeepStep }
+func (r adamRule) slots() []string              { return []string{"m", "v"} }
+func (r adamRule) counted() bool                { return true }
+func (r adamRule) check(p *tensor.Tensor) error { return nil }
+
+func (r adamRule) update(u *paramUpdate) error {
+	if u.G.DType() != device.Float32 {
+		return r.updateCore(u)
 	}
-	for _, st := range o.state {
-		g, err := gradOf("adamw", st.p)
-		if err != nil {
-			return err
-		}
-		if g == nil {
-			continue
-		}
-		st.t++
-		if g.DType() != device.Float32 {
-			if err := o.stepCore(st, g, lr); err != nil {
-				return fmt.Errorf("optim: adamw: %s: %w", st.p.Name, err)
-			}
-			continue
-		}
-		h := device.AdamW{
-			LR:              float32(lr),
-			Beta1:           float32(o.cfg.Beta1),
-			Beta2:           float32(o.cfg.Beta2),
-			Eps:             float32(o.cfg.Eps),
-			WeightDecay:     float32(o.cfg.WeightDecay),
-			BiasCorrection1: float32(1 - math.Pow(o.cfg.Beta1, float64(st.t))),
-			BiasCorrection2: float32(1 - math.Pow(o.cfg.Beta2, float64(st.t))),
-			// 1 - beta from the config's float64 betas, not the float32 ones.
-			ExactBeta1: o.cfg.Beta1, ExactBeta2: o.cfg.Beta2, ExactWeightDecay: o.cfg.WeightDecay,
-		}
-		var step device.Buffer
-		if st.step != nil {
-			step = st.step.Buffer()
-		}
-		compose.AdamWStep(st.p.Device(), st.p.Buffer(), g.Buffer(), st.m.Buffer(), st.v.Buffer(), step, h)
-		st.p.MarkModified() // a graph that saved p for its backward must not use the new values
-		st.done = true
+	c := r.cfg
+	h := device.AdamW{
+		LR:              float32(u.LR),
+		Beta1:           float32(c.Beta1),
+		Beta2:           float32(c.Beta2),
+		Eps:             float32(c.Eps),
+		WeightDecay:     float32(c.WeightDecay),
+		BiasCorrection1: float32(1 - math.Pow(c.Beta1, float64(u.T))),
+		BiasCorrection2: float32(1 - math.Pow(c.Beta2, float64(u.T))),
+		// 1 - beta from the config's float64 betas, not the float32 ones.
+		ExactBeta1: c.Beta1, ExactBeta2: c.Beta2, ExactWeightDecay: c.WeightDecay,
 	}
+	var step device.Buffer
+	if u.Step != nil {
+		step = u.Step.Buffer()
+	}
+	m, v := u.Slots[0], u.Slots[1]
+	compose.AdamWStep(u.P.Device(), u.P.Buffer(), u.G.Buffer(), m.Buffer(), v.Buffer(), step, h)
 	return nil
 }
 
-// stepCore is Step's update of one parameter in its dtype through the
+// updateCore is the update of one parameter in its dtype through the
 // Core, in torch.optim.AdamW's order: p *= 1 - lr wd; m = b1 m + (1-b1) g;
 // v = b2 v + (1-b2) g^2; S = -(lr/bc1) m / (sqrt(v)/sqrt(bc2) + eps).
-func (o *AdamW) stepCore(st *adamState, g *tensor.Tensor, lr float64) error {
-	dev, dt, n := st.p.Device(), st.p.DType(), st.p.Len()
-	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
-	bc1 := 1 - math.Pow(b1, float64(st.t))
-	bc2 := 1 - math.Pow(b2, float64(st.t))
+func (r adamRule) updateCore(u *paramUpdate) error {
+	p, g, m, v, lr := u.P, u.G, u.Slots[0], u.Slots[1], u.LR
+	dev, dt, n := p.Device(), p.DType(), p.Len()
+	b1, b2 := r.cfg.Beta1, r.cfg.Beta2
+	bc1 := 1 - math.Pow(b1, float64(u.T))
+	bc2 := 1 - math.Pow(b2, float64(u.T))
 	t, err := tensor.NewPooled(dev, dt, n)
 	if err != nil {
 		return err
 	}
 	defer t.Release()
-	u, err := tensor.NewPooled(dev, dt, n)
+	w, err := tensor.NewPooled(dev, dt, n)
 	if err != nil {
 		return err
 	}
-	defer u.Release()
+	defer w.Release()
 	dims := device.DimsOf(n)
-	tb, ub := t.Buffer(), u.Buffer()
-	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+	tb, wb := t.Buffer(), w.Buffer()
+	if err := decayBuf(dev, p.Buffer(), 1-lr*r.cfg.WeightDecay); err != nil {
 		return err
 	}
-	if err := axpby(dev, st.m.Buffer(), g.Buffer(), 1-b1, b1); err != nil {
+	if err := axpby(dev, m.Buffer(), g.Buffer(), 1-b1, b1); err != nil {
 		return err
 	}
 	dev.BinaryStrided(device.Mul, dims, tb, flatView(g.Buffer()), flatView(g.Buffer()))
-	if err := axpby(dev, st.v.Buffer(), tb, 1-b2, b2); err != nil {
+	if err := axpby(dev, v.Buffer(), tb, 1-b2, b2); err != nil {
 		return err
 	}
-	dev.Unary(device.Sqrt, ub, st.v.Buffer())
-	if err := opScalar(dev, device.Div, ub, ub, math.Sqrt(bc2)); err != nil {
+	dev.Unary(device.Sqrt, wb, v.Buffer())
+	if err := opScalar(dev, device.Div, wb, wb, math.Sqrt(bc2)); err != nil {
 		return err
 	}
-	if err := opScalar(dev, device.Add, ub, ub, o.cfg.Eps); err != nil {
+	if err := opScalar(dev, device.Add, wb, wb, r.cfg.Eps); err != nil {
 		return err
 	}
-	dev.BinaryStrided(device.Div, dims, tb, flatView(st.m.Buffer()), flatView(ub))
+	dev.BinaryStrided(device.Div, dims, tb, flatView(m.Buffer()), flatView(wb))
 	if err := scaleBuf(dev, tb, tb, -lr/bc1); err != nil {
 		return err
 	}
-	dev.BinaryStrided(device.Add, dims, st.p.Buffer(), flatView(st.p.Buffer()), flatView(tb))
-	if st.step != nil {
-		dev.Copy(st.step.Buffer(), tb)
-	}
-	st.p.MarkModified()
-	st.done = true
-	return nil
-}
-
-// LastStep returns the step last applied to p excluding weight decay, or
-// nil (see Optimizer).
-func (o *AdamW) LastStep(p *tensor.Tensor) *tensor.Tensor {
-	if st := o.index[p]; st != nil {
-		return st.lastStep()
+	dev.BinaryStrided(device.Add, dims, p.Buffer(), flatView(p.Buffer()), flatView(tb))
+	if u.Step != nil {
+		dev.Copy(u.Step.Buffer(), tb)
 	}
 	return nil
-}
-
-// State returns m, v and the step counter of every parameter:
-// "adamw.m.<name>", "adamw.v.<name>", "adamw.t.<name>".
-func (o *AdamW) State() []StateEntry {
-	var es []StateEntry
-	for _, st := range o.state {
-		es = append(es,
-			StateEntry{Name: "adamw.m." + st.p.Name, Tensor: st.m},
-			StateEntry{Name: "adamw.v." + st.p.Name, Tensor: st.v},
-			StateEntry{Name: "adamw.t." + st.p.Name, Counter: &st.t})
-	}
-	return es
 }

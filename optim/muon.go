@@ -75,16 +75,9 @@ func (c MuonConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 // from the tensor pool, so float32 steps after the first allocate no
 // device memory.
 type Muon struct {
+	*perParam
 	cfg   MuonConfig
-	state []*muonState
-	index map[*tensor.Tensor]*muonState
 	shard *muonShard // nil: every matrix orthogonalised here (see SetSharding)
-}
-
-type muonState struct {
-	paramState
-	rows, cols int
-	buf        *tensor.Tensor
 }
 
 // NewMuon returns a Muon optimizer over params (rank >= 2; a parameter of
@@ -93,97 +86,69 @@ func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkParams("muon", params); err != nil {
+	pp, err := newPerParam(muonRule{c}, params)
+	if err != nil {
 		return nil, err
 	}
-	o := &Muon{cfg: c, index: map[*tensor.Tensor]*muonState{}}
-	for _, p := range params {
-		rows, cols, err := matrixShape("muon", p)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := newParamState(p, c.KeepStep)
-		if err != nil {
-			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
-		}
-		st := &muonState{paramState: *ps, rows: rows, cols: cols}
-		if st.buf, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err != nil {
-			return nil, fmt.Errorf("optim: muon: state of %s: %w", p.Name, err)
-		}
-		o.state = append(o.state, st)
-		o.index[p] = st
-	}
-	return o, nil
+	return &Muon{perParam: pp, cfg: c}, nil
 }
-
-// Kind returns "muon".
-func (o *Muon) Kind() string { return "muon" }
 
 // Config returns the optimizer's hyper-parameters.
 func (o *Muon) Config() MuonConfig { return o.cfg }
 
-// Params returns the parameters in order.
-func (o *Muon) Params() []*tensor.Tensor {
-	ps := make([]*tensor.Tensor, len(o.state))
-	for i, st := range o.state {
-		ps[i] = st.p
-	}
-	return ps
-}
-
-// Step applies one Muon update at learning rate LR*scale.
+// Step applies one Muon update at learning rate LR*scale, its
+// orthogonalisations divided among ranks after SetSharding.
 func (o *Muon) Step(scale float64) error {
+	if o.shard == nil {
+		return o.perParam.Step(scale)
+	}
 	lr, err := lrOf("muon", o.cfg.LR, scale)
 	if err != nil {
 		return err
 	}
-	if o.shard != nil {
-		return o.shardedStep(lr)
-	}
-	for _, st := range o.state {
-		g, err := gradOf("muon", st.p)
-		if err != nil {
-			return err
-		}
-		if g == nil || st.p.Len() == 0 {
-			continue
-		}
-		if err := o.step(st, g, lr); err != nil {
-			return fmt.Errorf("optim: muon: %s: %w", st.p.Name, err)
-		}
-	}
-	return nil
+	return o.shardedStep(lr)
 }
 
-func (o *Muon) step(st *muonState, g *tensor.Tensor, lr float64) error {
-	x, err := o.direction(st, g)
+// muonRule is Muon's update; its state is the momentum buffer
+// ("muon.buf.<name>"), without a step counter.
+type muonRule struct{ cfg MuonConfig }
+
+func (r muonRule) kind() string                 { return "muon" }
+func (r muonRule) peak() float64                { return r.cfg.LR }
+func (r muonRule) keepStep() bool               { return r.cfg.KeepStep }
+func (r muonRule) slots() []string              { return []string{"buf"} }
+func (r muonRule) counted() bool                { return false }
+func (r muonRule) check(p *tensor.Tensor) error { return matrixRule("muon", p) }
+
+func (r muonRule) update(u *paramUpdate) error {
+	x, err := r.direction(u)
 	if err != nil {
 		return err
 	}
 	defer x.Release()
-	if err := orthogonalize(st.p.Device(), x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
+	if err := orthogonalize(u.P.Device(), x, u.Rows, u.Cols, r.cfg.Steps, r.cfg.Eps); err != nil {
 		return err
 	}
-	return o.apply(st, x.Buffer(), lr)
+	return r.apply(u, x.Buffer())
 }
 
-// direction updates st's momentum with g (buf = m buf + g) and returns, in a pooled tensor
-// the caller releases, the direction to orthogonalise: g + m buf
-// (Nesterov) or buf.
-func (o *Muon) direction(st *muonState, g *tensor.Tensor) (*tensor.Tensor, error) {
-	dev := st.p.Device()
-	if err := o.momentum(st, g); err != nil {
+// direction updates u's momentum with its gradient (buf = m buf + g) and
+// returns, in a pooled tensor the caller releases, the direction to
+// orthogonalise: g + m buf (Nesterov) or buf.
+func (r muonRule) direction(u *paramUpdate) (*tensor.Tensor, error) {
+	dev, buf := u.P.Device(), u.Slots[0]
+	if err := r.momentum(u); err != nil {
 		return nil, err
 	}
-	x, err := tensor.NewPooled(dev, st.p.DType(), st.p.Len())
+	x, err := tensor.NewPooled(dev, u.P.DType(), u.P.Len())
 	if err != nil {
 		return nil, err
 	}
-	if o.cfg.Nesterov {
-		dev.Copy(x.Buffer(), g.Buffer())
-		err = axpby(dev, x.Buffer(), st.buf.Buffer(), o.cfg.Momentum, 1)
+	if r.cfg.Nesterov {
+		dev.Copy(x.Buffer(), u.G.Buffer())
+		err = axpby(dev, x.Buffer(), buf.Buffer(), r.cfg.Momentum, 1)
 	} else {
-		dev.Copy(x.Buffer(), st.buf.Buffer())
+		dev.Copy(x.Buffer(), buf.Buffer())
 	}
 	if err != nil {
 		x.Release()
@@ -192,32 +157,26 @@ func (o *Muon) direction(st *muonState, g *tensor.Tensor) (*tensor.Tensor, error
 	return x, nil
 }
 
-// momentum updates st's buffer with g: buf = m buf + g.
-func (o *Muon) momentum(st *muonState, g *tensor.Tensor) error {
-	return axpby(st.p.Device(), st.buf.Buffer(), g.Buffer(), 1, o.cfg.Momentum)
+// momentum updates u's buffer with its gradient: buf = m buf + g.
+func (r muonRule) momentum(u *paramUpdate) error {
+	return axpby(u.P.Device(), u.Slots[0].Buffer(), u.G.Buffer(), 1, r.cfg.Momentum)
 }
 
-// apply updates st's parameter with the orthogonalised direction out:
+// apply updates u's parameter with the orthogonalised direction out:
 // p = p (1 - lr wd) - lr sqrt(max(1, rows/cols)) out.
-func (o *Muon) apply(st *muonState, out device.Buffer, lr float64) error {
-	dev := st.p.Device()
-	shape := math.Sqrt(max(1, float64(st.rows)/float64(st.cols)))
-	alpha := -lr * shape
-	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+func (r muonRule) apply(u *paramUpdate, out device.Buffer) error {
+	dev, p := u.P.Device(), u.P
+	shape := math.Sqrt(max(1, float64(u.Rows)/float64(u.Cols)))
+	alpha := -u.LR * shape
+	if err := decayBuf(dev, p.Buffer(), 1-u.LR*r.cfg.WeightDecay); err != nil {
 		return err
 	}
-	if err := axpby(dev, st.p.Buffer(), out, alpha, 1); err != nil {
+	if err := axpby(dev, p.Buffer(), out, alpha, 1); err != nil {
 		return err
 	}
-	if st.step != nil {
-		if err := scaleBuf(dev, st.step.Buffer(), out, alpha); err != nil {
-			return err
-		}
+	if u.Step != nil {
+		return scaleBuf(dev, u.Step.Buffer(), out, alpha)
 	}
-	// The parameter changed in place: a graph that saved it for its
-	// backward pass now refuses to run it.
-	st.p.MarkModified()
-	st.done = true
 	return nil
 }
 
@@ -321,23 +280,4 @@ func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) er
 		dev.Copy(x.Buffer(), cur.Buffer())
 	}
 	return nil
-}
-
-// LastStep returns the step last applied to p excluding weight decay, or
-// nil (see Optimizer).
-func (o *Muon) LastStep(p *tensor.Tensor) *tensor.Tensor {
-	if st := o.index[p]; st != nil {
-		return st.lastStep()
-	}
-	return nil
-}
-
-// State returns the momentum buffer of every parameter: "muon.buf.<name>".
-// Muon has no step counter.
-func (o *Muon) State() []StateEntry {
-	var es []StateEntry
-	for _, st := range o.state {
-		es = append(es, StateEntry{Name: "muon.buf." + st.p.Name, Tensor: st.buf})
-	}
-	return es
 }

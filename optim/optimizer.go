@@ -51,35 +51,6 @@ type StateEntry struct {
 	Counter *int64
 }
 
-// paramState is what every optimizer keeps per parameter: its step
-// counter and, when asked, the last applied step.
-type paramState struct {
-	p    *tensor.Tensor
-	t    int64
-	step *tensor.Tensor // nil unless KeepStep
-	done bool           // a step has been applied since construction
-}
-
-func newParamState(p *tensor.Tensor, keepStep bool) (*paramState, error) {
-	st := &paramState{p: p}
-	if keepStep {
-		s, err := tensor.NewOf(p.Device(), p.DType(), p.Shape()...)
-		if err != nil {
-			return nil, err
-		}
-		s.Name = p.Name
-		st.step = s
-	}
-	return st, nil
-}
-
-func (st *paramState) lastStep() *tensor.Tensor {
-	if !st.done {
-		return nil
-	}
-	return st.step
-}
-
 // checkParams refuses parameters an optimizer cannot update: missing,
 // unnamed, neither float32 nor float64, listed twice.
 func checkParams(kind string, params []*tensor.Tensor) error {

@@ -66,15 +66,8 @@ func (c RowNormConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 // is folded into the kernel's eps (RN(B/k) = B / (||B|| + k eps)), so a
 // step is one RowScale (plus two column sums and AddRows when projected).
 type RowNorm struct {
-	cfg   RowNormConfig
-	state []*rowNormState
-	index map[*tensor.Tensor]*rowNormState
-}
-
-type rowNormState struct {
-	paramState
-	rows, cols int
-	b          *tensor.Tensor
+	*perParam
+	cfg RowNormConfig
 }
 
 // NewRowNorm returns a RowNorm optimizer over params (rank >= 2, rows the
@@ -83,94 +76,54 @@ func NewRowNorm(c RowNormConfig, params []*tensor.Tensor) (*RowNorm, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkParams("rownorm", params); err != nil {
+	pp, err := newPerParam(rowNormRule{c}, params)
+	if err != nil {
 		return nil, err
 	}
-	o := &RowNorm{cfg: c, index: map[*tensor.Tensor]*rowNormState{}}
-	for _, p := range params {
-		rows, cols, err := matrixShape("rownorm", p)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := newParamState(p, c.KeepStep)
-		if err != nil {
-			return nil, fmt.Errorf("optim: rownorm: state of %s: %w", p.Name, err)
-		}
-		st := &rowNormState{paramState: *ps, rows: rows, cols: cols}
-		if st.b, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err != nil {
-			return nil, fmt.Errorf("optim: rownorm: state of %s: %w", p.Name, err)
-		}
-		o.state = append(o.state, st)
-		o.index[p] = st
-	}
-	return o, nil
+	return &RowNorm{perParam: pp, cfg: c}, nil
 }
-
-// Kind returns "rownorm".
-func (o *RowNorm) Kind() string { return "rownorm" }
 
 // Config returns the optimizer's hyper-parameters.
 func (o *RowNorm) Config() RowNormConfig { return o.cfg }
 
-// Params returns the parameters in order.
-func (o *RowNorm) Params() []*tensor.Tensor {
-	ps := make([]*tensor.Tensor, len(o.state))
-	for i, st := range o.state {
-		ps[i] = st.p
-	}
-	return ps
-}
+// rowNormRule is RowNorm's update; its state is the EMA
+// ("rownorm.b.<name>") and the step counter ("rownorm.t.<name>").
+type rowNormRule struct{ cfg RowNormConfig }
 
-// Step applies one RowNorm update at learning rate LR*scale.
-func (o *RowNorm) Step(scale float64) error {
-	lr, err := lrOf("rownorm", o.cfg.LR, scale)
-	if err != nil {
-		return err
-	}
-	for _, st := range o.state {
-		g, err := gradOf("rownorm", st.p)
-		if err != nil {
-			return err
-		}
-		if g == nil || st.p.Len() == 0 {
-			continue
-		}
-		if err := o.step(st, g, lr); err != nil {
-			return fmt.Errorf("optim: rownorm: %s: %w", st.p.Name, err)
-		}
-	}
-	return nil
-}
+func (r rowNormRule) kind() string                 { return "rownorm" }
+func (r rowNormRule) peak() float64                { return r.cfg.LR }
+func (r rowNormRule) keepStep() bool               { return r.cfg.KeepStep }
+func (r rowNormRule) slots() []string              { return []string{"b"} }
+func (r rowNormRule) counted() bool                { return true }
+func (r rowNormRule) check(p *tensor.Tensor) error { return matrixRule("rownorm", p) }
 
-func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
-	dev := st.p.Device()
-	dt := st.p.DType()
-	rows, cols := st.rows, st.cols
-	beta := o.cfg.Beta
-	st.t++
-	if err := axpby(dev, st.b.Buffer(), g.Buffer(), 1-beta, beta); err != nil {
+func (r rowNormRule) update(u *paramUpdate) error {
+	dev, dt := u.P.Device(), u.P.DType()
+	rows, cols, b := u.Rows, u.Cols, u.Slots[0]
+	beta, lr := r.cfg.Beta, u.LR
+	if err := axpby(dev, b.Buffer(), u.G.Buffer(), 1-beta, beta); err != nil {
 		return err
 	}
 	// RN(B / k) = B / (||B|| + k eps) with k = 1 - beta^t.
-	eps := o.cfg.Eps * (1 - math.Pow(beta, float64(st.t)))
+	eps := r.cfg.Eps * (1 - math.Pow(beta, float64(u.T)))
 
-	s := st.step
+	s := u.Step
 	if s == nil {
-		t, err := tensor.NewPooled(dev, dt, st.p.Len())
+		t, err := tensor.NewPooled(dev, dt, u.P.Len())
 		if err != nil {
 			return err
 		}
 		defer t.Release()
 		s = t
 	}
-	if o.cfg.Projected {
+	if r.cfg.Projected {
 		mean, err := tensor.NewPooled(dev, dt, cols)
 		if err != nil {
 			return err
 		}
 		defer mean.Release()
 		// s = P B, then s = -lr RN(s), then s = P s.
-		dev.Copy(s.Buffer(), st.b.Buffer())
+		dev.Copy(s.Buffer(), b.Buffer())
 		if err := center(dev, s.Buffer(), mean.Buffer(), rows, cols); err != nil {
 			return err
 		}
@@ -180,39 +133,11 @@ func (o *RowNorm) step(st *rowNormState, g *tensor.Tensor, lr float64) error {
 		if err := center(dev, s.Buffer(), mean.Buffer(), rows, cols); err != nil {
 			return err
 		}
-	} else if err := rowScale(dev, s.Buffer(), st.b.Buffer(), rows, cols, -lr, eps); err != nil {
+	} else if err := rowScale(dev, s.Buffer(), b.Buffer(), rows, cols, -lr, eps); err != nil {
 		return err
 	}
-	if err := decayBuf(dev, st.p.Buffer(), 1-lr*o.cfg.WeightDecay); err != nil {
+	if err := decayBuf(dev, u.P.Buffer(), 1-lr*r.cfg.WeightDecay); err != nil {
 		return err
 	}
-	if err := axpby(dev, st.p.Buffer(), s.Buffer(), 1, 1); err != nil {
-		return err
-	}
-	// The parameter changed in place: a graph that saved it for its
-	// backward pass now refuses to run it.
-	st.p.MarkModified()
-	st.done = true
-	return nil
-}
-
-// LastStep returns the step last applied to p excluding weight decay, or
-// nil (see Optimizer).
-func (o *RowNorm) LastStep(p *tensor.Tensor) *tensor.Tensor {
-	if st := o.index[p]; st != nil {
-		return st.lastStep()
-	}
-	return nil
-}
-
-// State returns the EMA and the step counter of every parameter:
-// "rownorm.b.<name>" and "rownorm.t.<name>".
-func (o *RowNorm) State() []StateEntry {
-	var es []StateEntry
-	for _, st := range o.state {
-		es = append(es,
-			StateEntry{Name: "rownorm.b." + st.p.Name, Tensor: st.b},
-			StateEntry{Name: "rownorm.t." + st.p.Name, Counter: &st.t})
-	}
-	return es
+	return axpby(dev, u.P.Buffer(), s.Buffer(), 1, 1)
 }

@@ -58,14 +58,8 @@ func (c SGDConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 // (without momentum, d is used directly). It runs in the parameter's dtype
 // (float32, or float64 on the CPU with the scalars exact).
 type SGD struct {
-	cfg   SGDConfig
-	state []*sgdState
-	index map[*tensor.Tensor]*sgdState
-}
-
-type sgdState struct {
-	paramState
-	buf *tensor.Tensor // nil without momentum
+	*perParam
+	cfg SGDConfig
 }
 
 // NewSGD returns an SGD optimizer over params with empty momentum buffers.
@@ -73,86 +67,56 @@ func NewSGD(c SGDConfig, params []*tensor.Tensor) (*SGD, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkParams("sgd", params); err != nil {
+	pp, err := newPerParam(sgdRule{c}, params)
+	if err != nil {
 		return nil, err
 	}
-	o := &SGD{cfg: c, index: map[*tensor.Tensor]*sgdState{}}
-	for _, p := range params {
-		ps, err := newParamState(p, c.KeepStep)
-		if err != nil {
-			return nil, fmt.Errorf("optim: sgd: state of %s: %w", p.Name, err)
-		}
-		st := &sgdState{paramState: *ps}
-		if c.Momentum != 0 {
-			if st.buf, err = tensor.NewOf(p.Device(), p.DType(), p.Shape()...); err != nil {
-				return nil, fmt.Errorf("optim: sgd: state of %s: %w", p.Name, err)
-			}
-		}
-		o.state = append(o.state, st)
-		o.index[p] = st
-	}
-	return o, nil
+	return &SGD{perParam: pp, cfg: c}, nil
 }
-
-// Kind returns "sgd".
-func (o *SGD) Kind() string { return "sgd" }
 
 // Config returns the optimizer's hyper-parameters.
 func (o *SGD) Config() SGDConfig { return o.cfg }
 
-// Params returns the parameters in order.
-func (o *SGD) Params() []*tensor.Tensor {
-	ps := make([]*tensor.Tensor, len(o.state))
-	for i, st := range o.state {
-		ps[i] = st.p
+// sgdRule is SGD's update; its state is the momentum buffer (with
+// momentum: "sgd.buf.<name>") and the step counter ("sgd.t.<name>"). Its
+// LastStep has the coupled weight decay in it.
+type sgdRule struct{ cfg SGDConfig }
+
+func (r sgdRule) kind() string                 { return "sgd" }
+func (r sgdRule) peak() float64                { return r.cfg.LR }
+func (r sgdRule) keepStep() bool               { return r.cfg.KeepStep }
+func (r sgdRule) counted() bool                { return true }
+func (r sgdRule) check(p *tensor.Tensor) error { return nil }
+
+func (r sgdRule) slots() []string {
+	if r.cfg.Momentum == 0 {
+		return nil
 	}
-	return ps
+	return []string{"buf"}
 }
 
-// Step applies one SGD update at learning rate LR*scale.
-func (o *SGD) Step(scale float64) error {
-	lr, err := lrOf("sgd", o.cfg.LR, scale)
-	if err != nil {
-		return err
-	}
-	for _, st := range o.state {
-		g, err := gradOf("sgd", st.p)
-		if err != nil {
-			return err
-		}
-		if g == nil || st.p.Len() == 0 {
-			continue
-		}
-		if err := o.step(st, g, lr); err != nil {
-			return fmt.Errorf("optim: sgd: %s: %w", st.p.Name, err)
-		}
-	}
-	return nil
-}
-
-func (o *SGD) step(st *sgdState, g *tensor.Tensor, lr float64) error {
-	dev, p := st.p.Device(), st.p
-	st.t++
+func (r sgdRule) update(u *paramUpdate) error {
+	dev, p := u.P.Device(), u.P
 	d, err := tensor.NewPooled(dev, p.DType(), p.Len())
 	if err != nil {
 		return err
 	}
 	defer d.Release()
 	db := d.Buffer()
-	dev.Copy(db, g.Buffer())
-	if wd := o.cfg.WeightDecay; wd != 0 {
+	dev.Copy(db, u.G.Buffer())
+	if wd := r.cfg.WeightDecay; wd != 0 {
 		if err := axpby(dev, db, p.Buffer(), wd, 1); err != nil {
 			return err
 		}
 	}
-	if m := o.cfg.Momentum; m != 0 {
-		buf := st.buf.Buffer()
-		if st.t == 1 {
+	if m := r.cfg.Momentum; m != 0 {
+		buf := u.Slots[0].Buffer()
+		if u.T == 1 {
 			dev.Copy(buf, db)
-		} else if err := axpby(dev, buf, db, 1-o.cfg.Dampening, m); err != nil {
+		} else if err := axpby(dev, buf, db, 1-r.cfg.Dampening, m); err != nil {
 			return err
 		}
-		if o.cfg.Nesterov {
+		if r.cfg.Nesterov {
 			err = axpby(dev, db, buf, m, 1)
 		} else {
 			dev.Copy(db, buf)
@@ -161,37 +125,11 @@ func (o *SGD) step(st *sgdState, g *tensor.Tensor, lr float64) error {
 			return err
 		}
 	}
-	if err := axpby(dev, p.Buffer(), db, -lr, 1); err != nil {
+	if err := axpby(dev, p.Buffer(), db, -u.LR, 1); err != nil {
 		return err
 	}
-	if st.step != nil {
-		if err := scaleBuf(dev, st.step.Buffer(), db, -lr); err != nil {
-			return err
-		}
-	}
-	p.MarkModified() // a graph that saved p for its backward must not use the new values
-	st.done = true
-	return nil
-}
-
-// LastStep returns the step last applied to p (with SGD's coupled weight
-// decay in it), or nil (see Optimizer).
-func (o *SGD) LastStep(p *tensor.Tensor) *tensor.Tensor {
-	if st := o.index[p]; st != nil {
-		return st.lastStep()
+	if u.Step != nil {
+		return scaleBuf(dev, u.Step.Buffer(), db, -u.LR)
 	}
 	return nil
-}
-
-// State returns the momentum buffer (with momentum) and the step counter
-// of every parameter: "sgd.buf.<name>", "sgd.t.<name>".
-func (o *SGD) State() []StateEntry {
-	var es []StateEntry
-	for _, st := range o.state {
-		if st.buf != nil {
-			es = append(es, StateEntry{Name: "sgd.buf." + st.p.Name, Tensor: st.buf})
-		}
-		es = append(es, StateEntry{Name: "sgd.t." + st.p.Name, Counter: &st.t})
-	}
-	return es
 }

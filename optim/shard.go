@@ -125,6 +125,7 @@ func (o *Muon) shardedStep(lr float64) error {
 		return err
 	}
 	defer recv.Release()
+	r := muonRule{o.cfg}
 	flag := float32(0) // 1 + the state index of the first failure here
 	var failure error
 	grads := make([]*tensor.Tensor, len(o.state))
@@ -138,12 +139,12 @@ func (o *Muon) shardedStep(lr float64) error {
 		}
 		grads[i] = g
 		if sh.owner[i] != rank || flag != 0 {
-			if err := o.momentum(st, g); err != nil { // another rank orthogonalises it
+			if err := r.momentum(st.update(g, lr)); err != nil { // another rank orthogonalises it
 				return err
 			}
 			continue
 		}
-		x, err := o.direction(st, g)
+		x, err := r.direction(st.update(g, lr))
 		if err != nil {
 			return err
 		}
@@ -172,9 +173,10 @@ func (o *Muon) shardedStep(lr float64) error {
 		if grads[i] == nil {
 			continue
 		}
-		if err := o.apply(st, recv.Buffer().Slice(sh.owner[i]*sh.seg+sh.offset[i], st.p.Len()), lr); err != nil {
+		if err := r.apply(st.update(grads[i], lr), recv.Buffer().Slice(sh.owner[i]*sh.seg+sh.offset[i], st.p.Len())); err != nil {
 			return fmt.Errorf("optim: muon: %s: %w", st.p.Name, err)
 		}
+		st.changed()
 	}
 	return nil
 }
