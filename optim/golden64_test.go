@@ -59,6 +59,9 @@ func goldenConfig(t *testing.T, c goldenCase) Config {
 	case "rownorm":
 		var r RowNormConfig
 		cfg = &r
+	case "lion":
+		var l LionConfig
+		cfg = &l
 	default:
 		t.Fatalf("%s: kind %q", c.Name, c.Kind)
 	}
@@ -74,6 +77,8 @@ func goldenConfig(t *testing.T, c goldenCase) Config {
 	case *MuonConfig:
 		return *v
 	case *RowNormConfig:
+		return *v
+	case *LionConfig:
 		return *v
 	}
 	return nil

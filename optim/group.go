@@ -9,8 +9,8 @@ import (
 )
 
 // Config is an optimizer's hyper-parameters, able to build the optimizer
-// over a list of parameters. AdamWConfig, MuonConfig, RowNormConfig and
-// SGDConfig implement it.
+// over a list of parameters. AdamWConfig, MuonConfig, RowNormConfig,
+// SGDConfig and LionConfig implement it.
 type Config interface {
 	New(params []*tensor.Tensor) (Optimizer, error)
 }

@@ -14,7 +14,7 @@ import (
 // The learning rate of a step is the optimizer's peak learning rate times
 // the schedule's multiplier: Step(scale) uses lr_t = LR * scale.
 type Optimizer interface {
-	// Kind names the update rule: "adamw", "muon", "rownorm" or "sgd". It is the
+	// Kind names the update rule: "adamw", "muon", "rownorm", "sgd" or "lion". It is the
 	// first word of every state name.
 	Kind() string
 	// Params returns the parameters the optimizer updates, in order.

@@ -5,8 +5,9 @@ Writes optim/testdata/golden64.json: per case the hyper-parameters, the
 initial parameters, one gradient per parameter and update, the schedule
 multiplier of each update (the paper's cosine, Total 5, Warmup 1) and the
 parameters after each update. AdamW and SGD are torch.optim's; Muon,
-RowNorm and ClipGradNorm are their definitions (optim's doc comments)
-written in torch float64 operations. Run from the repository root with
+RowNorm, Lion and ClipGradNorm are their definitions (optim's doc
+comments; Lion's is lucidrains/lion-pytorch's update_fn) written in torch
+float64 operations. Run from the repository root with
 Debian's python3-torch (1.13, CPU):
 
     /usr/bin/python3 scripts/optim/golden64.py
@@ -134,6 +135,22 @@ def rownorm(cfg):
     return update
 
 
+def lion(cfg):
+    def update(params):
+        ms = [torch.zeros_like(p) for p in params]
+
+        def step(grads, s, scale):
+            lr = cfg["LR"] * scale
+            b1, b2 = cfg["Beta1"], cfg["Beta2"]
+            for p, g, m in zip(params, grads, ms):
+                p.mul_(1 - lr * cfg["WeightDecay"])
+                u = (m * b1 + g * (1 - b1)).sign_()
+                p.add_(u, alpha=-lr)
+                m.mul_(b2).add_(g, alpha=1 - b2)
+        return step
+    return update
+
+
 def clip(max_norm):
     def update(params):
         def step(grads, s, scale):
@@ -171,6 +188,12 @@ for name, cfg in [
 ]:
     cases.append(run(name, "rownorm", cfg, [(5, 3), (2, 6)], rownorm(cfg)))
 cases.append(run("clip", "clip", {"MaxNorm": 1.5}, [(3, 4), (4,)], clip(1.5)))
+# Appended last, so the cases above keep their random numbers.
+for name, cfg in [
+    ("lion", {"LR": 1e-3, "Beta1": 0.9, "Beta2": 0.99, "WeightDecay": 0}),
+    ("lion-decay", {"LR": 3e-3, "Beta1": 0.95, "Beta2": 0.98, "WeightDecay": 0.1}),
+]:
+    cases.append(run(name, "lion", cfg, [(3, 4), (4,)], lion(cfg)))
 
 with open("optim/testdata/golden64.json", "w") as f:
     json.dump({"torch": torch.__version__, "scales": SCALES, "cases": cases}, f, indent=1)
