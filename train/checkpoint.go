@@ -126,7 +126,7 @@ func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState ma
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
 	statePath := filepath.Join(dir, "state.json")
-	if err := writeFileAtomic(statePath, state); err != nil {
+	if err := writeFileAtomic(statePath, sealState(state)); err != nil {
 		return err
 	}
 	// The tensor files get the mode of the other outputs (safetensors
@@ -156,26 +156,37 @@ func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState ma
 }
 
 // readLatest reads root/latest.json and returns the checkpoint folder it
-// names, its step, and its state.json. A missing latest.json is
-// ErrNoCheckpoint.
-func readLatest(root string) (dir string, step int, state []byte, err error) {
+// names, its step, and its state.json, checksum verified (warning says
+// when it has none). A missing latest.json is ErrNoCheckpoint where root
+// holds no checkpoint folder, and an error saying how to restore it where
+// it does.
+func readLatest(root string) (dir string, step int, state []byte, warning string, err error) {
 	ptrPath := filepath.Join(root, "latest.json")
 	raw, err := os.ReadFile(ptrPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", 0, nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
+		if folders := checkpointFolders(root); len(folders) > 0 {
+			last := folders[len(folders)-1]
+			return "", 0, nil, "", fmt.Errorf("train: resume: %s is missing, but %s holds %d checkpoint folder(s), the newest %s: to resume it, write {\"dir\": %q, \"step\": %d} to %s (after checking that %s holds model.safetensors, optim.safetensors and state.json); to start over instead, pass -overwrite, which deletes them",
+				ptrPath, root, len(folders), last.name, last.name, last.step, ptrPath, last.name)
+		}
+		return "", 0, nil, "", fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
 	}
 	if err != nil {
-		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
 	}
 	ptr, err := decodeLatest(ptrPath, raw)
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, "", err
 	}
 	dir = filepath.Join(root, ptr.Dir)
-	if state, err = os.ReadFile(filepath.Join(dir, "state.json")); err != nil {
-		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+	statePath := filepath.Join(dir, "state.json")
+	if state, err = os.ReadFile(statePath); err != nil {
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
 	}
-	return dir, ptr.Step, state, nil
+	if warning, err = verifyState(statePath, state); err != nil {
+		return "", 0, nil, "", err
+	}
+	return dir, ptr.Step, state, warning, nil
 }
 
 // decodeLatest decodes latest.json (read from path): it must name a
@@ -186,7 +197,7 @@ func decodeLatest(path string, raw []byte) (latestPointer, error) {
 	switch {
 	case err != nil:
 	case ptr.Dir == "" || ptr.Dir == "." || ptr.Dir == ".." || strings.ContainsAny(ptr.Dir, `/\`):
-		err = fmt.Errorf("dir %q: want the name of a checkpoint folder", ptr.Dir)
+		err = fmt.Errorf("dir %q points outside the run's checkpoints folder: want the plain name of a folder in it (step-NNNNNNN)", ptr.Dir)
 	case ptr.Step < 0:
 		err = fmt.Errorf("step %d: want >= 0", ptr.Step)
 	}
@@ -210,6 +221,9 @@ func decodeState(path string, raw []byte, step int) (checkpointState, error) {
 	}
 	if st.Step != step {
 		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
+	}
+	if st.Version >= 2 && st.Settings == nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: version %d without its settings", path, st.Version)
 	}
 	bad := ""
 	switch c := st.Cursor; {
@@ -297,7 +311,9 @@ func deviceSettings(dev device.Device) []setting {
 	return s
 }
 
-// HasCheckpoint reports whether the run's folder holds a checkpoint.
+// HasCheckpoint reports whether the run's folder holds a checkpoint: a
+// latest.json, or a checkpoint folder without one (which Resume explains),
+// so that a fresh start does not delete it unasked.
 func HasCheckpoint(cfg Config) bool {
 	if cfg.Name == "" {
 		cfg.Name = "run"
@@ -305,8 +321,9 @@ func HasCheckpoint(cfg Config) bool {
 	if cfg.RunsDir == "" {
 		cfg.RunsDir = "runs"
 	}
-	_, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "latest.json"))
-	return err == nil
+	root := filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints")
+	_, err := os.Stat(filepath.Join(root, "latest.json"))
+	return err == nil || len(checkpointFolders(root)) > 0
 }
 
 // Resume restores the latest checkpoint of the run: model, optimizer
@@ -328,7 +345,7 @@ func HasCheckpoint(cfg Config) bool {
 // Parameters and optimizer moments that are not finite are refused with
 // the tensor's name.
 func (t *Trainer) Resume() error {
-	dir, step, raw, err := readLatest(t.checkpointRoot())
+	dir, step, raw, warning, err := readLatest(t.checkpointRoot())
 	if err != nil {
 		return err
 	}
@@ -373,8 +390,10 @@ func (t *Trainer) Resume() error {
 	t.history = hist
 	t.resumed = true
 	t.resumeAt = resumeDigest(st.Step, raw, values)
-	if torn != "" {
-		t.warnings = append(t.warnings, torn)
+	for _, w := range []string{warning, torn} {
+		if w != "" {
+			t.warnings = append(t.warnings, w)
+		}
 	}
 	return nil
 }
@@ -462,19 +481,25 @@ func v1Settings(st checkpointState) map[string]string {
 }
 
 // readParameters reads every parameter from a model file into host memory
-// (checking names, shapes and that every value is finite) without touching
-// the parameters.
+// (checking names, shapes, checksums and that every value is finite)
+// without touching the parameters.
 func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
-	f, err := safetensors.Open(path)
+	f, err := openTensors(path)
 	if err != nil {
-		return nil, fmt.Errorf("train: resume: %w", err)
+		return nil, err
 	}
 	defer f.Close()
+	return readParametersFrom(f, params)
+}
+
+// readParametersFrom is readParameters from an open model file.
+func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([][]float32, error) {
+	path := f.Path()
 	out := make([][]float32, len(params))
 	for i, p := range params {
 		dst := make([]float32, p.Len())
 		if err := f.ReadFloat32(p.Name, p.Shape(), dst); err != nil {
-			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
+			return nil, fmt.Errorf("train: %s: %w", path, err)
 		}
 		if err := checkFinite(path, p.Name, dst); err != nil {
 			return nil, err
@@ -482,7 +507,7 @@ func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
 		out[i] = dst
 	}
 	if n := len(f.Tensors()); n != len(params) {
-		return nil, fmt.Errorf("train: resume: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
+		return nil, fmt.Errorf("train: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
 	}
 	return out, nil
 }
@@ -507,7 +532,7 @@ func resumeDigest(step int, state []byte, values [][]float32) string {
 func checkFinite(path, name string, v []float32) error {
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("train: resume: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; resume an earlier checkpoint or start over", path, name, x, i)
+			return fmt.Errorf("train: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; use an earlier checkpoint or start over", path, name, x, i)
 		}
 	}
 	return nil
@@ -517,9 +542,9 @@ func checkFinite(path, name string, v []float32) error {
 // the lengths it expects (taken from saveState's current copy), and
 // refuses non-finite values.
 func readOptimState(path string, saveState func() (map[string][]float32, map[string]int64)) (map[string][]float32, error) {
-	f, err := safetensors.Open(path)
+	f, err := openTensors(path)
 	if err != nil {
-		return nil, fmt.Errorf("train: resume: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	want, _ := saveState()
@@ -564,7 +589,7 @@ func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (b
 	if cfg.RunsDir == "" {
 		cfg.RunsDir = "runs"
 	}
-	dir, step, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
+	dir, step, raw, _, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
 	if err != nil {
 		return false, err
 	}

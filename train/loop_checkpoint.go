@@ -51,7 +51,7 @@ func (l *Loop[B]) Save(root string) error {
 // refused with the tensor's name. Where root holds no checkpoint the error
 // wraps ErrNoCheckpoint.
 func (l *Loop[B]) Load(root string) error {
-	dir, step, raw, err := readLatest(root)
+	dir, step, raw, _, err := readLatest(root)
 	if err != nil {
 		return err
 	}

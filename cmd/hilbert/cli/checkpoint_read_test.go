@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/safetensors"
+)
+
+// setTensorValue rewrites one float32 of a tensor of a safetensors file
+// (checksums recomputed, as a run that diverged would have written it).
+func setTensorValue(t *testing.T, path, name string, i int, x float32) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []safetensors.Tensor
+	for _, in := range f.Tensors() {
+		v := make([]float32, in.Numel())
+		if err := f.ReadFloat32(in.Name, in.Shape, v); err != nil {
+			t.Fatal(err)
+		}
+		if in.Name == name {
+			v[i] = x
+		}
+		out = append(out, safetensors.Tensor{Name: in.Name, DType: safetensors.F32, Shape: in.Shape, Data: safetensors.EncodeFloat32(v)})
+	}
+	meta := f.Metadata()
+	f.Close()
+	if err := safetensors.Save(path, out, meta); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sample and eval read a checkpoint as a resume does: NaN weights and a
+// latest.json that points outside the run are errors that say so.
+func TestSampleAndEvalCheckTheCheckpoint(t *testing.T) {
+	run := tinyTextRun(t)
+	val := filepath.Join(run, "data", "text_val_000000.bin")
+	latest := filepath.Join(run, "checkpoints", "latest.json")
+	good, err := os.ReadFile(latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(run, "checkpoints", "step-0000003", "model.safetensors")
+	clean, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		break_ func()
+		want   string
+	}{
+		{"NaN weight", func() { setTensorValue(t, model, "head.weight", 9, float32(math.NaN())) }, `tensor "head.weight" holds NaN at index 9`},
+		{"latest.json outside the run", func() { os.WriteFile(latest, []byte(`{"dir": "../../..", "step": 3}`), 0o644) }, `"../../.." points outside the run's checkpoints folder`},
+	} {
+		c.break_()
+		for _, args := range [][]string{
+			{"sample", "-run", run, "-tokens", "4"},
+			{"eval", "-run", run, "-val", val},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := Run(args, &stdout, &stderr)
+			if code == 0 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("%s: %s: exit %d, stdout %q, stderr %q; want an error saying %q", c.name, args[0], code, stdout.String(), stderr.String(), c.want)
+			}
+		}
+		os.WriteFile(latest, good, 0o644)
+		os.WriteFile(model, clean, 0o644)
+	}
+}
