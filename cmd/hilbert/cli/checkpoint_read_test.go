@@ -75,3 +75,32 @@ func TestSampleAndEvalCheckTheCheckpoint(t *testing.T) {
 		os.WriteFile(model, clean, 0o644)
 	}
 }
+
+// With latest.json lost beside an intact checkpoint folder, a fresh start
+// refuses to delete it, and -resume says how to restore latest.json, not
+// to run without -resume.
+func TestTrainWithLostLatest(t *testing.T) {
+	run := tinyTextRun(t)
+	latest := filepath.Join(run, "checkpoints", "latest.json")
+	os.Remove(latest)
+	args := []string{"train", "-name", "tiny", "-runs", filepath.Dir(run), "-text", filepath.Join(filepath.Dir(filepath.Dir(run)), "slice.txt"), "-text-val-tokens", "500",
+		"-layers", "1", "-dim", "64", "-context", "32", "-micro-batch", "2", "-batch-seqs", "4",
+		"-steps", "3", "-val-every", "3", "-val-tokens", "300", "-diag-every", "3",
+		"-panel-seqs", "2", "-panel-positions", "8", "-quiet"}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "already has a checkpoint"},
+		{[]string{"-resume"}, `write {"dir": "step-0000003", "step": 3} to ` + latest},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(append(args, c.extra...), &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "without -resume") {
+			t.Errorf("train %q: exit %d, stderr %q, want %q", c.extra, code, stderr.String(), c.want)
+		}
+		if _, err := os.Stat(filepath.Join(run, "checkpoints", "step-0000003", "model.safetensors")); err != nil {
+			t.Fatalf("train %q: the checkpoint is gone: %v", c.extra, err)
+		}
+	}
+}
