@@ -91,7 +91,7 @@ func (t *Trainer) SaveCheckpoint() error {
 	tensors, counters := t.opt.SaveState()
 	state := t.stateForCheckpoint(counters, settings)
 	data, _ := json.MarshalIndent(state, "", "  ")
-	return writeCheckpoint(t.checkpointRoot(), t.step, t.model.Parameters(), tensors, data, func() error {
+	return writeCheckpoint(t.checkpointRoot(), t.step, t.cfg.KeepCheckpoints, t.model.Parameters(), tensors, data, func() error {
 		if err := t.metrics.Sync(); err != nil {
 			return fmt.Errorf("train: checkpoint: metrics: %w", err)
 		}
@@ -101,8 +101,9 @@ func (t *Trainer) SaveCheckpoint() error {
 
 // writeCheckpoint writes root/step-NNNNNNN (model.safetensors, optim.safetensors
 // and state.json holding state), calls beforeLatest, then points
-// root/latest.json at the new folder and removes the older ones.
-func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
+// root/latest.json at the new folder and prunes the others (see
+// pruneCheckpoints) to keep checkpoints in all.
+func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
 	name := fmt.Sprintf("step-%07d", step)
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -145,14 +146,46 @@ func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState ma
 	if err := writeFileAtomic(filepath.Join(root, "latest.json"), ptr); err != nil {
 		return err
 	}
-	// Only now is the new checkpoint in force: drop the older ones.
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") && e.Name() != name {
-			os.RemoveAll(filepath.Join(root, e.Name()))
-		}
-	}
+	// Only now is the new checkpoint in force: prune the others.
+	pruneCheckpoints(root, step, keep)
 	return nil
+}
+
+// DefaultKeepCheckpoints is how many checkpoints a run keeps by default:
+// the newest and the one before it, which a reader that opened it just
+// before it was replaced may still be reading.
+const DefaultKeepCheckpoints = 2
+
+// KeepAllCheckpoints as Config.KeepCheckpoints keeps every checkpoint.
+const KeepAllCheckpoints = -1
+
+// pruneCheckpoints removes the step folders of root but the one of step
+// (the checkpoint in force) and the keep-1 newest before it (keep 0:
+// DefaultKeepCheckpoints; negative: none is removed). Folders past step
+// (of a run that later resumed an earlier checkpoint) and ones a kill
+// left half removed or half written are removed too, as are temporary
+// files left in root.
+func pruneCheckpoints(root string, step, keep int) {
+	if keep < 0 {
+		return
+	}
+	if keep == 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	folders := checkpointFolders(root)
+	kept := 0
+	for i := len(folders) - 1; i >= 0; i-- {
+		f := folders[i]
+		if f.step <= step && kept < keep {
+			kept++
+			continue
+		}
+		os.RemoveAll(filepath.Join(root, f.name))
+	}
+	tmps, _ := filepath.Glob(filepath.Join(root, ".tmp-*"))
+	for _, p := range tmps {
+		os.Remove(p)
+	}
 }
 
 // readLatest reads root/latest.json and returns the checkpoint folder it

@@ -244,3 +244,45 @@ func TestMissingLatestWithCheckpointFolders(t *testing.T) {
 		t.Errorf("after restoring latest.json as told: %v", err)
 	}
 }
+
+// A run keeps its newest KeepCheckpoints checkpoints and prunes the other
+// step folders once a newer one is in force, also ones a kill left (half
+// removed, or past the checkpoint the run resumed) and temporary files.
+func TestCheckpointRetention(t *testing.T) {
+	shards, val := writeTinyShards(t, t.TempDir())
+	for _, c := range []struct {
+		keep int
+		want []string
+	}{
+		{0, []string{"step-0000012", "step-0000014"}},
+		{1, []string{"step-0000014"}},
+		{3, []string{"step-0000008", "step-0000012", "step-0000014"}},
+		{KeepAllCheckpoints, []string{"step-0000001", "step-0000004", "step-0000008", "step-0000012", "step-0000014", "step-0000099"}},
+	} {
+		cfg := tinyConfig(t, t.TempDir(), shards, val) // checkpoints at 4, 8, 12 and 14
+		cfg.KeepCheckpoints = c.keep
+		root := filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints")
+		// Left by a kill: a folder half removed, one of a later run, a
+		// temporary latest.json.
+		for _, d := range []string{"step-0000001", "step-0000099"} {
+			os.MkdirAll(filepath.Join(root, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(root, ".tmp-abc"), nil, 0o644)
+		if _, err := runToEnd(t, cfg, false, 0); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range checkpointFolders(root) {
+			got = append(got, f.name)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("keep %d: folders %v, want %v", c.keep, got, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(root, ".tmp-abc")); c.keep >= 0 && err == nil {
+			t.Errorf("keep %d: the temporary file is still there", c.keep)
+		}
+		if err := resumeError(t, cfg); err != nil {
+			t.Errorf("keep %d: resume: %v", c.keep, err)
+		}
+	}
+}

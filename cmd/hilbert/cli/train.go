@@ -151,6 +151,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	positive(fs, &c.PanelSeqs, "panel-seqs", c.PanelSeqs, "Hilbert-RMS panel: validation sequences")
 	positive(fs, &c.PanelPositions, "panel-positions", c.PanelPositions, "Hilbert-RMS panel: positions per sequence (cut to -seq-len)")
 	nonNegative(fs, &c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N updates, 0 for only at the end and on a signal")
+	fs.Var(keepValue{&c.KeepCheckpoints}, "keep-checkpoints", "keep the newest `N` checkpoints, removing older step folders once a newer one is in force (0: all)")
 	positive(fs, &c.LogEvery, "log-every", c.LogEvery, "metrics line every N updates (and at every validation and diagnostic)")
 	nonNegative(fs, &c.BlockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: equal blocks of at most 64M logits)")
 	fs.BoolVar(&resume, "resume", false, "continue the run's latest checkpoint")

@@ -120,6 +120,34 @@ func (v warmupValue) Set(s string) error {
 	return nil
 }
 
+// keepValue is -keep-checkpoints: the newest N checkpoints, 0 for all;
+// unset it leaves the library's default (train.DefaultKeepCheckpoints).
+type keepValue struct{ p *int }
+
+func (v keepValue) String() string {
+	switch {
+	case v.p == nil:
+		return "0"
+	case *v.p < 0:
+		return "0"
+	case *v.p == 0:
+		return strconv.Itoa(train.DefaultKeepCheckpoints)
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v keepValue) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	if err != nil || n < 0 {
+		return errors.New("want a number of checkpoints >= 0 (0: all)")
+	}
+	*v.p = int(n)
+	if n == 0 {
+		*v.p = train.KeepAllCheckpoints
+	}
+	return nil
+}
+
 // listValue is a comma-separated list flag; a config file may give it as
 // a YAML list instead.
 type listValue struct{ p *[]string }
