@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -58,6 +59,36 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		}{r.Step, r.Tokens, r.ElapsedS, r.ValLoss})
 	}
 	return json.Marshal(plain(r))
+}
+
+// finite returns an error naming the first field of r that is NaN or
+// infinite (JSON has no such numbers, and they mean the run diverged).
+func (r Record) finite() error {
+	fields := []struct {
+		name string
+		v    *float64
+	}{
+		{"training loss", &r.Loss}, {"lr_scale", &r.LRScale}, {"gradient norm", &r.GradNorm},
+		{"tokens_per_s", &r.TokensPerS}, {"elapsed_s", &r.ElapsedS}, {"comm_s", r.CommS},
+		{"validation loss", r.ValLoss}, {"D(S_t)", r.Diameter}, {"head_lr", r.LR}, {"Hilbert RMS", r.HilbertRMS},
+	}
+	for _, f := range fields {
+		if f.v != nil {
+			if err := finiteMetric(f.name, *f.v, r.Step); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finiteMetric is nil for a finite value, else the error of a run that
+// diverged, naming the metric and the update.
+func finiteMetric(name string, v float64, step int) error {
+	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return nil
+	}
+	return fmt.Errorf("train: %s is %v at update %d: the run diverged; lower the learning rates (-muon-lr, -embed-lr, -head-lr) or init_std, or resume an earlier checkpoint", name, v, step)
 }
 
 // metricsWriter appends records to metrics.jsonl.
@@ -152,6 +183,9 @@ func readMetrics(path string, maxStep int) (recs []Record, torn string, err erro
 func (m *metricsWriter) Write(r Record) error {
 	if m.f == nil {
 		return nil
+	}
+	if err := r.finite(); err != nil {
+		return err
 	}
 	line, err := json.Marshal(r)
 	if err != nil {

@@ -563,6 +563,9 @@ func (t *Trainer) validate(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("train: validation: %w", err)
 	}
+	if err := finiteMetric("validation loss", v, r.Step); err != nil {
+		return err // on every rank alike, before anything is written
+	}
 	r.ValLoss = &v
 	if s := t.opt.LastStep(t.head); s != nil && len(panel) > 0 {
 		// The panel goes to the step's device; two values per position
