@@ -362,8 +362,9 @@ func (e *interruptedError) Error() string {
 }
 
 // trainSignals returns a context cancelled by SIGINT, SIGTERM or SIGHUP
-// (a closed terminal or ssh session): the run stops after its current
-// update and writes a checkpoint. SIGPIPE is ignored, so that a closed
+// (a closed terminal or ssh session; not when SIGHUP was ignored at start,
+// as nohup does): the run stops after its current update and writes a
+// checkpoint. SIGPIPE is ignored, so that a closed
 // pipe on stdout or stderr (| tee killed by the same Ctrl-C) fails writes,
 // which are not checked, instead of killing the process. stop undoes it.
 //
@@ -377,7 +378,11 @@ func trainSignals(stderr io.Writer, mpiRank bool) (ctx context.Context, stop fun
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// Under nohup (SIGHUP ignored from the start) a hangup stays ignored.
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(ch, syscall.SIGHUP)
+	}
 	if mpiRank {
 		signal.Notify(ch, syscall.SIGCONT)
 	}
