@@ -47,6 +47,9 @@ type checkpointState struct {
 	ElapsedS float64          `json:"elapsed_s"`
 	Cursor   fineweb.Cursor   `json:"cursor"`
 	Counters map[string]int64 `json:"counters"`
+	// MetricsRecords counts the records of metrics.jsonl up to Step, for
+	// a resume to tell lost ones (0: not counted, an older checkpoint).
+	MetricsRecords int `json:"metrics_records,omitempty"`
 	// Settings holds every setting that changes the numbers (see
 	// Trainer.settings), formatted; a resumed run must match them all.
 	Settings map[string]string `json:"settings,omitempty"`
@@ -285,7 +288,7 @@ func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setti
 	}
 	return checkpointState{
 		Version: checkpointVersion, Step: t.step, Tokens: t.tokens, ElapsedS: t.elapsed.Seconds(),
-		Cursor: t.loader.Cursor(), Counters: counters, Settings: m,
+		Cursor: t.loader.Cursor(), Counters: counters, Settings: m, MetricsRecords: len(t.history),
 		Model: t.cfg.Model, Head: strings.ToLower(t.cfg.Head), Projected: t.cfg.Projected,
 		SeqLen: t.cfg.SeqLen, Micro: t.cfg.MicroBatch, BatchSeqs: t.cfg.BatchSeqs,
 		Steps: t.cfg.ScheduleSteps, Warmup: t.cfg.WarmupSteps(), Seed: t.cfg.Seed, DataSeed: t.cfg.DataSeed,
@@ -403,10 +406,12 @@ func (t *Trainer) Resume() error {
 	if err != nil {
 		return err
 	}
-	hist, torn, err := readMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), st.Step)
+	metricsPath := filepath.Join(t.Dir(), "metrics.jsonl")
+	hist, torn, err := readMetrics(metricsPath, st.Step)
 	if err != nil {
 		return err
 	}
+	missing := missingRecords(metricsPath, hist, st.Step, st.MetricsRecords, cfg.LogEvery)
 	if err := t.opt.LoadState(tensors, st.Counters); err != nil {
 		return fmt.Errorf("train: resume: %s: %w", optimPath, err)
 	}
@@ -423,7 +428,7 @@ func (t *Trainer) Resume() error {
 	t.history = hist
 	t.resumed = true
 	t.resumeAt = resumeDigest(st.Step, raw, values)
-	for _, w := range []string{warning, torn} {
+	for _, w := range []string{warning, torn, missing} {
 		if w != "" {
 			t.warnings = append(t.warnings, w)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Record is one logged update: one JSON line of metrics.jsonl. Optional
@@ -176,6 +177,57 @@ func readMetrics(path string, maxStep int) (recs []Record, torn string, err erro
 		}
 	}
 	return recs, torn, nil
+}
+
+// missingRecords checks the records a resume read from metrics.jsonl (at
+// path) against the checkpoint of update step: want is the number of
+// records the run had logged up to it (0 where the checkpoint predates
+// that count), logEvery the run's interval. It returns a warning naming
+// the file and the updates whose records are missing ("" if none are):
+// those of update 0 and of the multiples of logEvery not in hist, or,
+// where the interval changed, how many of the counted records are gone.
+func missingRecords(path string, hist []Record, step, want, logEvery int) string {
+	if step == 0 && len(hist) > 0 {
+		return ""
+	}
+	have := make(map[int]bool, len(hist))
+	for _, r := range hist {
+		have[r.Step] = true
+	}
+	// The expected updates that are missing, as runs of consecutive ones.
+	var gaps []string
+	n := 0
+	for s := 0; s <= step; s += logEvery {
+		if have[s] {
+			continue
+		}
+		from := s
+		for s+logEvery <= step && !have[s+logEvery] {
+			s += logEvery
+		}
+		n += (s-from)/logEvery + 1
+		switch {
+		case len(gaps) == 5:
+			gaps = append(gaps, "...")
+		case len(gaps) > 5:
+		case s == from:
+			gaps = append(gaps, strconv.Itoa(from))
+		default:
+			gaps = append(gaps, fmt.Sprintf("%d-%d", from, s))
+		}
+	}
+	lost := want > 0 && len(hist) < want
+	switch {
+	case len(hist) == 0:
+		return fmt.Sprintf("%s holds no record up to the checkpoint's update %d (deleted or emptied?): the summary and plots cover only the updates from here on", path, step)
+	case lost && n > 0:
+		return fmt.Sprintf("%s lacks %d of the %d records logged up to update %d, those of updates %s: the summary and plots will miss them", path, want-len(hist), want, step, strings.Join(gaps, ", "))
+	case lost:
+		return fmt.Sprintf("%s lacks %d of the %d records logged up to update %d: the summary and plots will miss them", path, want-len(hist), want, step)
+	case want == 0 && n > 0:
+		return fmt.Sprintf("%s lacks the records of updates %s (every %d up to the checkpoint's update %d): the summary and plots will miss them", path, strings.Join(gaps, ", "), logEvery, step)
+	}
+	return ""
 }
 
 // Write appends one record as a JSON line. The zero metricsWriter (of a
