@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -83,10 +85,7 @@ func TestTrainWithLostLatest(t *testing.T) {
 	run := tinyTextRun(t)
 	latest := filepath.Join(run, "checkpoints", "latest.json")
 	os.Remove(latest)
-	args := []string{"train", "-name", "tiny", "-runs", filepath.Dir(run), "-text", filepath.Join(filepath.Dir(filepath.Dir(run)), "slice.txt"), "-text-val-tokens", "500",
-		"-layers", "1", "-dim", "64", "-context", "32", "-micro-batch", "2", "-batch-seqs", "4",
-		"-steps", "3", "-val-every", "3", "-val-tokens", "300", "-diag-every", "3",
-		"-panel-seqs", "2", "-panel-positions", "8", "-quiet"}
+	args := tinyTextArgs(run)
 	for _, c := range []struct {
 		extra []string
 		want  string
@@ -101,6 +100,49 @@ func TestTrainWithLostLatest(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(run, "checkpoints", "step-0000003", "model.safetensors")); err != nil {
 			t.Fatalf("train %q: the checkpoint is gone: %v", c.extra, err)
+		}
+	}
+}
+
+// tinyTextArgs is the train command line of tinyTextRun's run.
+func tinyTextArgs(run string) []string {
+	return []string{"train", "-name", "tiny", "-runs", filepath.Dir(run), "-text", filepath.Join(filepath.Dir(filepath.Dir(run)), "slice.txt"), "-text-val-tokens", "500",
+		"-layers", "1", "-dim", "64", "-context", "32", "-micro-batch", "2", "-batch-seqs", "4",
+		"-steps", "3", "-val-every", "3", "-val-tokens", "300", "-diag-every", "3",
+		"-panel-seqs", "2", "-panel-positions", "8", "-quiet"}
+}
+
+// A resume at the update -steps asks for has nothing to train: it says so
+// and gives the checkpoint's validation (logged, or computed when none
+// was logged at that update, as for a checkpoint written on a signal),
+// not "val loss NaN".
+func TestResumeWithNothingToTrain(t *testing.T) {
+	run := tinyTextRun(t)
+	metrics := filepath.Join(run, "metrics.jsonl")
+	recs := metricsLines(t, metrics)
+	logged := recs[len(recs)-1]["val_loss"].(float64)
+	for _, c := range []struct {
+		name, want string
+		edit       func()
+	}{
+		{"validation logged", "its validation at update 3: val loss " + fmt.Sprintf("%.4f", logged), func() {}},
+		{"no validation logged", "the checkpoint's validation, computed now: val loss " + fmt.Sprintf("%.4f", logged) + " over 288 tokens", func() {
+			b, _ := os.ReadFile(metrics)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			var last map[string]any
+			json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+			delete(last, "val_loss")
+			l, _ := json.Marshal(last)
+			lines[len(lines)-1] = string(l)
+			os.WriteFile(metrics, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		}},
+	} {
+		c.edit()
+		var stdout, stderr bytes.Buffer
+		code := Run(append(tinyTextArgs(run), "-resume"), &stdout, &stderr)
+		out := stdout.String()
+		if code != 0 || !strings.Contains(out, "is already at update 3 of -steps 3: nothing to train") || !strings.Contains(out, c.want) || strings.Contains(out, "NaN") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q, want %q", c.name, code, out, stderr.String(), c.want)
 		}
 	}
 }

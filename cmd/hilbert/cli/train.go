@@ -328,6 +328,35 @@ func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layer
 
 // expandGlobs expands each of -train's globs (a plain file name is a glob
 // of itself), in order.
+// nothingToTrain is the message of a resume whose checkpoint is already at
+// -steps: the run's validation at that update, as logged or (a checkpoint
+// written on a signal, say) computed now as hilbert eval would.
+func nothingToTrain(tr *train.Trainer, dev device.Device, comm dist.Communicator) (string, error) {
+	cfg, step := tr.Config(), tr.Step()
+	msg := fmt.Sprintf("run %s is already at update %d of -steps %d: nothing to train (raise -steps to continue it)", cfg.Name, step, cfg.Steps)
+	if comm != nil && comm.Rank() != 0 {
+		return msg, nil
+	}
+	hist := tr.History()
+	if n := len(hist); n > 0 && hist[n-1].Step == step && hist[n-1].ValLoss != nil {
+		r := hist[n-1]
+		msg += fmt.Sprintf("; its validation at update %d: val loss %.4f", step, *r.ValLoss)
+		if r.Diameter != nil {
+			msg += fmt.Sprintf(", D(S_T) %.4g", *r.Diameter)
+		}
+		return msg, nil
+	}
+	autocast, err := cfg.AutocastDType()
+	if err != nil {
+		return "", err
+	}
+	loss, tokens, err := validationLoss(dev, tr.Model(), cfg.ValShard, cfg.ValTokens, cfg.SeqLen, cfg.MicroBatch, cfg.BlockRows, autocast)
+	if err != nil {
+		return "", err
+	}
+	return msg + fmt.Sprintf("; the checkpoint's validation, computed now: val loss %.4f over %d tokens", loss, tokens), nil
+}
+
 func expandGlobs(globs []string) ([]string, error) {
 	var out []string
 	for _, g := range globs {
@@ -467,6 +496,10 @@ func rankFlags(fs *flag.FlagSet, commTimeout *time.Duration) {
 
 // printRun prints a finished run's one-line summary.
 func printRun(stdout io.Writer, s *runSummary) {
+	if s.note != "" {
+		fmt.Fprintln(stdout, s.note)
+		return
+	}
 	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f (from %.4f), D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
 		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.StartValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(s.Dir, "summary.md"))
@@ -811,6 +844,14 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 		}
 		fmt.Fprintf(stderr, "hilbert: resuming %s at update %d of %d%s\n", cfg.Name, tr.Step(), cfg.Steps, note)
 	}
+	if resume && tr.Step() >= cfg.Steps {
+		// Nothing to train: no run, no report rewritten; its validation.
+		note, err := nothingToTrain(tr, dev, comm)
+		if err != nil {
+			return nil, err
+		}
+		return &runSummary{Summary: tr.Summary(), Dir: tr.Dir(), History: tr.History(), note: note}, nil
+	}
 	prog := newProgress(stderr, st.quiet, cfg.Head, cfg.Steps, tr.Step())
 	err = tr.Run(ctx, func(t *train.Trainer, r train.Record) error {
 		prog.record(r)
@@ -839,6 +880,9 @@ type runSummary struct {
 	train.Summary
 	Dir     string
 	History []train.Record
+	// note, when set, is what printRun prints instead: a resume that
+	// found nothing to train.
+	note string
 }
 
 // openDevice opens "cpu", "cuda" or "cuda:N".
