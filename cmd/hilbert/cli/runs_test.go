@@ -206,6 +206,9 @@ func TestConfigKeysAreTheFlags(t *testing.T) {
 		{"model: {dim: -64}\n", "model.dim"},
 		{"preset: cpu-128\nmodel: {dim: 64}\n", "not both"},
 		{"- steps\n", "want a mapping"},
+		{"steps: &s 5\nval_every: *s\n", "line 2: *s: YAML aliases are not read"},
+		{"a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n", "line 2: *a: YAML aliases are not read"}, // an alias bomb's start
+		{"model: {dim: &d 64, context: *d}\n", "*d: YAML aliases"},
 	} {
 		if _, err := parse(t, "-config", write(bad.text)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got %v, want %q", bad.text, err, bad.want)

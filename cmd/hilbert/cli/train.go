@@ -81,6 +81,7 @@ func defaultJob() trainFile {
 			MicroBatch: 8, BatchSeqs: 16,
 			Steps: 120, ValEvery: 40, ValTokens: 16_384, DiagEvery: 20,
 			PanelSeqs: 8, PanelPositions: 128, CheckpointEvery: 40, LogEvery: 1, ClipNorm: 1,
+			KeepCheckpoints: train.DefaultKeepCheckpoints,
 			// A short run on a tiny corpus needs larger steps than the
 			// paper's 20-tokens-per-parameter horizon.
 			MuonLR: 0.02, EmbedLR: 0.02, HeadLR: 0.01,

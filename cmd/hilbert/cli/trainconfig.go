@@ -231,6 +231,9 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 		return cf, nil // empty, or only comments
 	}
 	top := doc.Content[0]
+	if a := findAlias(top); a != nil {
+		return nil, fmt.Errorf("config %s line %d: *%s: YAML aliases are not read in a config file (one can expand without bound): write the value out", path, a.Line, a.Value)
+	}
 	if top.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("config %s line %d: want a mapping of settings (key: value), got a %s", path, top.Line, kindName(top))
 	}
@@ -274,6 +277,20 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 		cf.entries = append(cf.entries, e)
 	}
 	return cf, nil
+}
+
+// findAlias returns the first alias node of the tree under n (aliases are
+// not followed, so the walk is bounded by the file's size), or nil.
+func findAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := findAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
 }
 
 func kindName(n *yaml.Node) string {
