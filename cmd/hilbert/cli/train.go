@@ -492,7 +492,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 // rankFlags adds train's own flags (those of data-parallel runs) to the
 // shared ones.
 func rankFlags(fs *flag.FlagSet, commTimeout *time.Duration) {
-	fs.DurationVar(commTimeout, "comm-timeout", *commTimeout, "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it")
+	fs.Var(positiveDuration{commTimeout}, "comm-timeout", "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it; a `duration` > 0")
 }
 
 // printRun prints a finished run's one-line summary.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -117,6 +118,26 @@ func (v warmupValue) Set(s string) error {
 	if n == 0 {
 		*v.p = train.NoWarmup
 	}
+	return nil
+}
+
+// positiveDuration is a duration flag > 0 (checked alike on every rank of
+// a data-parallel run, and in a single process).
+type positiveDuration struct{ p *time.Duration }
+
+func (v positiveDuration) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}
+
+func (v positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return errors.New("want a duration > 0, such as 90s or 5m")
+	}
+	*v.p = d
 	return nil
 }
 
