@@ -102,6 +102,9 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	}
 	raw := cfg
 	cfg, err = cfg.WithDefaults()
+	if err == nil {
+		err = checkLimits(cfg) // before anything is allocated (limits.go)
+	}
 	if err != nil {
 		if o.lock != nil {
 			o.lock.Unlock()
