@@ -231,6 +231,11 @@ func (sf *File) Path() string { return sf.path }
 // without ChecksumKey.
 func (sf *File) Metadata() map[string]string { return sf.metadata }
 
+// Checksummed reports whether the file records the CRC-32C of every
+// tensor (ChecksumKey), which every read is then checked against. Files
+// of this package's writer are; files from elsewhere may not be.
+func (sf *File) Checksummed() bool { return sf.sums != nil }
+
 // Tensors returns the tensors' descriptions in file order.
 func (sf *File) Tensors() []Info { return append([]Info(nil), sf.infos...) }
 

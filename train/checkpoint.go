@@ -47,6 +47,9 @@ type checkpointState struct {
 	ElapsedS float64          `json:"elapsed_s"`
 	Cursor   fineweb.Cursor   `json:"cursor"`
 	Counters map[string]int64 `json:"counters"`
+	// MetricsRecords counts the records of metrics.jsonl up to Step, for
+	// a resume to tell lost ones (0: not counted, an older checkpoint).
+	MetricsRecords int `json:"metrics_records,omitempty"`
 	// Settings holds every setting that changes the numbers (see
 	// Trainer.settings), formatted; a resumed run must match them all.
 	Settings map[string]string `json:"settings,omitempty"`
@@ -91,7 +94,7 @@ func (t *Trainer) SaveCheckpoint() error {
 	tensors, counters := t.opt.SaveState()
 	state := t.stateForCheckpoint(counters, settings)
 	data, _ := json.MarshalIndent(state, "", "  ")
-	return writeCheckpoint(t.checkpointRoot(), t.step, t.model.Parameters(), tensors, data, func() error {
+	return writeCheckpoint(t.checkpointRoot(), t.step, t.cfg.KeepCheckpoints, t.model.Parameters(), tensors, data, func() error {
 		if err := t.metrics.Sync(); err != nil {
 			return fmt.Errorf("train: checkpoint: metrics: %w", err)
 		}
@@ -101,8 +104,9 @@ func (t *Trainer) SaveCheckpoint() error {
 
 // writeCheckpoint writes root/step-NNNNNNN (model.safetensors, optim.safetensors
 // and state.json holding state), calls beforeLatest, then points
-// root/latest.json at the new folder and removes the older ones.
-func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
+// root/latest.json at the new folder and prunes the others (see
+// pruneCheckpoints) to keep checkpoints in all.
+func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
 	name := fmt.Sprintf("step-%07d", step)
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -126,7 +130,7 @@ func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState ma
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
 	statePath := filepath.Join(dir, "state.json")
-	if err := writeFileAtomic(statePath, state); err != nil {
+	if err := writeFileAtomic(statePath, sealState(state)); err != nil {
 		return err
 	}
 	// The tensor files get the mode of the other outputs (safetensors
@@ -145,37 +149,80 @@ func writeCheckpoint(root string, step int, params []*tensor.Tensor, optState ma
 	if err := writeFileAtomic(filepath.Join(root, "latest.json"), ptr); err != nil {
 		return err
 	}
-	// Only now is the new checkpoint in force: drop the older ones.
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") && e.Name() != name {
-			os.RemoveAll(filepath.Join(root, e.Name()))
-		}
-	}
+	// Only now is the new checkpoint in force: prune the others.
+	pruneCheckpoints(root, step, keep)
 	return nil
 }
 
+// DefaultKeepCheckpoints is how many checkpoints a run keeps by default:
+// the newest and the one before it, which a reader that opened it just
+// before it was replaced may still be reading.
+const DefaultKeepCheckpoints = 2
+
+// KeepAllCheckpoints as Config.KeepCheckpoints keeps every checkpoint.
+const KeepAllCheckpoints = -1
+
+// pruneCheckpoints removes the step folders of root but the one of step
+// (the checkpoint in force) and the keep-1 newest before it (keep 0:
+// DefaultKeepCheckpoints; negative: none is removed). Folders past step
+// (of a run that later resumed an earlier checkpoint) and ones a kill
+// left half removed or half written are removed too, as are temporary
+// files left in root.
+func pruneCheckpoints(root string, step, keep int) {
+	if keep < 0 {
+		return
+	}
+	if keep == 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	folders := checkpointFolders(root)
+	kept := 0
+	for i := len(folders) - 1; i >= 0; i-- {
+		f := folders[i]
+		if f.step <= step && kept < keep {
+			kept++
+			continue
+		}
+		os.RemoveAll(filepath.Join(root, f.name))
+	}
+	tmps, _ := filepath.Glob(filepath.Join(root, ".tmp-*"))
+	for _, p := range tmps {
+		os.Remove(p)
+	}
+}
+
 // readLatest reads root/latest.json and returns the checkpoint folder it
-// names, its step, and its state.json. A missing latest.json is
-// ErrNoCheckpoint.
-func readLatest(root string) (dir string, step int, state []byte, err error) {
+// names, its step, and its state.json, checksum verified (warning says
+// when it has none). A missing latest.json is ErrNoCheckpoint where root
+// holds no checkpoint folder, and an error saying how to restore it where
+// it does.
+func readLatest(root string) (dir string, step int, state []byte, warning string, err error) {
 	ptrPath := filepath.Join(root, "latest.json")
 	raw, err := os.ReadFile(ptrPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", 0, nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
+		if folders := checkpointFolders(root); len(folders) > 0 {
+			last := folders[len(folders)-1]
+			return "", 0, nil, "", fmt.Errorf("train: resume: %s is missing, but %s holds %d checkpoint folder(s), the newest %s: to resume it, write {\"dir\": %q, \"step\": %d} to %s (after checking that %s holds model.safetensors, optim.safetensors and state.json); to start over instead, pass -overwrite, which deletes them",
+				ptrPath, root, len(folders), last.name, last.name, last.step, ptrPath, last.name)
+		}
+		return "", 0, nil, "", fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
 	}
 	if err != nil {
-		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
 	}
 	ptr, err := decodeLatest(ptrPath, raw)
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, "", err
 	}
 	dir = filepath.Join(root, ptr.Dir)
-	if state, err = os.ReadFile(filepath.Join(dir, "state.json")); err != nil {
-		return "", 0, nil, fmt.Errorf("train: resume: %w", err)
+	statePath := filepath.Join(dir, "state.json")
+	if state, err = os.ReadFile(statePath); err != nil {
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
 	}
-	return dir, ptr.Step, state, nil
+	if warning, err = verifyState(statePath, state); err != nil {
+		return "", 0, nil, "", err
+	}
+	return dir, ptr.Step, state, warning, nil
 }
 
 // decodeLatest decodes latest.json (read from path): it must name a
@@ -186,7 +233,7 @@ func decodeLatest(path string, raw []byte) (latestPointer, error) {
 	switch {
 	case err != nil:
 	case ptr.Dir == "" || ptr.Dir == "." || ptr.Dir == ".." || strings.ContainsAny(ptr.Dir, `/\`):
-		err = fmt.Errorf("dir %q: want the name of a checkpoint folder", ptr.Dir)
+		err = fmt.Errorf("dir %q points outside the run's checkpoints folder: want the plain name of a folder in it (step-NNNNNNN)", ptr.Dir)
 	case ptr.Step < 0:
 		err = fmt.Errorf("step %d: want >= 0", ptr.Step)
 	}
@@ -210,6 +257,9 @@ func decodeState(path string, raw []byte, step int) (checkpointState, error) {
 	}
 	if st.Step != step {
 		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
+	}
+	if st.Version >= 2 && st.Settings == nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: version %d without its settings", path, st.Version)
 	}
 	bad := ""
 	switch c := st.Cursor; {
@@ -238,7 +288,7 @@ func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setti
 	}
 	return checkpointState{
 		Version: checkpointVersion, Step: t.step, Tokens: t.tokens, ElapsedS: t.elapsed.Seconds(),
-		Cursor: t.loader.Cursor(), Counters: counters, Settings: m,
+		Cursor: t.loader.Cursor(), Counters: counters, Settings: m, MetricsRecords: len(t.history),
 		Model: t.cfg.Model, Head: strings.ToLower(t.cfg.Head), Projected: t.cfg.Projected,
 		SeqLen: t.cfg.SeqLen, Micro: t.cfg.MicroBatch, BatchSeqs: t.cfg.BatchSeqs,
 		Steps: t.cfg.ScheduleSteps, Warmup: t.cfg.WarmupSteps(), Seed: t.cfg.Seed, DataSeed: t.cfg.DataSeed,
@@ -297,7 +347,9 @@ func deviceSettings(dev device.Device) []setting {
 	return s
 }
 
-// HasCheckpoint reports whether the run's folder holds a checkpoint.
+// HasCheckpoint reports whether the run's folder holds a checkpoint: a
+// latest.json, or a checkpoint folder without one (which Resume explains),
+// so that a fresh start does not delete it unasked.
 func HasCheckpoint(cfg Config) bool {
 	if cfg.Name == "" {
 		cfg.Name = "run"
@@ -305,8 +357,9 @@ func HasCheckpoint(cfg Config) bool {
 	if cfg.RunsDir == "" {
 		cfg.RunsDir = "runs"
 	}
-	_, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "latest.json"))
-	return err == nil
+	root := filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints")
+	_, err := os.Stat(filepath.Join(root, "latest.json"))
+	return err == nil || len(checkpointFolders(root)) > 0
 }
 
 // Resume restores the latest checkpoint of the run: model, optimizer
@@ -328,7 +381,7 @@ func HasCheckpoint(cfg Config) bool {
 // Parameters and optimizer moments that are not finite are refused with
 // the tensor's name.
 func (t *Trainer) Resume() error {
-	dir, step, raw, err := readLatest(t.checkpointRoot())
+	dir, step, raw, warning, err := readLatest(t.checkpointRoot())
 	if err != nil {
 		return err
 	}
@@ -353,10 +406,12 @@ func (t *Trainer) Resume() error {
 	if err != nil {
 		return err
 	}
-	hist, torn, err := readMetrics(filepath.Join(t.Dir(), "metrics.jsonl"), st.Step)
+	metricsPath := filepath.Join(t.Dir(), "metrics.jsonl")
+	hist, torn, err := readMetrics(metricsPath, st.Step)
 	if err != nil {
 		return err
 	}
+	missing := missingRecords(metricsPath, hist, st.Step, st.MetricsRecords, cfg.LogEvery)
 	if err := t.opt.LoadState(tensors, st.Counters); err != nil {
 		return fmt.Errorf("train: resume: %s: %w", optimPath, err)
 	}
@@ -373,8 +428,10 @@ func (t *Trainer) Resume() error {
 	t.history = hist
 	t.resumed = true
 	t.resumeAt = resumeDigest(st.Step, raw, values)
-	if torn != "" {
-		t.warnings = append(t.warnings, torn)
+	for _, w := range []string{warning, torn, missing} {
+		if w != "" {
+			t.warnings = append(t.warnings, w)
+		}
 	}
 	return nil
 }
@@ -462,19 +519,25 @@ func v1Settings(st checkpointState) map[string]string {
 }
 
 // readParameters reads every parameter from a model file into host memory
-// (checking names, shapes and that every value is finite) without touching
-// the parameters.
+// (checking names, shapes, checksums and that every value is finite)
+// without touching the parameters.
 func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
-	f, err := safetensors.Open(path)
+	f, err := openTensors(path)
 	if err != nil {
-		return nil, fmt.Errorf("train: resume: %w", err)
+		return nil, err
 	}
 	defer f.Close()
+	return readParametersFrom(f, params)
+}
+
+// readParametersFrom is readParameters from an open model file.
+func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([][]float32, error) {
+	path := f.Path()
 	out := make([][]float32, len(params))
 	for i, p := range params {
 		dst := make([]float32, p.Len())
 		if err := f.ReadFloat32(p.Name, p.Shape(), dst); err != nil {
-			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
+			return nil, fmt.Errorf("train: %s: %w", path, err)
 		}
 		if err := checkFinite(path, p.Name, dst); err != nil {
 			return nil, err
@@ -482,7 +545,7 @@ func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
 		out[i] = dst
 	}
 	if n := len(f.Tensors()); n != len(params) {
-		return nil, fmt.Errorf("train: resume: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
+		return nil, fmt.Errorf("train: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
 	}
 	return out, nil
 }
@@ -507,7 +570,7 @@ func resumeDigest(step int, state []byte, values [][]float32) string {
 func checkFinite(path, name string, v []float32) error {
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("train: resume: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; resume an earlier checkpoint or start over", path, name, x, i)
+			return fmt.Errorf("train: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; use an earlier checkpoint or start over", path, name, x, i)
 		}
 	}
 	return nil
@@ -517,9 +580,9 @@ func checkFinite(path, name string, v []float32) error {
 // the lengths it expects (taken from saveState's current copy), and
 // refuses non-finite values.
 func readOptimState(path string, saveState func() (map[string][]float32, map[string]int64)) (map[string][]float32, error) {
-	f, err := safetensors.Open(path)
+	f, err := openTensors(path)
 	if err != nil {
-		return nil, fmt.Errorf("train: resume: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	want, _ := saveState()
@@ -564,7 +627,7 @@ func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (b
 	if cfg.RunsDir == "" {
 		cfg.RunsDir = "runs"
 	}
-	dir, step, raw, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
+	dir, step, raw, _, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
 	if err != nil {
 		return false, err
 	}

@@ -96,6 +96,11 @@ type Config struct {
 	// CheckpointEvery writes a checkpoint every so many updates (and at the
 	// end and on interrupt); 0 means only then.
 	CheckpointEvery int `yaml:"checkpoint_every"`
+	// KeepCheckpoints is how many of the newest checkpoints a run keeps
+	// (older step folders are removed once a newer one is in force):
+	// 0 means DefaultKeepCheckpoints, KeepAllCheckpoints (or any negative
+	// number) every one.
+	KeepCheckpoints int `yaml:"keep_checkpoints"`
 	// LogEvery writes a metrics line every so many updates (and at every
 	// validation and diagnostic). Default 1.
 	LogEvery int `yaml:"log_every"`

@@ -23,7 +23,7 @@ const loopFormat = "hilbert-loop-1"
 // optimizer state, the update count and the data cursor, in a folder
 // root/step-NNNNNNN that root/latest.json then names (each file written
 // to a temporary name and renamed, latest.json last, so a crash leaves the
-// previous checkpoint in force). Over several ranks every rank must call
+// previous checkpoint in force), keeping DefaultKeepCheckpoints. Over several ranks every rank must call
 // it; rank 0 alone writes.
 func (l *Loop[B]) Save(root string) error {
 	cursor, err := l.data.Cursor()
@@ -42,7 +42,7 @@ func (l *Loop[B]) Save(root string) error {
 	tensors, counters := l.opt.SaveState()
 	st.Counters = counters
 	state, _ := json.MarshalIndent(st, "", "  ")
-	return writeCheckpoint(root, l.step, l.model.Parameters(), tensors, state, nil)
+	return writeCheckpoint(root, l.step, 0, l.model.Parameters(), tensors, state, nil)
 }
 
 // Load restores the latest checkpoint Save wrote under root. Nothing
@@ -51,7 +51,7 @@ func (l *Loop[B]) Save(root string) error {
 // refused with the tensor's name. Where root holds no checkpoint the error
 // wraps ErrNoCheckpoint.
 func (l *Loop[B]) Load(root string) error {
-	dir, step, raw, err := readLatest(root)
+	dir, step, raw, _, err := readLatest(root)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Record is one logged update: one JSON line of metrics.jsonl. Optional
@@ -58,6 +60,36 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		}{r.Step, r.Tokens, r.ElapsedS, r.ValLoss})
 	}
 	return json.Marshal(plain(r))
+}
+
+// finite returns an error naming the first field of r that is NaN or
+// infinite (JSON has no such numbers, and they mean the run diverged).
+func (r Record) finite() error {
+	fields := []struct {
+		name string
+		v    *float64
+	}{
+		{"training loss", &r.Loss}, {"lr_scale", &r.LRScale}, {"gradient norm", &r.GradNorm},
+		{"tokens_per_s", &r.TokensPerS}, {"elapsed_s", &r.ElapsedS}, {"comm_s", r.CommS},
+		{"validation loss", r.ValLoss}, {"D(S_t)", r.Diameter}, {"head_lr", r.LR}, {"Hilbert RMS", r.HilbertRMS},
+	}
+	for _, f := range fields {
+		if f.v != nil {
+			if err := finiteMetric(f.name, *f.v, r.Step); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finiteMetric is nil for a finite value, else the error of a run that
+// diverged, naming the metric and the update.
+func finiteMetric(name string, v float64, step int) error {
+	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return nil
+	}
+	return fmt.Errorf("train: %s is %v at update %d: the run diverged; lower the learning rates (-muon-lr, -embed-lr, -head-lr) or init_std, or resume an earlier checkpoint", name, v, step)
 }
 
 // metricsWriter appends records to metrics.jsonl.
@@ -147,11 +179,65 @@ func readMetrics(path string, maxStep int) (recs []Record, torn string, err erro
 	return recs, torn, nil
 }
 
+// missingRecords checks the records a resume read from metrics.jsonl (at
+// path) against the checkpoint of update step: want is the number of
+// records the run had logged up to it (0 where the checkpoint predates
+// that count), logEvery the run's interval. It returns a warning naming
+// the file and the updates whose records are missing ("" if none are):
+// those of update 0 and of the multiples of logEvery not in hist, or,
+// where the interval changed, how many of the counted records are gone.
+func missingRecords(path string, hist []Record, step, want, logEvery int) string {
+	if step == 0 && len(hist) > 0 {
+		return ""
+	}
+	have := make(map[int]bool, len(hist))
+	for _, r := range hist {
+		have[r.Step] = true
+	}
+	// The expected updates that are missing, as runs of consecutive ones.
+	var gaps []string
+	n := 0
+	for s := 0; s <= step; s += logEvery {
+		if have[s] {
+			continue
+		}
+		from := s
+		for s+logEvery <= step && !have[s+logEvery] {
+			s += logEvery
+		}
+		n += (s-from)/logEvery + 1
+		switch {
+		case len(gaps) == 5:
+			gaps = append(gaps, "...")
+		case len(gaps) > 5:
+		case s == from:
+			gaps = append(gaps, strconv.Itoa(from))
+		default:
+			gaps = append(gaps, fmt.Sprintf("%d-%d", from, s))
+		}
+	}
+	lost := want > 0 && len(hist) < want
+	switch {
+	case len(hist) == 0:
+		return fmt.Sprintf("%s holds no record up to the checkpoint's update %d (deleted or emptied?): the summary and plots cover only the updates from here on", path, step)
+	case lost && n > 0:
+		return fmt.Sprintf("%s lacks %d of the %d records logged up to update %d, those of updates %s: the summary and plots will miss them", path, want-len(hist), want, step, strings.Join(gaps, ", "))
+	case lost:
+		return fmt.Sprintf("%s lacks %d of the %d records logged up to update %d: the summary and plots will miss them", path, want-len(hist), want, step)
+	case want == 0 && n > 0:
+		return fmt.Sprintf("%s lacks the records of updates %s (every %d up to the checkpoint's update %d): the summary and plots will miss them", path, strings.Join(gaps, ", "), logEvery, step)
+	}
+	return ""
+}
+
 // Write appends one record as a JSON line. The zero metricsWriter (of a
 // rank other than 0) writes nothing.
 func (m *metricsWriter) Write(r Record) error {
 	if m.f == nil {
 		return nil
+	}
+	if err := r.finite(); err != nil {
+		return err
 	}
 	line, err := json.Marshal(r)
 	if err != nil {

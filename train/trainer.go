@@ -102,6 +102,9 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	}
 	raw := cfg
 	cfg, err = cfg.WithDefaults()
+	if err == nil {
+		err = checkLimits(cfg) // before anything is allocated (limits.go)
+	}
 	if err != nil {
 		if o.lock != nil {
 			o.lock.Unlock()
@@ -562,6 +565,9 @@ func (t *Trainer) validate(r *Record) error {
 		validationBuffers{hostIn: t.hostIn, hostTgt: t.hostTgt, in: t.inputs, tgt: t.targets}, hook)
 	if err != nil {
 		return fmt.Errorf("train: validation: %w", err)
+	}
+	if err := finiteMetric("validation loss", v, r.Step); err != nil {
+		return err // on every rank alike, before anything is written
 	}
 	r.ValLoss = &v
 	if s := t.opt.LastStep(t.head); s != nil && len(panel) > 0 {

@@ -69,6 +69,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer ck.Close()
 	if valPath == "" {
 		return fmt.Errorf("-val: name the validation shard (for a -text run: %s)", filepath.Join(runDir, "data", "text_val_000000.bin"))
 	}

@@ -206,6 +206,9 @@ func TestConfigKeysAreTheFlags(t *testing.T) {
 		{"model: {dim: -64}\n", "model.dim"},
 		{"preset: cpu-128\nmodel: {dim: 64}\n", "not both"},
 		{"- steps\n", "want a mapping"},
+		{"steps: &s 5\nval_every: *s\n", "line 2: *s: YAML aliases are not read"},
+		{"a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n", "line 2: *a: YAML aliases are not read"}, // an alias bomb's start
+		{"model: {dim: &d 64, context: *d}\n", "*d: YAML aliases"},
 	} {
 		if _, err := parse(t, "-config", write(bad.text)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got %v, want %q", bad.text, err, bad.want)
@@ -567,6 +570,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"train", "extra"}, 2, `unexpected arguments ["extra"]`},
 		{[]string{"train", "-name", ""}, 2, "-name is empty: want a folder name"},
 		{[]string{"train", "-runs", " ", "-name", "x"}, 2, "-runs is empty: want the folder"},
+		{[]string{"train", "-comm-timeout", "-1s"}, 2, `invalid value "-1s" for flag -comm-timeout: want a duration > 0`},
+		{[]string{"train", "-comm-timeout", "0"}, 2, "want a duration > 0"},
 		{[]string{"compare", "-heads", "sgd"}, 2, `"sgd": want adamw or rownorm`},
 		{[]string{"bench", "gemm", "-reps", "0"}, 2, "want reps >= 1"},
 		{[]string{"prepare"}, 2, "-out and at least one input are required"},

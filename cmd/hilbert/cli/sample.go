@@ -6,15 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/tokenizer"
+	"github.com/hilbert-ml/hilbert/train"
 )
 
 func init() {
@@ -47,7 +46,12 @@ type runCheckpoint struct {
 	// Settings are the checkpoint's recorded settings (seq_len,
 	// micro_batch, val_tokens, ...), formatted.
 	Settings map[string]string
+
+	open *train.Checkpoint // its files, until Close
 }
+
+// Close closes the checkpoint's files.
+func (c *runCheckpoint) Close() error { return c.open.Close() }
 
 // readRunCheckpoint finds the latest checkpoint of the run in runDir
 // (through checkpoints/latest.json) and reads its state.json.
@@ -58,27 +62,16 @@ func readRunCheckpoint(runDir string) (*runCheckpoint, error) {
 	if info, err := os.Stat(runDir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("-run %s: no such run folder", runDir)
 	}
-	ptrPath := filepath.Join(runDir, "checkpoints", "latest.json")
-	raw, err := os.ReadFile(ptrPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("-run %s: no checkpoint (%s is missing): train the run first", runDir, ptrPath)
+	// The shared reader: latest.json checked, state.json checksummed, the
+	// model file held open (see train.OpenCheckpoint).
+	open, err := train.OpenCheckpoint(filepath.Join(runDir, "checkpoints"))
+	if errors.Is(err, train.ErrNoCheckpoint) {
+		return nil, fmt.Errorf("-run %s: no checkpoint (%s is missing): train the run first", runDir, filepath.Join(runDir, "checkpoints", "latest.json"))
 	}
 	if err != nil {
 		return nil, err
 	}
-	var ptr struct {
-		Dir  string `json:"dir"`
-		Step int    `json:"step"`
-	}
-	if err := json.Unmarshal(raw, &ptr); err != nil || ptr.Dir == "" || strings.ContainsAny(ptr.Dir, `/\`) {
-		return nil, fmt.Errorf("%s is corrupt (want {\"dir\": \"step-N\", \"step\": N}; %v)", ptrPath, err)
-	}
-	dir := filepath.Join(runDir, "checkpoints", ptr.Dir)
-	statePath := filepath.Join(dir, "state.json")
-	raw, err = os.ReadFile(statePath)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
-	}
+	dir, statePath, raw := open.Dir, filepath.Join(open.Dir, "state.json"), open.State
 	var st struct {
 		Step     int               `json:"step"`
 		Model    models.Config     `json:"model"`
@@ -87,15 +80,17 @@ func readRunCheckpoint(runDir string) (*runCheckpoint, error) {
 		Micro    int               `json:"micro_batch"`
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
+		open.Close()
 		return nil, fmt.Errorf("%s is corrupt: %w", statePath, err)
 	}
 	if err := st.Model.Validate(); err != nil {
+		open.Close()
 		return nil, fmt.Errorf("%s: model: %w", statePath, err)
 	}
 	if st.Settings == nil { // a version-1 checkpoint
 		st.Settings = map[string]string{"seq_len": strconv.Itoa(st.SeqLen), "micro_batch": strconv.Itoa(st.Micro)}
 	}
-	return &runCheckpoint{Dir: dir, Step: st.Step, Model: st.Model, Settings: st.Settings}, nil
+	return &runCheckpoint{Dir: dir, Step: st.Step, Model: st.Model, Settings: st.Settings, open: open}, nil
 }
 
 // intSetting returns a positive integer setting of the checkpoint.
@@ -113,7 +108,8 @@ func (c *runCheckpoint) loadModel(dev device.Device) (*models.Transformer, error
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
 	}
-	if _, err := m.Load(filepath.Join(c.Dir, "model.safetensors")); err != nil {
+	// As a resume reads them: checksums, and no NaN or infinity.
+	if err := c.open.LoadWeights(m.Parameters()); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
 	}
 	return m, nil
@@ -154,6 +150,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer ck.Close()
 	tok, err := tokenizer.GPT2()
 	if err != nil {
 		return err

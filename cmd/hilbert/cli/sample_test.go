@@ -73,6 +73,7 @@ func TestSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ck.Close()
 	dev := cpu.New()
 	m, err := ck.loadModel(dev)
 	if err != nil {

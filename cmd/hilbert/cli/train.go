@@ -81,6 +81,7 @@ func defaultJob() trainFile {
 			MicroBatch: 8, BatchSeqs: 16,
 			Steps: 120, ValEvery: 40, ValTokens: 16_384, DiagEvery: 20,
 			PanelSeqs: 8, PanelPositions: 128, CheckpointEvery: 40, LogEvery: 1, ClipNorm: 1,
+			KeepCheckpoints: train.DefaultKeepCheckpoints,
 			// A short run on a tiny corpus needs larger steps than the
 			// paper's 20-tokens-per-parameter horizon.
 			MuonLR: 0.02, EmbedLR: 0.02, HeadLR: 0.01,
@@ -151,6 +152,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	positive(fs, &c.PanelSeqs, "panel-seqs", c.PanelSeqs, "Hilbert-RMS panel: validation sequences")
 	positive(fs, &c.PanelPositions, "panel-positions", c.PanelPositions, "Hilbert-RMS panel: positions per sequence (cut to -seq-len)")
 	nonNegative(fs, &c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N updates, 0 for only at the end and on a signal")
+	fs.Var(keepValue{&c.KeepCheckpoints}, "keep-checkpoints", "keep the newest `N` checkpoints, removing older step folders once a newer one is in force (0: all)")
 	positive(fs, &c.LogEvery, "log-every", c.LogEvery, "metrics line every N updates (and at every validation and diagnostic)")
 	nonNegative(fs, &c.BlockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: equal blocks of at most 64M logits)")
 	fs.BoolVar(&resume, "resume", false, "continue the run's latest checkpoint")
@@ -327,6 +329,35 @@ func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layer
 
 // expandGlobs expands each of -train's globs (a plain file name is a glob
 // of itself), in order.
+// nothingToTrain is the message of a resume whose checkpoint is already at
+// -steps: the run's validation at that update, as logged or (a checkpoint
+// written on a signal, say) computed now as hilbert eval would.
+func nothingToTrain(tr *train.Trainer, dev device.Device, comm dist.Communicator) (string, error) {
+	cfg, step := tr.Config(), tr.Step()
+	msg := fmt.Sprintf("run %s is already at update %d of -steps %d: nothing to train (raise -steps to continue it)", cfg.Name, step, cfg.Steps)
+	if comm != nil && comm.Rank() != 0 {
+		return msg, nil
+	}
+	hist := tr.History()
+	if n := len(hist); n > 0 && hist[n-1].Step == step && hist[n-1].ValLoss != nil {
+		r := hist[n-1]
+		msg += fmt.Sprintf("; its validation at update %d: val loss %.4f", step, *r.ValLoss)
+		if r.Diameter != nil {
+			msg += fmt.Sprintf(", D(S_T) %.4g", *r.Diameter)
+		}
+		return msg, nil
+	}
+	autocast, err := cfg.AutocastDType()
+	if err != nil {
+		return "", err
+	}
+	loss, tokens, err := validationLoss(dev, tr.Model(), cfg.ValShard, cfg.ValTokens, cfg.SeqLen, cfg.MicroBatch, cfg.BlockRows, autocast)
+	if err != nil {
+		return "", err
+	}
+	return msg + fmt.Sprintf("; the checkpoint's validation, computed now: val loss %.4f over %d tokens", loss, tokens), nil
+}
+
 func expandGlobs(globs []string) ([]string, error) {
 	var out []string
 	for _, g := range globs {
@@ -361,8 +392,9 @@ func (e *interruptedError) Error() string {
 }
 
 // trainSignals returns a context cancelled by SIGINT, SIGTERM or SIGHUP
-// (a closed terminal or ssh session): the run stops after its current
-// update and writes a checkpoint. SIGPIPE is ignored, so that a closed
+// (a closed terminal or ssh session; not when SIGHUP was ignored at start,
+// as nohup does): the run stops after its current update and writes a
+// checkpoint. SIGPIPE is ignored, so that a closed
 // pipe on stdout or stderr (| tee killed by the same Ctrl-C) fails writes,
 // which are not checked, instead of killing the process. stop undoes it.
 //
@@ -376,7 +408,11 @@ func trainSignals(stderr io.Writer, mpiRank bool) (ctx context.Context, stop fun
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// Under nohup (SIGHUP ignored from the start) a hangup stays ignored.
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(ch, syscall.SIGHUP)
+	}
 	if mpiRank {
 		signal.Notify(ch, syscall.SIGCONT)
 	}
@@ -456,11 +492,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 // rankFlags adds train's own flags (those of data-parallel runs) to the
 // shared ones.
 func rankFlags(fs *flag.FlagSet, commTimeout *time.Duration) {
-	fs.DurationVar(commTimeout, "comm-timeout", *commTimeout, "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it")
+	fs.Var(positiveDuration{commTimeout}, "comm-timeout", "under mpirun: the longest one collective may wait for the other ranks before this rank stops with an error naming it; a `duration` > 0")
 }
 
 // printRun prints a finished run's one-line summary.
 func printRun(stdout io.Writer, s *runSummary) {
+	if s.note != "" {
+		fmt.Fprintln(stdout, s.note)
+		return
+	}
 	fmt.Fprintf(stdout, "run %s: %d updates, %d tokens, train loss %.4f, val loss %.4f (from %.4f), D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s, %.0f s\n",
 		s.Name, s.Steps, s.Tokens, s.FinalLoss, s.ValLoss, s.StartValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS, s.ElapsedS)
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(s.Dir, "summary.md"))
@@ -805,6 +845,14 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 		}
 		fmt.Fprintf(stderr, "hilbert: resuming %s at update %d of %d%s\n", cfg.Name, tr.Step(), cfg.Steps, note)
 	}
+	if resume && tr.Step() >= cfg.Steps {
+		// Nothing to train: no run, no report rewritten; its validation.
+		note, err := nothingToTrain(tr, dev, comm)
+		if err != nil {
+			return nil, err
+		}
+		return &runSummary{Summary: tr.Summary(), Dir: tr.Dir(), History: tr.History(), note: note}, nil
+	}
 	prog := newProgress(stderr, st.quiet, cfg.Head, cfg.Steps, tr.Step())
 	err = tr.Run(ctx, func(t *train.Trainer, r train.Record) error {
 		prog.record(r)
@@ -833,6 +881,9 @@ type runSummary struct {
 	train.Summary
 	Dir     string
 	History []train.Record
+	// note, when set, is what printRun prints instead: a resume that
+	// found nothing to train.
+	note string
 }
 
 // openDevice opens "cpu", "cuda" or "cuda:N".

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -120,6 +121,54 @@ func (v warmupValue) Set(s string) error {
 	return nil
 }
 
+// positiveDuration is a duration flag > 0 (checked alike on every rank of
+// a data-parallel run, and in a single process).
+type positiveDuration struct{ p *time.Duration }
+
+func (v positiveDuration) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}
+
+func (v positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		return errors.New("want a duration > 0, such as 90s or 5m")
+	}
+	*v.p = d
+	return nil
+}
+
+// keepValue is -keep-checkpoints: the newest N checkpoints, 0 for all;
+// unset it leaves the library's default (train.DefaultKeepCheckpoints).
+type keepValue struct{ p *int }
+
+func (v keepValue) String() string {
+	switch {
+	case v.p == nil:
+		return "0"
+	case *v.p < 0:
+		return "0"
+	case *v.p == 0:
+		return strconv.Itoa(train.DefaultKeepCheckpoints)
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v keepValue) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	if err != nil || n < 0 {
+		return errors.New("want a number of checkpoints >= 0 (0: all)")
+	}
+	*v.p = int(n)
+	if n == 0 {
+		*v.p = train.KeepAllCheckpoints
+	}
+	return nil
+}
+
 // listValue is a comma-separated list flag; a config file may give it as
 // a YAML list instead.
 type listValue struct{ p *[]string }
@@ -203,6 +252,9 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 		return cf, nil // empty, or only comments
 	}
 	top := doc.Content[0]
+	if a := findAlias(top); a != nil {
+		return nil, fmt.Errorf("config %s line %d: *%s: YAML aliases are not read in a config file (one can expand without bound): write the value out", path, a.Line, a.Value)
+	}
 	if top.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("config %s line %d: want a mapping of settings (key: value), got a %s", path, top.Line, kindName(top))
 	}
@@ -246,6 +298,20 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 		cf.entries = append(cf.entries, e)
 	}
 	return cf, nil
+}
+
+// findAlias returns the first alias node of the tree under n (aliases are
+// not followed, so the walk is bounded by the file's size), or nil.
+func findAlias(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n
+	}
+	for _, c := range n.Content {
+		if a := findAlias(c); a != nil {
+			return a
+		}
+	}
+	return nil
 }
 
 func kindName(n *yaml.Node) string {

@@ -1,0 +1,198 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/safetensors"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// A checkpoint's state.json is checksummed as its tensors are: its last
+// member, "crc32c", is the CRC-32C (Castagnoli), as 8 hex digits, of the
+// rest of the object in canonical form (decoded with its numbers as
+// written and encoded again, as json.Marshal does: compact, keys sorted).
+// So the layout may change but no value may; a file without the member
+// (written before it existed) is read with a warning.
+const stateChecksumKey = "crc32c"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// stateSum is the CRC-32C of state's canonical form (without its checksum
+// member), and whether state had that member and what it holds.
+func stateSum(state []byte) (sum uint32, recorded json.RawMessage, err error) {
+	d := json.NewDecoder(bytes.NewReader(state))
+	d.UseNumber()
+	var members map[string]any
+	if err := d.Decode(&members); err != nil {
+		return 0, nil, err
+	}
+	if v, ok := members[stateChecksumKey]; ok {
+		recorded, _ = json.Marshal(v)
+		delete(members, stateChecksumKey)
+	}
+	canonical, err := json.Marshal(members)
+	if err != nil {
+		return 0, nil, err
+	}
+	return crc32.Checksum(canonical, castagnoli), recorded, nil
+}
+
+// sealState appends the checksum member to state, a JSON object.
+func sealState(state []byte) []byte {
+	sum, _, err := stateSum(state)
+	if err != nil {
+		panic("train: checkpoint: state is not a JSON object: " + err.Error()) // marshalled by this package
+	}
+	body := bytes.TrimRight(state, " \t\r\n")
+	body = bytes.TrimSuffix(body, []byte("}"))
+	body = bytes.TrimRight(body, " \t\r\n")
+	sep := ","
+	if bytes.HasSuffix(body, []byte("{")) {
+		sep = ""
+	}
+	return fmt.Appendf(body[:len(body):len(body)], "%s\n  %q: \"%08x\"\n}\n", sep, stateChecksumKey, sum)
+}
+
+// verifyState checks the checksum of a state.json read from path. A file
+// without one is accepted, with a warning saying so.
+func verifyState(path string, raw []byte) (warning string, err error) {
+	sum, recorded, err := stateSum(raw)
+	if err != nil {
+		return "", fmt.Errorf("train: resume: %s is corrupt: %w", path, err)
+	}
+	if recorded == nil {
+		return fmt.Sprintf("%s has no %q checksum (a checkpoint written before state files were checksummed): its values are used unchecked", path, stateChecksumKey), nil
+	}
+	if got := fmt.Sprintf("\"%08x\"", sum); got != string(recorded) {
+		return "", fmt.Errorf("train: resume: %s is damaged or was edited: its CRC-32C is %s, the file records %s; resume an earlier checkpoint or start over", path, got, recorded)
+	}
+	return "", nil
+}
+
+// openTensors opens a checkpoint's safetensors file, which must record
+// the checksums of its tensors (this package's writer always does).
+func openTensors(path string) (*safetensors.File, error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if !f.Checksummed() {
+		f.Close()
+		return nil, fmt.Errorf("train: %s has no %q metadata, which every checkpoint file records: it was not written by a checkpoint, or was rewritten; resume an earlier checkpoint or start over", path, safetensors.ChecksumKey)
+	}
+	return f, nil
+}
+
+// Checkpoint is the latest checkpoint of a run, open for reading (by
+// hilbert sample and eval, say) beside a run that may be writing newer
+// ones: its model file is held open, so that the run's removal of an old
+// folder cannot take it away while the weights are read.
+type Checkpoint struct {
+	// Dir is the checkpoint's folder (ROOT/step-NNNNNNN).
+	Dir string
+	// Step is the update the checkpoint was written after.
+	Step int
+	// State is its state.json, checksum verified.
+	State []byte
+	// Warnings say what was accepted with a doubt (a state.json from
+	// before the checksums).
+	Warnings []string
+
+	model *safetensors.File
+}
+
+// checkpointRetries bounds how often OpenCheckpoint re-reads latest.json
+// when the checkpoint it named was removed before it could be opened.
+const checkpointRetries = 5
+
+// OpenCheckpoint opens the checkpoint that root/latest.json names (root is
+// a run's checkpoints folder). A running run replaces its checkpoint while
+// it trains: when the folder latest.json named is gone before its files
+// are open, latest.json is read again (a few times, a moment apart), so
+// the newer checkpoint is opened instead. Where root holds no checkpoint
+// the error wraps ErrNoCheckpoint. The caller must Close it.
+func OpenCheckpoint(root string) (*Checkpoint, error) {
+	var err error
+	for attempt := range checkpointRetries {
+		var c *Checkpoint
+		if c, err = openCheckpoint(root); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoCheckpoint) {
+			return nil, err
+		}
+		checkpointRetryWait(attempt)
+	}
+	return nil, fmt.Errorf("%w (the run replaced its checkpoint %d times while it was being opened)", err, checkpointRetries)
+}
+
+// checkpointRetryWait waits before OpenCheckpoint's next attempt (a
+// variable for the tests, which replace the run in that moment).
+var checkpointRetryWait = func(attempt int) { time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond) }
+
+func openCheckpoint(root string) (*Checkpoint, error) {
+	dir, step, state, warning, err := readLatest(root)
+	if err != nil {
+		return nil, err
+	}
+	model, err := openTensors(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Checkpoint{Dir: dir, Step: step, State: state, model: model}
+	if warning != "" {
+		c.Warnings = append(c.Warnings, warning)
+	}
+	return c, nil
+}
+
+// LoadWeights reads the checkpoint's model file into params, with the
+// checks of a resume: every parameter present by name with its shape, no
+// other tensor, every checksum, and every value finite. Nothing is
+// changed unless all pass.
+func (c *Checkpoint) LoadWeights(params []*tensor.Tensor) error {
+	values, err := readParametersFrom(c.model, params)
+	if err != nil {
+		return err
+	}
+	for i, p := range params {
+		p.SetFloat32(values[i])
+	}
+	return nil
+}
+
+// Close closes the checkpoint's model file.
+func (c *Checkpoint) Close() error { return c.model.Close() }
+
+// checkpointFolders lists the step-NNNNNNN folders of root with their
+// steps, by step (oldest first).
+func checkpointFolders(root string) []stepFolder {
+	entries, _ := os.ReadDir(root)
+	var out []stepFolder
+	for _, e := range entries {
+		digits, ok := strings.CutPrefix(e.Name(), "step-")
+		n, err := strconv.Atoi(digits)
+		if ok && e.IsDir() && err == nil && n >= 0 {
+			out = append(out, stepFolder{e.Name(), n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].step < out[j].step })
+	return out
+}
+
+// stepFolder is a checkpoint folder of a run and its step.
+type stepFolder struct {
+	name string
+	step int
+}
