@@ -82,13 +82,14 @@ func relErr(a, b []float64) float64 {
 // TestGoldens loads every fixture (GPT-2 from F32 without a prefix and
 // BF16 under transformer. with a tied lm_head; Llama with 4 heads over 2
 // KV heads from F32, BF16 and two shards; Qwen2 from F16 with q/k/v
-// biases and one KV head) in float64 and float32 and compares logits and
+// biases and one KV head; Llama tied with llama3 RoPE scaling) in float64
+// and float32 and compares logits and
 // loss with the PyTorch references (float64: within 1e-10 relative;
 // float32: with transformers' float32 code, within 1e-5), and 30 greedy
 // tokens with the reference's, token for token.
 func TestGoldens(t *testing.T) {
 	dev := cpu.New()
-	for _, name := range []string{"gpt2", "gpt2-bf16", "llama", "llama-bf16", "llama-sharded", "qwen2"} {
+	for _, name := range []string{"gpt2", "gpt2-bf16", "llama", "llama-bf16", "llama-sharded", "qwen2", "llama3-scaled"} {
 		dir := filepath.Join("testdata", name)
 		want := readGolden(t, dir)
 		for _, c := range []struct {

@@ -16,7 +16,8 @@ Llama (and Mistral, Qwen2): model.embed_tokens, model.layers.N.{
 input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
 mlp.{gate,up,down}_proj}, model.norm, lm_head (or the embedding when
 tie_word_embeddings); RoPE by rotate_half with cos/sin = cat(freqs,
-freqs), inv_freq = 1 / theta^(2i/head_dim); grouped-query attention by
+freqs), inv_freq = 1 / theta^(2i/head_dim) (rescaled by rope_scaling of
+rope_type llama3 as Llama 3.1/3.2 do); grouped-query attention by
 repeat_kv; scores times head_dim^-0.5; SwiGLU MLP; RMSNorm
 weight * (x * rsqrt(mean(x^2) + eps)); Qwen2's q/k/v biases
 (attention_bias in Llama gives o_proj one too).
@@ -180,6 +181,19 @@ def rope_tables(cfg, t, dt, hf_exact):
     theta = cfg.get("rope_theta", 10000.0)
     ct = torch.float32 if hf_exact else torch.float64
     inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(ct) / hd))
+    sc = cfg.get("rope_scaling")
+    if sc:
+        # transformers' _compute_llama3_parameters
+        assert sc["rope_type"] == "llama3"
+        factor, lo, hi = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+        old = sc["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / lo, old / hi
+        wavelen = 2 * math.pi / inv_freq
+        inv_freq_llama = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * inv_freq_llama / factor + smooth * inv_freq_llama
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        inv_freq = torch.where(medium, smoothed, inv_freq_llama)
     pos = torch.arange(t).to(ct)
     freqs = (inv_freq[:, None] @ pos[None, :]).T  # [T, hd/2]
     emb = torch.cat((freqs, freqs), dim=-1)

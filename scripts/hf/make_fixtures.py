@@ -18,6 +18,9 @@ the files as written (read back, so the golden sees the stored values):
     llama-sharded the same F32 weights in two shards with an index
     qwen2         Qwen2ForCausalLM, F16, q/k/v biases, 1 KV head, tied
                   embeddings, rope_theta 1e6
+    llama3-scaled LlamaForCausalLM, F32, tied embeddings, rope_scaling of
+                  rope_type llama3 (rope_theta 100 puts one frequency in
+                  each of the kept and the interpolated bands)
 
 golden.json holds tokens [2, 9]; logits64 (float64 reference, flat
 [2, 7, vocab]) and loss64 (the *ForCausalLM loss with labels = tokens);
@@ -191,7 +194,12 @@ def main():
     q = llama_weights(QWEN2_CONFIG, gen, qkv_bias=True)
     write_dir(os.path.join(root, "qwen2"), QWEN2_CONFIG, q, "F16")
 
-    for name in ("gpt2", "gpt2-bf16", "llama", "llama-bf16", "llama-sharded", "qwen2"):
+    l3cfg = dict(LLAMA_CONFIG, tie_word_embeddings=True, rope_theta=100.0, rope_scaling={
+        "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64, "rope_type": "llama3"})
+    write_dir(os.path.join(root, "llama3-scaled"), l3cfg, llama_weights(l3cfg, gen), "F32")
+
+    for name in ("gpt2", "gpt2-bf16", "llama", "llama-bf16", "llama-sharded", "qwen2", "llama3-scaled"):
         golden(os.path.join(root, name), tokens, prompt)
 
 
