@@ -134,7 +134,7 @@ func LoadWeights(dir string, m Model) error {
 	for _, p := range pieces {
 		e, ok := src.byName[p.src]
 		if !ok {
-			return fmt.Errorf("hf: tensor %q (for %s %v) is missing from %s", p.src, p.param.Name, p.shape, src.describe())
+			return fmt.Errorf("hf: tensor %q (with or without the %q prefix; for %s %v) is missing from %s", p.src, prefixOf(cfg.Family), p.param.Name, p.shape, src.describe())
 		}
 		if !e.info.DType.IsFloat() {
 			return fmt.Errorf("hf: tensor %q in %s has dtype %s: want F32, F16, BF16 or F64", e.name, e.file.Path(), e.info.DType)
@@ -264,6 +264,14 @@ func llamaPieces(m *models.Llama, storedTied bool) []piece {
 		return append(ps, id(m.Head.Weight, "embed_tokens.weight"))
 	}
 	return append(ps, id(m.Head.Weight, "lm_head.weight"))
+}
+
+// prefixOf is the family's base-model prefix.
+func prefixOf(family string) string {
+	if family == "gpt2" {
+		return "transformer."
+	}
+	return "model."
 }
 
 // ignored reports stored tensors that are buffers, not weights.

@@ -71,6 +71,8 @@ func openSource(dir string) (*source, error) {
 		sort.Strings(files)
 	} else if !os.IsNotExist(err) {
 		return nil, fmt.Errorf("hf: %w", err)
+	} else if _, err := os.Stat(filepath.Join(dir, files[0])); os.IsNotExist(err) {
+		return nil, fmt.Errorf("hf: %s holds neither model.safetensors nor model.safetensors.index.json", dir)
 	}
 	for _, fn := range files {
 		f, err := safetensors.Open(filepath.Join(dir, fn))
