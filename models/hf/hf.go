@@ -29,7 +29,6 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
-	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -359,15 +358,4 @@ func equalShape(a []int, b tensor.Shape) bool {
 		}
 	}
 	return true
-}
-
-// dtypeOf is the safetensors dtype Save writes for name ("F32", "BF16").
-func dtypeOf(name string) (safetensors.DType, error) {
-	switch strings.ToUpper(name) {
-	case "", "F32", "FLOAT32":
-		return safetensors.F32, nil
-	case "BF16", "BFLOAT16":
-		return safetensors.BF16, nil
-	}
-	return "", fmt.Errorf("hf: dtype %q: want F32 or BF16", name)
 }
