@@ -110,19 +110,7 @@ func (sf *File) ReadAsFloat32(name string, shape []int, dst []float32) error {
 	if err != nil {
 		return err
 	}
-	switch dt {
-	case F32:
-		DecodeFloat32(dst, buf)
-	case F16:
-		DecodeFloat16(dst, buf)
-	case BF16:
-		DecodeBFloat16(dst, buf)
-	case F64:
-		for i := range dst {
-			dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:])))
-		}
-	}
-	return nil
+	return DecodeAsFloat32(dt, dst, buf)
 }
 
 // ReadAsFloat64 reads a floating-point tensor of any float dtype into dst
@@ -133,24 +121,46 @@ func (sf *File) ReadAsFloat64(name string, shape []int, dst []float64) error {
 	if err != nil {
 		return err
 	}
+	return DecodeAsFloat64(dt, dst, buf)
+}
+
+// DecodeAsFloat32 decodes little-endian elements of float dtype dt (F64
+// rounded to nearest, the others exactly) into dst
+// (len(b) == dt.Size()*len(dst)); another dtype is an error.
+func DecodeAsFloat32(dt DType, dst []float32, b []byte) error {
+	switch dt {
+	case F32:
+		DecodeFloat32(dst, b)
+	case F16:
+		DecodeFloat16(dst, b)
+	case BF16:
+		DecodeBFloat16(dst, b)
+	case F64:
+		for i := range dst {
+			dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+		}
+	default:
+		return fmt.Errorf("safetensors: dtype %s is not a float dtype", dt)
+	}
+	return nil
+}
+
+// DecodeAsFloat64 decodes little-endian elements of float dtype dt into
+// dst exactly (len(b) == dt.Size()*len(dst)); another dtype is an error.
+func DecodeAsFloat64(dt DType, dst []float64, b []byte) error {
 	if dt == F64 {
-		DecodeFloat64(dst, buf)
+		DecodeFloat64(dst, b)
 		return nil
+	}
+	if !dt.IsFloat() {
+		return fmt.Errorf("safetensors: dtype %s is not a float dtype", dt)
 	}
 	// Widen through float32 in chunks, without a second full-size slice.
 	var tmp [1024]float32
 	size := dt.Size()
 	for off := 0; off < len(dst); off += len(tmp) {
 		n := min(len(tmp), len(dst)-off)
-		chunk := buf[off*size : (off+n)*size]
-		switch dt {
-		case F32:
-			DecodeFloat32(tmp[:n], chunk)
-		case F16:
-			DecodeFloat16(tmp[:n], chunk)
-		case BF16:
-			DecodeBFloat16(tmp[:n], chunk)
-		}
+		DecodeAsFloat32(dt, tmp[:n], b[off*size:(off+n)*size])
 		for i, v := range tmp[:n] {
 			dst[off+i] = float64(v)
 		}

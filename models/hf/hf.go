@@ -11,9 +11,9 @@
 // Loading checks everything before it changes a parameter: an
 // architecture or config field it does not implement, and a missing,
 // extra or misshapen tensor, are errors naming the field or the tensor,
-// its file and both shapes. Tensors are read one at a time, so loading
-// holds at most a tensor's bytes and its converted values beside the
-// model (never a second copy of the weights).
+// its file and both shapes. Tensors are read one at a time through reused
+// buffers, so loading holds the largest tensor's bytes and values beside
+// the model, never a second copy of the weights.
 //
 // This package builds on models, nn, safetensors, tensor and device. It
 // must not import train, data or cmd: a run layer imports it.
@@ -29,6 +29,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -158,8 +159,9 @@ func LoadWeights(dir string, m Model) error {
 			return err
 		}
 	}
+	var l loader
 	for _, p := range pieces {
-		if err := p.load(src.byName[p.src], dt); err != nil {
+		if err := l.load(p, src.byName[p.src], dt); err != nil {
 			return err
 		}
 	}
@@ -306,31 +308,55 @@ func sameTensor(head, embed entry) error {
 	return nil
 }
 
-// load reads the stored tensor into the parameter in its dtype.
-func (p piece) load(e entry, dt device.DType) error {
+// loader reads stored tensors into parameters through scratch buffers
+// it reuses, so that loading holds the largest tensor's bytes and values
+// beside the model, not garbage of every tensor's.
+type loader struct {
+	raw []byte
+	f32 [2][]float32
+	f64 [2][]float64
+}
+
+// grow returns b resliced to n, reallocated only when too small.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// load reads the stored tensor into the parameter in its dtype dt.
+func (l *loader) load(p piece, e entry, dt device.DType) error {
 	n := 1
 	for _, d := range e.info.Shape {
 		n *= d
 	}
-	if dt == device.Float64 {
-		v := make([]float64, n)
-		if err := e.file.ReadAsFloat64(e.name, e.info.Shape, v); err != nil {
-			return fmt.Errorf("hf: %w", err)
-		}
-		p.param.SetFloat64(arrange(v, p))
-		return nil
-	}
-	v := make([]float32, n)
-	if err := e.file.ReadAsFloat32(e.name, e.info.Shape, v); err != nil {
+	l.raw = grow(l.raw, int(e.info.End-e.info.Begin))
+	if err := e.file.ReadBytes(e.name, l.raw); err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
-	p.param.SetFloat32(arrange(v, p))
+	if dt == device.Float64 {
+		l.f64[0] = grow(l.f64[0], n)
+		if err := safetensors.DecodeAsFloat64(e.info.DType, l.f64[0], l.raw); err != nil {
+			return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
+		}
+		l.f64[1] = grow(l.f64[1], p.param.Len())
+		p.param.SetFloat64(arrange(l.f64[0], l.f64[1], p))
+		return nil
+	}
+	l.f32[0] = grow(l.f32[0], n)
+	if err := safetensors.DecodeAsFloat32(e.info.DType, l.f32[0], l.raw); err != nil {
+		return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
+	}
+	l.f32[1] = grow(l.f32[1], p.param.Len())
+	p.param.SetFloat32(arrange(l.f32[0], l.f32[1], p))
 	return nil
 }
 
-// arrange returns the parameter's values from the stored ones: the same
-// for most, a Conv1D weight's columns transposed, a fused bias's slice.
-func arrange[T float32 | float64](v []T, p piece) []T {
+// arrange returns the parameter's values from the stored ones v: v itself
+// for most, a Conv1D weight's columns transposed into w, a fused bias's
+// slice.
+func arrange[T float32 | float64](v, w []T, p piece) []T {
 	if !p.conv {
 		return v
 	}
@@ -338,7 +364,6 @@ func arrange[T float32 | float64](v []T, p piece) []T {
 		return v[p.col : p.col+p.param.Dim(0)]
 	}
 	in, total, out := p.shape[0], p.shape[1], p.param.Dim(0)
-	w := make([]T, out*in)
 	for i := range in {
 		row := v[i*total+p.col : i*total+p.col+out]
 		for o, x := range row {
