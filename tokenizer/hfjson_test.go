@@ -17,9 +17,9 @@ type stream struct {
 	Ordinary, Special []int32
 }
 
-func readStreams(t *testing.T) map[string][]stream {
+func readStreams(t *testing.T, dir string) map[string][]stream {
 	t.Helper()
-	b, err := os.ReadFile("testdata/tiktoken_streams.json")
+	b, err := os.ReadFile(filepath.Join(dir, "tiktoken_streams.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,28 +35,42 @@ func readStreams(t *testing.T) map[string][]stream {
 // patterns and special tokens) encode the fixture texts (every script,
 // emoji sequences, contractions in both cases, white-space runs of every
 // kind, digits, code, special tokens, U+FFFD, long runs) to tiktoken's
-// token streams, ordinary and with special tokens, and decode back.
+// token streams, ordinary and with special tokens, and decode back. With
+// HILBERT_TOKENIZER_FULL set to a directory written by
+// make_tokenizers.js --full, the whole vocabularies are checked too.
 func TestJSONMatchesTiktoken(t *testing.T) {
-	streams := readStreams(t)
-	for _, name := range []string{"cl100k", "o200k"} {
-		tok, err := LoadJSON(filepath.Join("testdata", name, "tokenizer.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(streams[name]) < 10 {
-			t.Fatalf("%s: %d streams", name, len(streams[name]))
-		}
-		for _, s := range streams[name] {
-			if got := tok.Encode(s.Text); !slices.Equal(got, s.Ordinary) {
-				t.Errorf("%s Encode(%q)\n got %v\nwant %v", name, s.Text, got, s.Ordinary)
+	dirs := []string{"testdata"}
+	if d := os.Getenv("HILBERT_TOKENIZER_FULL"); d != "" {
+		dirs = append(dirs, d)
+	}
+	for _, dir := range dirs {
+		streams := readStreams(t, dir)
+		for _, name := range []string{"cl100k", "o200k"} {
+			tok, err := LoadJSON(filepath.Join(dir, name, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			got := tok.EncodeWithSpecial(s.Text)
-			if !slices.Equal(got, s.Special) {
-				t.Errorf("%s EncodeWithSpecial(%q)\n got %v\nwant %v", name, s.Text, got, s.Special)
+			if len(streams[name]) < 10 {
+				t.Fatalf("%s: %d streams", name, len(streams[name]))
 			}
-			if back, err := tok.Decode(got); err != nil || string(back) != s.Text {
-				t.Errorf("%s Decode(EncodeWithSpecial(%q)) = %q, %v", name, s.Text, back, err)
+			n := 0
+			for _, s := range streams[name] {
+				short := s.Text[:min(len(s.Text), 60)]
+				if got := tok.Encode(s.Text); !slices.Equal(got, s.Ordinary) {
+					i := firstDiff(got, s.Ordinary)
+					t.Errorf("%s %s Encode(%q...): token %d of %d is %v, tiktoken's %v", dir, name, short, i, len(s.Ordinary), got[i:min(i+5, len(got))], s.Ordinary[i:min(i+5, len(s.Ordinary))])
+				}
+				got := tok.EncodeWithSpecial(s.Text)
+				if !slices.Equal(got, s.Special) {
+					i := firstDiff(got, s.Special)
+					t.Errorf("%s %s EncodeWithSpecial(%q...): token %d of %d differs", dir, name, short, i, len(s.Special))
+				}
+				if back, err := tok.Decode(got); err != nil || string(back) != s.Text {
+					t.Errorf("%s %s Decode(EncodeWithSpecial(%q...)) differs, %v", dir, name, short, err)
+				}
+				n += len(s.Special)
 			}
+			t.Logf("%s %s: %d vocabulary ids, %d texts, %d tokens equal to tiktoken's", dir, name, tok.VocabSize(), len(streams[name]), n)
 		}
 	}
 }
@@ -97,7 +111,7 @@ func TestGPT2JSON(t *testing.T) {
 		t.Errorf("vocab size %d, want %d", tok.VocabSize(), VocabSize)
 	}
 	texts := []string{strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20)}
-	for _, s := range readStreams(t)["cl100k"] {
+	for _, s := range readStreams(t, "testdata")["cl100k"] {
 		texts = append(texts, s.Text)
 	}
 	for _, text := range texts {

@@ -21,11 +21,17 @@
 // Output: DIR/{cl100k,o200k}/tokenizer.json and DIR/tiktoken_streams.json
 // ({encoding: [{text, ordinary, special}]}: ordinary is encode_ordinary,
 // special is encode with every special token allowed).
+//
+// With --full (node make_tokenizers.js DIR --full [TEXT...]) it writes the
+// whole vocabularies instead (megabytes: not for the repository), with
+// the texts of the files TEXT added to the streams; package tokenizer's
+// TestJSONMatchesTiktoken reads such a DIR from HILBERT_TOKENIZER_FULL.
 const fs = require("fs");
 const path = require("path");
 const { Tiktoken } = require("tiktoken/lite");
 
-const VOCAB = 2048;
+const FULL = process.argv[3] === "--full";
+const VOCAB = FULL ? Infinity : 2048;
 
 // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
 // others for code points from 256 up.
@@ -99,12 +105,14 @@ function main() {
     const e = require(`tiktoken/encoders/${file}.json`);
     const full = new Tiktoken(e.bpe_ranks, e.special_tokens, e.pat_str);
     const tokens = [];
-    for (let r = 0; r < VOCAB; r++) tokens.push(Buffer.from(full.decode_single_token_bytes(r)));
+    // bpe_ranks is "! 0" and then every token's base64, in rank order.
+    const n = Math.min(VOCAB, e.bpe_ranks.split(" ").length - 2);
+    for (let r = 0; r < n; r++) tokens.push(Buffer.from(full.decode_single_token_bytes(r)));
     full.free();
     const specials = {};
     Object.keys(e.special_tokens)
       .sort((a, b) => e.special_tokens[a] - e.special_tokens[b])
-      .forEach((s, i) => (specials[s] = VOCAB + i));
+      .forEach((s, i) => (specials[s] = n + i));
     const ranksStr = "! 0 " + tokens.map((t) => t.toString("base64")).join(" ");
     const enc = new Tiktoken(ranksStr, specials, e.pat_str);
 
@@ -143,7 +151,8 @@ function main() {
     };
     fs.mkdirSync(path.join(out, name), { recursive: true });
     fs.writeFileSync(path.join(out, name, "tokenizer.json"), JSON.stringify(tok) + "\n");
-    streams[name] = TEXTS.map((text) => ({
+    const texts = TEXTS.concat(FULL ? process.argv.slice(4).map((f) => fs.readFileSync(f, "utf8")) : []);
+    streams[name] = texts.map((text) => ({
       text,
       ordinary: Array.from(enc.encode_ordinary(text)),
       special: Array.from(enc.encode(text, "all")),
@@ -154,7 +163,7 @@ function main() {
       if (back !== s.text) throw new Error(`${name}: decode(encode(${JSON.stringify(s.text)})) = ${JSON.stringify(back)}`);
     }
     enc.free();
-    console.log(`${name}: ${VOCAB} ranks, ${merges.length} merges, ${Object.keys(specials).length} specials`);
+    console.log(`${name}: ${n} ranks, ${merges.length} merges, ${Object.keys(specials).length} specials`);
   }
   fs.writeFileSync(path.join(out, "tiktoken_streams.json"), JSON.stringify(streams) + "\n");
 }
