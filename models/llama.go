@@ -206,7 +206,7 @@ func cachedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, p
 	tq, tk := q.Dim(1), k.Dim(1)
 	qh, kh, vh := g.Permute(q, 0, 2, 1, 3), g.Permute(k, 0, 2, 1, 3), g.Permute(v, 0, 2, 1, 3)
 	s := g.Mul(g.MatMul(qh, kh, false, true), g.Constant(scale, q.DType()))
-	if pos+tq < tk || tq > 1 {
+	if tq > 1 { // one new query sees every key; more need the causal mask
 		m := make([]float64, tq*tk)
 		for i := range tq {
 			for j := pos + i + 1; j < tk; j++ {

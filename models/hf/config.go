@@ -49,7 +49,7 @@ var informational = map[string]bool{
 	"summary_first_dropout": true, "summary_proj_to_labels": true, "summary_type": true,
 	"summary_use_proj": true, "task_specific_params": true, "n_ctx": true, "output_past": true,
 	"pretraining_tp": true, "max_window_layers": true, "reorder_and_upcast_attn": true,
-	"id2label": true, "label2id": true,
+	"id2label": true, "label2id": true, "_attn_implementation_autoset": true, "tokenizer_class": true,
 }
 
 // fields is a config.json object read field by field: get marks a field
@@ -216,6 +216,7 @@ func llamaConfig(f *fields, c *Config, dtype device.DType) models.LlamaConfig {
 	switch c.Architecture {
 	case Qwen2Arch:
 		m.QKVBias = true
+		f.want("use_mrope", false)
 		var sliding bool
 		if f.get("use_sliding_window", &sliding) && sliding {
 			f.fail("use_sliding_window", "true: sliding-window attention is not supported")
