@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -126,5 +127,34 @@ func TestGoldens(t *testing.T) {
 					cfg.Architecture, c.dt, e, le, len(got), want.Gap64)
 			})
 		}
+	}
+}
+
+// TestMistral: MistralForCausalLM has Llama's layout: the llama fixture
+// relabelled (sliding_window null, or no shorter than the context) gives
+// the Llama golden logits; a shorter window is an error naming it.
+func TestMistral(t *testing.T) {
+	dev := cpu.New()
+	want := readGolden(t, filepath.Join("testdata", "llama"))
+	for _, window := range []any{nil, 64} {
+		dir := copyFixture(t, "llama")
+		editConfig(t, dir, func(c map[string]any) {
+			c["architectures"], c["model_type"], c["sliding_window"] = []string{MistralArch}, "mistral", window
+			delete(c, "attention_bias")
+			delete(c, "mlp_bias")
+		})
+		m, cfg, err := Load(dev, dir, Options{DType: device.Float64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits, _ := run(t, dev, m, want.Tokens)
+		if e := relErr(logits, want.Logits64); cfg.Architecture != MistralArch || e > 1e-10 {
+			t.Errorf("window %v: %s, logits rel err %.3g", window, cfg.Architecture, e)
+		}
+	}
+	dir := copyFixture(t, "llama")
+	editConfig(t, dir, func(c map[string]any) { c["architectures"], c["sliding_window"] = []string{MistralArch}, 32 })
+	if _, _, err := Load(dev, dir, Options{}); err == nil || !strings.Contains(err.Error(), `field "sliding_window": 32 < max_position_embeddings 64`) {
+		t.Errorf("a sliding window of 32: %v", err)
 	}
 }
