@@ -154,12 +154,12 @@ func LoadWeights(dir string, m Model) error {
 		sort.Strings(extra)
 		return fmt.Errorf("hf: %s: tensors not in a %s model: %s", dir, cfg.Architecture, strings.Join(extra, ", "))
 	}
+	var l loader
 	if e, ok := src.byName["lm_head.weight"]; ok && cfg.Tied && !used["lm_head.weight"] {
-		if err := sameTensor(e, src.byName[embed]); err != nil {
+		if err := l.sameTensor(e, src.byName[embed]); err != nil {
 			return err
 		}
 	}
-	var l loader
 	for _, p := range pieces {
 		if err := l.load(p, src.byName[p.src], dt); err != nil {
 			return err
@@ -287,14 +287,15 @@ func ignored(family, name string) bool {
 }
 
 // sameTensor requires a stored lm_head to equal the embedding a tied
-// model uses for it (comparing stored bytes, one tensor pair at a time).
-func sameTensor(head, embed entry) error {
+// model uses for it, comparing stored bytes in the loader's buffers.
+func (l *loader) sameTensor(head, embed entry) error {
 	if head.info.DType != embed.info.DType || !equalShape(head.info.Shape, embed.info.Shape) {
 		return fmt.Errorf("hf: tensor %q in %s is %s %v, the embedding %q it is tied to %s %v",
 			head.name, head.file.Path(), head.info.DType, head.info.Shape, embed.name, embed.info.DType, embed.info.Shape)
 	}
-	a := make([]byte, head.info.End-head.info.Begin)
-	b := make([]byte, len(a))
+	n := int(head.info.End - head.info.Begin)
+	l.raw = grow(l.raw, n) // reused by the loads that follow
+	a, b := l.raw, make([]byte, n)
 	if err := head.file.ReadBytes(head.name, a); err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
