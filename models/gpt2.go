@@ -29,6 +29,9 @@ type GPT2Config struct {
 	// InitStd is the standard deviation of the weights' normal init
 	// (GPT-2: 0.02); the residual projections use InitStd/sqrt(2*Layers).
 	InitStd float64
+	// DType is the parameters' dtype: float32 (the zero value) or float64
+	// (reference runs on the CPU).
+	DType device.DType
 }
 
 // gpt2Presets are GPT-2's four published shapes (vocab 50257, context
@@ -115,6 +118,7 @@ func NewGPT2(dev device.Device, cfg GPT2Config, seed uint64) (*GPT2, error) {
 		return nil, err
 	}
 	init := nn.NewInit(dev, seed, cfg.InitStd)
+	init.DType = cfg.DType
 	resid := 1 / math.Sqrt(2*float64(max(cfg.Layers, 1)))
 	d := cfg.Dim
 	drop := func(i uint64) nn.Dropout {

@@ -1,9 +1,11 @@
 // Package models holds complete models built from package nn: the
 // paper's decoder-only transformer (Transformer), with the paper's presets
 // (190m, 380m, 640m), small presets for CPU work, and free configuration;
-// and the GPT-2 family (GPT2, with GPT-2's four shapes and a tiny test
-// preset). Both give logits (ForwardCached) and sample text with Generate,
-// which runs a KV cache so each new token costs one position.
+// the GPT-2 family (GPT2, with GPT-2's four shapes and a tiny test
+// preset); and the Llama family (Llama: Hugging Face's Llama, Mistral and
+// Qwen2 layout, with the shapes of a few public small models). All give
+// logits (ForwardCached) and sample text with Generate, which runs a KV
+// cache so each new token costs one position.
 //
 // This package builds on nn, autograd, tensor and device. It must not
 // import optim, data or the trainer: they import it.

@@ -1,7 +1,11 @@
-// Package tokenizer implements GPT-2's byte-level BPE tokenizer, byte-exact
-// with tiktoken's r50k_base: Encode is tiktoken's encode_ordinary,
-// EncodeWithSpecial also turns "<|endoftext|>" into EndOfText, and Decode
-// returns the bytes a token sequence stands for.
+// Package tokenizer implements byte-level BPE tokenizers: GPT-2's, byte-exact
+// with tiktoken's r50k_base (GPT2), and those of Hugging Face tokenizer.json
+// files (LoadJSON: GPT-2's, and the Llama 3 / Qwen2 / SmolLM style with its
+// own pre-tokenizer pattern and special tokens, token-equal to tiktoken's
+// cl100k_base and o200k_base). Encode is tiktoken's encode_ordinary,
+// EncodeWithSpecial also turns special tokens ("<|endoftext|>" into
+// EndOfText) into their ids, and Decode returns the bytes a token sequence
+// stands for.
 //
 // The ranks come from the r50k_base.tiktoken file embedded by
 // github.com/pkoukk/tiktoken-go-loader and are checked against tiktoken's own
@@ -38,16 +42,30 @@ const (
 	VocabSize = 50257
 )
 
-// Tokenizer encodes text to GPT-2 token ids and back. It is immutable after
-// construction and safe for concurrent use.
+// Tokenizer encodes text to token ids and back: GPT-2's (GPT2) or a
+// byte-level BPE read from a Hugging Face tokenizer.json (LoadJSON). It is
+// immutable after construction and safe for concurrent use.
 type Tokenizer struct {
 	v *vocab
+	// pre is the pre-tokenizer of a tokenizer.json pattern; nil is
+	// GPT-2's, scanned by hand (nextPiece).
+	pre *regexPre
+	// specials are the special tokens EncodeWithSpecial recognises,
+	// longest first.
+	specials []special
+}
+
+// special is one special token: its text and id.
+type special struct {
+	text string
+	id   int32
 }
 
 var mergers = sync.Pool{New: func() any { return new(merger) }}
 
-// VocabSize returns the number of token ids, including EndOfText.
-func (t *Tokenizer) VocabSize() int { return VocabSize }
+// VocabSize returns the number of token ids, special tokens included
+// (GPT-2: VocabSize).
+func (t *Tokenizer) VocabSize() int { return len(t.v.decoder) }
 
 // Encode returns the tokens of text without special tokens, exactly as
 // tiktoken's encode_ordinary with r50k_base: "<|endoftext|>" in text is
@@ -63,33 +81,45 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 		text = replaceInvalid(text)
 	}
 	m := mergers.Get().(*merger)
-	for p := 0; p < len(text); {
-		e := nextPiece(text, p)
-		dst = t.v.appendPiece(m, dst, text[p:e])
-		p = e
+	if t.pre != nil {
+		dst = t.pre.appendPieces(t.v, m, dst, text)
+	} else {
+		for p := 0; p < len(text); {
+			e := nextPiece(text, p)
+			dst = t.v.appendPiece(m, dst, text[p:e])
+			p = e
+		}
 	}
 	mergers.Put(m)
 	return dst
 }
 
 // EncodeWithSpecial encodes text like Encode but turns each occurrence of
-// "<|endoftext|>" into EndOfText, as tiktoken's encode(text,
-// allowed_special="all") does.
+// a special token ("<|endoftext|>" into EndOfText for GPT-2) into its id,
+// as tiktoken's encode(text, allowed_special="all") does: the earliest
+// occurrence first, the longest of those starting there.
 func (t *Tokenizer) EncodeWithSpecial(text string) []int32 {
 	dst := make([]int32, 0, len(text)/4+1)
 	for {
-		i := strings.Index(text, EndOfTextString)
-		if i < 0 {
+		at, which := -1, -1
+		for k, sp := range t.specials {
+			if i := strings.Index(text, sp.text); i >= 0 && (at < 0 || i < at) {
+				at, which = i, k
+			}
+		}
+		if at < 0 {
 			return t.AppendEncode(dst, text)
 		}
-		dst = t.AppendEncode(dst, text[:i])
-		dst = append(dst, EndOfText)
-		text = text[i+len(EndOfTextString):]
+		sp := t.specials[which]
+		dst = t.AppendEncode(dst, text[:at])
+		dst = append(dst, sp.id)
+		text = text[at+len(sp.text):]
 	}
 }
 
-// Decode returns the bytes the tokens stand for (EndOfText decodes to
-// "<|endoftext|>"). It fails on an id outside [0, VocabSize).
+// Decode returns the bytes the tokens stand for (a special token decodes
+// to its text, EndOfText to "<|endoftext|>"). It fails on an id outside
+// [0, VocabSize()).
 func (t *Tokenizer) Decode(tokens []int32) ([]byte, error) {
 	return t.AppendDecode(nil, tokens)
 }
@@ -97,8 +127,8 @@ func (t *Tokenizer) Decode(tokens []int32) ([]byte, error) {
 // AppendDecode appends the bytes of tokens to dst, as Decode.
 func (t *Tokenizer) AppendDecode(dst []byte, tokens []int32) ([]byte, error) {
 	for i, id := range tokens {
-		if id < 0 || int(id) >= VocabSize {
-			return dst, fmt.Errorf("tokenizer: decode: token %d: id: expected [0,%d), got %d", i, VocabSize, id)
+		if id < 0 || int(id) >= len(t.v.decoder) {
+			return dst, fmt.Errorf("tokenizer: decode: token %d: id: expected [0,%d), got %d", i, len(t.v.decoder), id)
 		}
 		dst = append(dst, t.v.decoder[id]...)
 	}
@@ -108,7 +138,7 @@ func (t *Tokenizer) AppendDecode(dst []byte, tokens []int32) ([]byte, error) {
 // TokenBytes returns the bytes of one token id, or nil if id is out of range.
 // The returned slice must not be modified.
 func (t *Tokenizer) TokenBytes(id int32) []byte {
-	if id < 0 || int(id) >= VocabSize {
+	if id < 0 || int(id) >= len(t.v.decoder) {
 		return nil
 	}
 	return t.v.decoder[id]
@@ -124,8 +154,13 @@ func (t *Tokenizer) EncodeBatch(texts []string) [][]int32 {
 
 // EncodeParallel encodes one large text (as Encode) by cutting it at safe
 // points (see SafeCut) into chunks of about chunk bytes that are encoded in
-// parallel. The result equals Encode(text). chunk <= 0 means 1 MiB.
+// parallel. The result equals Encode(text). chunk <= 0 means 1 MiB. The
+// safe points are GPT-2's pattern's; a tokenizer.json tokenizer with its
+// own pattern encodes the text whole.
 func (t *Tokenizer) EncodeParallel(text string, chunk int) []int32 {
+	if t.pre != nil {
+		return t.Encode(text)
+	}
 	chunks := SplitSafe(text, chunk)
 	if len(chunks) == 1 {
 		return t.Encode(text)

@@ -49,7 +49,7 @@ func GPT2() (*Tokenizer, error) {
 			gpt2Err = err
 			return
 		}
-		gpt2Tok = &Tokenizer{v: v}
+		gpt2Tok = &Tokenizer{v: v, specials: []special{{EndOfTextString, EndOfText}}}
 	})
 	return gpt2Tok, gpt2Err
 }

@@ -38,6 +38,7 @@ var rules = []rule{
 	{pkg: "models", doc: "must not import optim, data or the trainer",
 		allow: []string{"device", "device/compose", "tensor", "autograd", "safetensors", "nn"}},
 	{pkg: "models/registry", doc: "must not import train, data or cmd", deny: []string{"train/", "data/", "cmd/", "device/cpu/", "device/cuda/"}},
+	{pkg: "models/hf", doc: "must not import train, data or cmd", deny: []string{"train/", "data/", "cmd/", "device/cpu/", "device/cuda/"}},
 	{pkg: "optim", doc: "depends only on device/ (and device/compose) and tensor/", allow: []string{"device", "device/compose", "tensor"}},
 	{pkg: "optim/geometry", doc: "depends only on device and device/compose", allow: []string{"device", "device/compose"}},
 	{pkg: "dist", doc: "depends on device, device/compose and tensor, never on a", allow: []string{"device", "device/compose", "tensor"}},

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	for _, f := range []Family{paperFamily(), gpt2Family()} {
+	for _, f := range []Family{paperFamily(), gpt2Family(), llamaFamily()} {
 		if err := Register(f); err != nil {
 			panic(err)
 		}
@@ -76,6 +76,39 @@ func gpt2Family() Family {
 		},
 		Roles: func(m Model) (Roles, error) {
 			return rolesByName(m.Parameters(), []string{"tok.weight", "pos.weight"}, "head.weight", nn.Tied(m))
+		},
+	}
+}
+
+// llamaFamily is models.Llama (the layout of Hugging Face's Llama, Mistral
+// and Qwen2) with llama-tiny and the shapes of smollm-135m, smollm-360m,
+// llama-3.2-1b and qwen2-0.5b; a tied head is untied by
+// BuildOptions.UntieHead.
+func llamaFamily() Family {
+	presets := map[string]any{}
+	for _, n := range models.LlamaPresetNames() {
+		c, _ := models.LlamaPreset(n)
+		presets[n] = c
+	}
+	return Family{
+		Name:    "llama",
+		Presets: presets,
+		Build: func(dev device.Device, cfg any, o BuildOptions) (Model, error) {
+			c, err := configOf[models.LlamaConfig]("llama", cfg)
+			if err != nil {
+				return nil, err
+			}
+			m, err := models.NewLlama(dev, c, o.Seed)
+			if err == nil && o.UntieHead {
+				err = m.UntieHead()
+			}
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		},
+		Roles: func(m Model) (Roles, error) {
+			return rolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
 		},
 	}
 }

@@ -5,8 +5,10 @@
 // formats register themselves. Recipe builds the optimizer recipe from the
 // roles alone, so -head, -muon-lr, -embed-lr and -head-lr mean the same
 // for every family. Built in: "paper" (models.Transformer with the
-// paper's presets) and "gpt2" (models.GPT2, gpt2-tiny ... gpt2-xl); a
-// user's program registers its own family with Register.
+// paper's presets), "gpt2" (models.GPT2, gpt2-tiny ... gpt2-xl) and
+// "llama" (models.Llama, llama-tiny and the shapes of SmolLM, Llama 3.2
+// and Qwen2 small models); a user's program registers its own family with
+// Register.
 //
 // This package builds on models, optim, nn, tensor and device. It must not
 // import train, data or cmd: they import it.

@@ -31,6 +31,12 @@ func small(cfg any) any {
 			c.Dim, c.Heads = 64, 4
 		}
 		return c
+	case models.LlamaConfig:
+		c.Layers, c.Vocab, c.Context = min(c.Layers, 2), 64, 16
+		if c.Dim > 256 {
+			c.Dim, c.Heads, c.KVHeads, c.MLPHidden = 64, 4, 2, 128
+		}
+		return c
 	}
 	return cfg
 }
@@ -42,6 +48,7 @@ func TestPresets(t *testing.T) {
 	want := map[string][]string{
 		"paper": {"190m", "380m", "640m", "cpu-128", "cpu-256"},
 		"gpt2":  {"gpt2", "gpt2-large", "gpt2-medium", "gpt2-tiny", "gpt2-xl"},
+		"llama": {"llama-tiny", "smollm-135m", "smollm-360m", "llama-3.2-1b", "qwen2-0.5b"},
 	}
 	shapes := map[string][3]int{"gpt2": {12, 768, 12}, "gpt2-medium": {24, 1024, 16}, "gpt2-large": {36, 1280, 20}, "gpt2-xl": {48, 1600, 25}}
 	for fam, names := range want {
@@ -62,7 +69,8 @@ func TestPresets(t *testing.T) {
 				}
 			}
 			for _, untie := range []bool{false, true} {
-				if untie && fam == "paper" {
+				lc, isLlama := cfg.(models.LlamaConfig)
+				if untie && (fam == "paper" || isLlama && !lc.TieEmbeddings) {
 					continue
 				}
 				m, err := f.Build(cpu.New(), small(cfg), BuildOptions{Seed: 1, UntieHead: untie})
@@ -80,7 +88,7 @@ func TestPresets(t *testing.T) {
 				if len(r.Of) != len(m.Parameters()) || count[Matrix] == 0 || count[Embedding] == 0 {
 					t.Errorf("%s/%s: %d roles for %d parameters (%v)", fam, p, len(r.Of), len(m.Parameters()), count)
 				}
-				if tied := fam == "gpt2" && !untie; (r.TiedTo != "") != tied || (count[Head] == 1) == tied {
+				if tied := (fam == "gpt2" || lc.TieEmbeddings) && !untie; (r.TiedTo != "") != tied || (count[Head] == 1) == tied {
 					t.Errorf("%s/%s untie=%v: tied to %q, %d heads", fam, p, untie, r.TiedTo, count[Head])
 				}
 			}
@@ -90,8 +98,8 @@ func TestPresets(t *testing.T) {
 
 // TestLookupErrors: unknown names are named with what there is.
 func TestLookupErrors(t *testing.T) {
-	if _, err := Lookup("llama"); err == nil || !strings.Contains(err.Error(), `unknown model "llama" (have gpt2, paper`) {
-		t.Errorf("Lookup(llama): %v", err)
+	if _, err := Lookup("mamba"); err == nil || !strings.Contains(err.Error(), `unknown model "mamba" (have gpt2, llama, paper`) {
+		t.Errorf("Lookup(mamba): %v", err)
 	}
 	f, _ := Lookup("gpt2")
 	if _, err := f.Preset("190m"); err == nil || !strings.Contains(err.Error(), `model "gpt2" has no preset "190m" (have gpt2, gpt2-large`) {

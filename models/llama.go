@@ -1,0 +1,497 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/nn"
+	"github.com/hilbert-ml/hilbert/tensor"
+)
+
+// LlamaConfig describes a Llama: the layout of Hugging Face's
+// LlamaForCausalLM, which MistralForCausalLM and Qwen2ForCausalLM share.
+type LlamaConfig struct {
+	// Layers is the number of blocks.
+	Layers int
+	// Dim is the model width (hidden_size).
+	Dim int
+	// Heads is the number of query heads; KVHeads (num_key_value_heads)
+	// the number of key and value heads, which must divide Heads: each
+	// KV head serves Heads/KVHeads query heads (grouped-query attention;
+	// KVHeads == Heads is multi-head attention).
+	Heads, KVHeads int
+	// HeadDim is the width of one head (0: Dim/Heads); even.
+	HeadDim int
+	// MLPHidden is the SwiGLU hidden width (intermediate_size).
+	MLPHidden int
+	// Vocab is the vocabulary size.
+	Vocab int
+	// Context is the longest sequence (max_position_embeddings); the RoPE
+	// tables are built for it.
+	Context int
+	// RoPETheta is the rotary base (rope_theta; Llama 2: 10000).
+	RoPETheta float64
+	// RoPEScaling, when set, rescales the rotary frequencies as Llama 3.1
+	// and 3.2 do (rope_scaling with rope_type "llama3").
+	RoPEScaling *Llama3RoPEScaling
+	// NormEps is the RMSNorms' epsilon (rms_norm_eps).
+	NormEps float64
+	// QKVBias gives the q, k and v projections biases (Qwen2); OutBias
+	// the output projection too (Llama's attention_bias sets both).
+	QKVBias, OutBias bool
+	// TieEmbeddings makes the LM head the token embedding
+	// (tie_word_embeddings).
+	TieEmbeddings bool
+	// InitStd is the standard deviation of the weights' normal init
+	// (Hugging Face's initializer_range, 0.02).
+	InitStd float64
+	// DType is the parameters' dtype: float32 (the zero value) or float64
+	// (reference runs on the CPU).
+	DType device.DType
+}
+
+// Llama3RoPEScaling is Llama 3's frequency rescaling of RoPE: wavelengths
+// longer than OriginalContext/LowFreqFactor are divided by Factor, those
+// shorter than OriginalContext/HighFreqFactor kept, and those between
+// interpolated smoothly.
+type Llama3RoPEScaling struct {
+	Factor, LowFreqFactor, HighFreqFactor float64
+	OriginalContext                       int
+}
+
+// llamaPresets are a tiny test shape and the shapes of public small
+// models of the family (the vocabularies of their tokenizers).
+var llamaPresets = map[string]LlamaConfig{
+	"llama-tiny": {Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, MLPHidden: 160, Vocab: 256, Context: 64,
+		RoPETheta: 10000, NormEps: 1e-5, InitStd: 0.02},
+	"smollm-135m": {Layers: 30, Dim: 576, Heads: 9, KVHeads: 3, MLPHidden: 1536, Vocab: 49152, Context: 2048,
+		RoPETheta: 10000, NormEps: 1e-5, TieEmbeddings: true, InitStd: 0.02},
+	"smollm-360m": {Layers: 32, Dim: 960, Heads: 15, KVHeads: 5, MLPHidden: 2560, Vocab: 49152, Context: 2048,
+		RoPETheta: 10000, NormEps: 1e-5, TieEmbeddings: true, InitStd: 0.02},
+	"llama-3.2-1b": {Layers: 16, Dim: 2048, Heads: 32, KVHeads: 8, MLPHidden: 8192, Vocab: 128256, Context: 131072,
+		RoPETheta: 500000, RoPEScaling: &Llama3RoPEScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192},
+		NormEps: 1e-5, TieEmbeddings: true, InitStd: 0.02},
+	"qwen2-0.5b": {Layers: 24, Dim: 896, Heads: 14, KVHeads: 2, MLPHidden: 4864, Vocab: 151936, Context: 32768,
+		RoPETheta: 1000000, NormEps: 1e-6, QKVBias: true, TieEmbeddings: true, InitStd: 0.02},
+}
+
+// LlamaPresetNames returns the Llama preset names, sorted.
+func LlamaPresetNames() []string {
+	names := make([]string, 0, len(llamaPresets))
+	for n := range llamaPresets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LlamaPreset returns the named configuration: "llama-tiny" (2 layers of
+// width 64, 4 heads over 2 KV heads, for tests) or the shape of
+// "smollm-135m", "smollm-360m", "llama-3.2-1b" or "qwen2-0.5b".
+func LlamaPreset(name string) (LlamaConfig, error) {
+	c, ok := llamaPresets[name]
+	if !ok {
+		return LlamaConfig{}, fmt.Errorf("models: unknown Llama preset %q (have %s)", name, strings.Join(LlamaPresetNames(), ", "))
+	}
+	return c, nil
+}
+
+// headDim returns HeadDim or its default Dim/Heads.
+func (c LlamaConfig) headDim() int {
+	if c.HeadDim != 0 || c.Heads == 0 {
+		return c.HeadDim
+	}
+	return c.Dim / c.Heads
+}
+
+// Validate reports a configuration that cannot be built.
+func (c LlamaConfig) Validate() error {
+	hd := c.headDim()
+	switch {
+	case c.Layers < 0 || c.Dim <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.MLPHidden <= 0 || c.Vocab <= 0 || c.Context <= 0:
+		return fmt.Errorf("models: Llama config %+v: sizes must be positive", c)
+	case c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("models: Llama config: %d KV heads do not divide %d heads", c.KVHeads, c.Heads)
+	case hd <= 0 || hd%2 != 0 || (c.HeadDim == 0 && c.Dim%c.Heads != 0):
+		return fmt.Errorf("models: Llama config: head dim %d (dim %d, %d heads): want an even head dim", hd, c.Dim, c.Heads)
+	case c.RoPETheta <= 0 || c.NormEps <= 0 || c.InitStd < 0:
+		return fmt.Errorf("models: Llama config: rope theta %g, norm eps %g, init std %g", c.RoPETheta, c.NormEps, c.InitStd)
+	case c.RoPEScaling != nil && (c.RoPEScaling.Factor <= 0 || c.RoPEScaling.LowFreqFactor <= 0 ||
+		c.RoPEScaling.HighFreqFactor <= c.RoPEScaling.LowFreqFactor || c.RoPEScaling.OriginalContext <= 0):
+		return fmt.Errorf("models: Llama config: rope scaling %+v: want positive factors, high > low", *c.RoPEScaling)
+	}
+	return nil
+}
+
+// NumParams returns the parameter count (a tied head counted once).
+func (c LlamaConfig) NumParams() int {
+	d, hd := c.Dim, c.headDim()
+	q, kv := c.Heads*hd, c.KVHeads*hd
+	block := d*q + 2*d*kv + q*d + 3*d*c.MLPHidden + 2*d
+	if c.QKVBias {
+		block += q + 2*kv
+	}
+	if c.OutBias {
+		block += d
+	}
+	n := c.Layers*block + c.Vocab*d + d
+	if !c.TieEmbeddings {
+		n += c.Vocab * d
+	}
+	return n
+}
+
+// LlamaAttention is causal grouped-query self-attention: Q of
+// Dim -> Heads*HeadDim, K and V of Dim -> KVHeads*HeadDim, queries and
+// keys rotated by RoPE, each KV head shared by Heads/KVHeads consecutive
+// query heads (Hugging Face's repeat_kv), scores scaled by
+// 1/sqrt(HeadDim), Out of Heads*HeadDim -> Dim. The KV cache holds the
+// KVHeads keys and values, not the repeated ones.
+type LlamaAttention struct {
+	Q, K, V, Out            nn.Linear
+	Heads, KVHeads, HeadDim int `nn:"-"`
+}
+
+// forward maps x [B, T, Dim] (positions cache.Len(layer) on; nil cache:
+// from 0) to [B, T, Dim].
+func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llamaRoPE, cache *nn.KVCache, layer int) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	b, t := x.Dim(0), x.Dim(1)
+	pos := 0
+	if cache != nil {
+		pos = cache.Len(layer)
+	}
+	q := rope.at(g, g.Reshape(a.Q.Forward(g, x), b, t, a.Heads, a.HeadDim), pos)
+	k := rope.at(g, g.Reshape(a.K.Forward(g, x), b, t, a.KVHeads, a.HeadDim), pos)
+	v := g.Reshape(a.V.Forward(g, x), b, t, a.KVHeads, a.HeadDim)
+	if cache != nil {
+		k, v = cache.Append(g, layer, k, v)
+	}
+	if g.Err() != nil {
+		return nil
+	}
+	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
+	scale := 1 / math.Sqrt(float64(a.HeadDim))
+	var o *tensor.Tensor
+	if pos == 0 && k.Dim(1) == t {
+		o = g.Attention(q, k, v, float32(scale))
+	} else {
+		o = cachedAttention(g, q, k, v, scale, pos)
+	}
+	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
+}
+
+// repeatKV repeats each of the KVHeads heads of x [B, T, KVHeads, D]
+// Heads/KVHeads times in place: [B, T, Heads, D].
+func (a *LlamaAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	rep := a.Heads / a.KVHeads
+	if rep == 1 || g.Err() != nil {
+		return x
+	}
+	b, t := x.Dim(0), x.Dim(1)
+	x = g.BroadcastTo(g.Reshape(x, b, t, a.KVHeads, 1, a.HeadDim), b, t, a.KVHeads, rep, a.HeadDim)
+	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
+}
+
+// cachedAttention is softmax(q k^T * scale) v for the new queries q
+// [B, Tq, H, D] at positions pos.. over all cached keys and values k, v
+// [B, Tk, H, D], query i seeing keys 0..pos+i.
+func cachedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, pos int) *tensor.Tensor {
+	tq, tk := q.Dim(1), k.Dim(1)
+	qh, kh, vh := g.Permute(q, 0, 2, 1, 3), g.Permute(k, 0, 2, 1, 3), g.Permute(v, 0, 2, 1, 3)
+	s := g.Mul(g.MatMul(qh, kh, false, true), g.Constant(scale, q.DType()))
+	if tq > 1 { // one new query sees every key; more need the causal mask
+		m := make([]float64, tq*tk)
+		for i := range tq {
+			for j := pos + i + 1; j < tk; j++ {
+				m[i*tk+j] = math.Inf(-1)
+			}
+		}
+		var mask *tensor.Tensor
+		var err error
+		if q.DType() == device.Float64 {
+			mask, err = tensor.FromFloat64(g.Device(), m, tq, tk)
+		} else {
+			mask, err = tensor.FromFloat32(g.Device(), toFloat32(m), tq, tk)
+		}
+		if err != nil {
+			g.Fail(fmt.Errorf("models: Llama attention mask: %w", err))
+			return nil
+		}
+		// The graph records nothing here (a cache needs recording off), so
+		// the mask is free once added.
+		defer mask.Release()
+		s = g.Add(s, mask)
+	}
+	return g.Permute(g.MatMul(g.Softmax(s, 3), vh, false, false), 0, 2, 1, 3)
+}
+
+// llamaRoPE holds the rotary tables cos, sin [Context, HeadDim/2] of
+// Hugging Face's rotate_half RoPE (the first and second halves of a head
+// rotated as pairs), in the model's dtype.
+type llamaRoPE struct{ cos, sin *tensor.Tensor }
+
+// newLlamaRoPE computes the tables in float64: angle(t, j) = t * f_j with
+// f_j = theta^(-2j/headDim), rescaled by Llama 3's rule when set.
+func newLlamaRoPE(dev device.Device, c LlamaConfig) (*llamaRoPE, error) {
+	hd := c.headDim()
+	half := hd / 2
+	freq := make([]float64, half)
+	for j := range freq {
+		freq[j] = math.Pow(c.RoPETheta, -2*float64(j)/float64(hd))
+		if s := c.RoPEScaling; s != nil {
+			wavelen := 2 * math.Pi / freq[j]
+			lowWave := float64(s.OriginalContext) / s.LowFreqFactor
+			highWave := float64(s.OriginalContext) / s.HighFreqFactor
+			switch {
+			case wavelen > lowWave:
+				freq[j] /= s.Factor
+			case wavelen >= highWave:
+				smooth := (float64(s.OriginalContext)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				freq[j] = (1-smooth)*freq[j]/s.Factor + smooth*freq[j]
+			}
+		}
+	}
+	cos, sin := make([]float64, c.Context*half), make([]float64, c.Context*half)
+	for t := range c.Context {
+		for j, f := range freq {
+			cos[t*half+j], sin[t*half+j] = math.Cos(float64(t)*f), math.Sin(float64(t)*f)
+		}
+	}
+	r := &llamaRoPE{}
+	var err error
+	if c.DType == device.Float64 {
+		if r.cos, err = tensor.FromFloat64(dev, cos, c.Context, half); err == nil {
+			r.sin, err = tensor.FromFloat64(dev, sin, c.Context, half)
+		}
+	} else {
+		if r.cos, err = tensor.FromFloat32(dev, toFloat32(cos), c.Context, half); err == nil {
+			r.sin, err = tensor.FromFloat32(dev, toFloat32(sin), c.Context, half)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("models: Llama RoPE tables: %w", err)
+	}
+	return r, nil
+}
+
+func toFloat32(v []float64) []float32 {
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return f
+}
+
+// at rotates x [B, T, H, D] as positions pos..pos+T-1.
+func (r *llamaRoPE) at(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	if pos == 0 {
+		return g.RoPE(x, r.cos, r.sin)
+	}
+	t := x.Dim(1)
+	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+t), g.Slice(r.sin, 0, pos, pos+t))
+}
+
+// LlamaBlock is the pre-norm block, both norms RMSNorms with a gain:
+//
+//	x = x + Attn(AttnNorm(x))
+//	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
+type LlamaBlock struct {
+	AttnNorm nn.RMSNorm `nn:"attn_norm"`
+	Attn     LlamaAttention
+	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
+	MLP      struct{ Gate, Up, Down nn.Linear }
+}
+
+// Llama is the Llama family: a token embedding, Layers blocks, a final
+// RMSNorm with a gain and an LM head (tied to the embedding when
+// TieEmbeddings). Its parameter names are embed.weight,
+// blocks.N.{attn_norm,mlp_norm}.gain, blocks.N.attn.{q,k,v,out}.weight
+// (and .bias with QKVBias, OutBias), blocks.N.mlp.{gate,up,down}.weight,
+// norm.gain and head.weight (absent when tied).
+type Llama struct {
+	Config LlamaConfig `nn:"-"`
+	Embed  nn.Embedding
+	Blocks []LlamaBlock
+	Norm   nn.RMSNorm
+	Head   nn.Linear
+
+	rope   *llamaRoPE
+	params []*tensor.Tensor
+}
+
+// NewLlama builds a Llama on dev with every weight drawn from
+// N(0, InitStd^2) by a generator seeded with seed (Hugging Face's init),
+// biases zero and gains one.
+func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rope, err := newLlamaRoPE(dev, cfg)
+	if err != nil {
+		return nil, err
+	}
+	init := nn.NewInit(dev, seed, cfg.InitStd)
+	init.DType = cfg.DType
+	d, hd := cfg.Dim, cfg.headDim()
+	eps := float32(cfg.NormEps)
+	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
+	lin := func(in, out int, bias bool) nn.Linear {
+		if bias {
+			return nn.NewLinearBias(init, in, out)
+		}
+		return nn.NewLinear(init, in, out)
+	}
+	m := &Llama{Config: cfg, rope: rope}
+	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
+	m.Blocks = make([]LlamaBlock, cfg.Layers)
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		b.AttnNorm = norm()
+		b.Attn = LlamaAttention{
+			Q: lin(d, cfg.Heads*hd, cfg.QKVBias), K: lin(d, cfg.KVHeads*hd, cfg.QKVBias),
+			V: lin(d, cfg.KVHeads*hd, cfg.QKVBias), Out: lin(cfg.Heads*hd, d, cfg.OutBias),
+			Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: hd,
+		}
+		b.MLPNorm = norm()
+		b.MLP.Gate = lin(d, cfg.MLPHidden, false)
+		b.MLP.Up = lin(d, cfg.MLPHidden, false)
+		b.MLP.Down = lin(cfg.MLPHidden, d, false)
+	}
+	m.Norm = norm()
+	if cfg.TieEmbeddings {
+		m.Head = nn.Linear{Weight: m.Embed.Weight}
+	} else {
+		m.Head = nn.NewLinear(init, d, cfg.Vocab)
+	}
+	if err := init.Err(); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	m.params = nn.Parameters(m)
+	return m, nil
+}
+
+// Parameters returns the model's parameters, named, in a stable order
+// (a tied head once, as embed.weight).
+func (m *Llama) Parameters() []*tensor.Tensor { return m.params }
+
+// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
+// and returns the logits [B, T, Vocab] and, when targets [B, T] is not
+// nil, the mean next-token cross-entropy. Errors are recorded in g.
+func (m *Llama) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logits, loss *tensor.Tensor) {
+	logits = m.ForwardCached(g, inputs, nil)
+	if logits == nil || targets == nil {
+		return logits, nil
+	}
+	return logits, crossEntropy(g, "Llama", logits, inputs, targets)
+}
+
+// Loss returns the mean next-token cross-entropy of inputs [B, T]
+// against targets [B, T] with the head and the loss fused
+// (autograd.LinearCrossEntropy): Forward's loss, for training.
+func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	h := m.hidden(g, inputs, nil)
+	if h == nil {
+		return nil
+	}
+	if targets == nil || !targets.SameShape(inputs) {
+		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
+		return nil
+	}
+	return g.LinearCrossEntropy(g.Reshape(h, inputs.Len(), m.Config.Dim), m.Head.Weight, targets, 0)
+}
+
+// ForwardCached runs inputs [B, T] as the positions after those already
+// in cache (nil: none) and returns their logits [B, T, Vocab], appending
+// their keys and values to the cache (which needs a graph with recording
+// off).
+func (m *Llama) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	h := m.hidden(g, inputs, cache)
+	if h == nil {
+		return nil
+	}
+	return m.Head.Forward(g, h)
+}
+
+// hidden returns the final-norm hidden states [B, T, Dim] of inputs.
+func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	if inputs == nil || inputs.Rank() != 2 {
+		g.Fail(fmt.Errorf("models: Llama.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		return nil
+	}
+	pos := 0
+	if cache != nil && len(m.Blocks) > 0 {
+		pos = cache.Len(0)
+	}
+	if t := inputs.Dim(1); pos+t > m.Config.Context {
+		g.Fail(fmt.Errorf("models: Llama.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+		return nil
+	}
+	x := m.Embed.Forward(g, inputs)
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		x = g.Add(x, b.Attn.forward(g, b.AttnNorm.Forward(g, x), m.rope, cache, i))
+		h := b.MLPNorm.Forward(g, x)
+		x = g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
+	}
+	h := m.Norm.Forward(g, x)
+	if g.Err() != nil {
+		return nil
+	}
+	return h
+}
+
+// Layers returns the number of blocks (the KV cache's size).
+func (m *Llama) Layers() int { return m.Config.Layers }
+
+// ContextLen returns the longest sequence the model takes.
+func (m *Llama) ContextLen() int { return m.Config.Context }
+
+// UntieHead gives a tied model a head of its own, a copy of the
+// embedding, named head.weight among the Parameters (so RowNorm can take
+// it); it changes no output. An untied model is an error.
+func (m *Llama) UntieHead() error {
+	if m.Head.Weight != m.Embed.Weight {
+		return fmt.Errorf("models: Llama.UntieHead: the head is already untied")
+	}
+	e := m.Embed.Weight
+	var w *tensor.Tensor
+	var err error
+	if e.DType() == device.Float64 {
+		w, err = tensor.FromFloat64(e.Device(), e.Float64s(), e.Shape()...)
+	} else {
+		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
+	}
+	if err != nil {
+		return fmt.Errorf("models: Llama.UntieHead: %w", err)
+	}
+	w.SetRequiresGrad(true)
+	m.Head.Weight = w
+	m.params = nn.Parameters(m)
+	return nil
+}
+
+// Save writes the model's parameters to a safetensors checkpoint at path
+// (atomically), with metadata.
+func (m *Llama) Save(path string, metadata map[string]string) error {
+	return nn.SaveTensors(path, m.params, metadata)
+}
+
+// Load reads the model's parameters from a safetensors checkpoint,
+// checking every tensor's presence, dtype and shape before changing any,
+// and returns the file's metadata.
+func (m *Llama) Load(path string) (map[string]string, error) {
+	return nn.LoadTensors(path, m.params)
+}
