@@ -84,6 +84,11 @@ func (t *Trainer) SaveCheckpoint() error {
 	if _, err := t.loop.data.Cursor(); err != nil {
 		return fmt.Errorf("train: checkpoint: data cursor: %w", err)
 	}
+	// The data must still be what the checkpoint's fingerprints say (a
+	// shard written over in place is refused, naming it): on every rank.
+	if err := errors.Join(t.loader.Verify(), t.val.Verify()); err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
 	if t.rank != 0 {
 		return nil
 	}

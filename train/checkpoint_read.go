@@ -75,7 +75,7 @@ func verifyState(path string, raw []byte) (warning string, err error) {
 		return fmt.Sprintf("%s has no %q checksum (a checkpoint written before state files were checksummed): its values are used unchecked", path, stateChecksumKey), nil
 	}
 	if got := fmt.Sprintf("\"%08x\"", sum); got != string(recorded) {
-		return "", fmt.Errorf("train: resume: %s is damaged or was edited: its CRC-32C is %s, the file records %s; resume an earlier checkpoint or start over", path, got, recorded)
+		return "", fmt.Errorf("train: resume: %s is damaged or was edited: its CRC-32C is %08x, the file records %s; resume an earlier checkpoint or start over", path, sum, recorded)
 	}
 	return "", nil
 }

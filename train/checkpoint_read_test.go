@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -283,6 +285,46 @@ func TestCheckpointRetention(t *testing.T) {
 		}
 		if err := resumeError(t, cfg); err != nil {
 			t.Errorf("keep %d: resume: %v", c.keep, err)
+		}
+	}
+}
+
+// A training or validation shard written over in place during a run stops
+// it at the next checkpoint with an error naming the shard; the last
+// checkpoint stays in force.
+func TestShardChangedDuringRun(t *testing.T) {
+	for _, which := range []string{"train", "val"} {
+		shards, val := writeTinyShards(t, t.TempDir())
+		cfg := tinyConfig(t, t.TempDir(), shards, val) // checkpoints at 4, 8, ...
+		target := shards[0]
+		if which == "val" {
+			target = val
+		}
+		tr, err := New(cpu.New(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := func(tr *Trainer, r Record) error {
+			if r.Step == 6 {
+				f, err := os.OpenFile(target, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteAt([]byte{1, 0, 2, 0}, 1024+2*100)
+				f.Close()
+				later := time.Now().Add(time.Hour)
+				os.Chtimes(target, later, later)
+			}
+			return nil
+		}
+		err = tr.Run(context.Background(), hook)
+		tr.Close()
+		if err == nil || !strings.Contains(err.Error(), target) || !strings.Contains(err.Error(), "changed while in use") {
+			t.Errorf("%s shard changed at update 6: %v", which, err)
+		}
+		latest, _ := os.ReadFile(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints", "latest.json"))
+		if !strings.Contains(string(latest), "step-0000004") {
+			t.Errorf("%s: latest.json %s, want the checkpoint of update 4", which, latest)
 		}
 	}
 }

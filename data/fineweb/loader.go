@@ -162,6 +162,17 @@ func (l *Loader) Sums() []ShardSum {
 	return out
 }
 
+// Verify checks that no training shard changed since NewLoader read it
+// (see Shard.Verify): an error names the first that did.
+func (l *Loader) Verify() error {
+	for _, s := range l.shards {
+		if err := s.Verify(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // BatchesPerEpoch returns the number of optimizer batches in one epoch.
 func (l *Loader) BatchesPerEpoch() int {
 	n := 0

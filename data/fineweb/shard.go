@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/hilbert-ml/hilbert/internal/regfile"
@@ -37,6 +38,12 @@ type Shard struct {
 	close func() error
 	count int
 	sum   uint32 // crc32c of the token bytes
+
+	// For Verify: the file's stat, and its size and modification time
+	// when its tokens were last checked (stat is nil for a shard on memory).
+	stat    func() (os.FileInfo, error)
+	size    int64
+	modTime time.Time
 }
 
 // castagnoli is the CRC-32C table (hardware-accelerated on amd64 and arm64).
@@ -64,7 +71,8 @@ func OpenShard(path string, vocab int) (*Shard, error) {
 		f.Close()
 		return nil, err
 	}
-	s.close = f.Close
+	s.close, s.stat = f.Close, f.Stat
+	s.size, s.modTime = st.Size(), st.ModTime()
 	return s, nil
 }
 
@@ -83,17 +91,27 @@ func readShard(path string, r io.ReaderAt, size int64, vocab int) (*Shard, error
 		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
 	}
 	s := &Shard{path: path, r: r, close: func() error { return nil }, count: count}
-	raw := make([]byte, min(2*count, scanChunk))
+	if s.sum, err = s.scan(vocab); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// scan reads every token of the shard, checking that each is below vocab
+// (vocab <= 0 skips that check), and returns the CRC-32C of their bytes.
+func (s *Shard) scan(vocab int) (uint32, error) {
+	var sum uint32
+	raw := make([]byte, min(2*s.count, scanChunk))
 	var decoded []uint16
 	if !littleEndian {
 		decoded = make([]uint16, len(raw)/2)
 	}
-	for off := 0; off < count; off += len(raw) / 2 {
-		chunk := raw[:2*min(len(raw)/2, count-off)]
+	for off := 0; off < s.count; off += len(raw) / 2 {
+		chunk := raw[:2*min(len(raw)/2, s.count-off)]
 		if err := s.readRaw(chunk, off); err != nil {
-			return nil, err
+			return 0, err
 		}
-		s.sum = crc32.Update(s.sum, castagnoli, chunk)
+		sum = crc32.Update(sum, castagnoli, chunk)
 		if vocab <= 0 {
 			continue
 		}
@@ -107,10 +125,42 @@ func readShard(path string, r io.ReaderAt, size int64, vocab int) (*Shard, error
 			}
 		}
 		if i := firstAtOrAbove(toks, vocab); i >= 0 {
-			return nil, fmt.Errorf("fineweb: shard %s: token %d: expected id below vocab size %d, got %d", path, off+i, vocab, toks[i])
+			return 0, fmt.Errorf("fineweb: shard %s: token %d: expected id below vocab size %d, got %d", s.path, off+i, vocab, toks[i])
 		}
 	}
-	return s, nil
+	return sum, nil
+}
+
+// Verify checks that the shard's file still holds the tokens OpenShard
+// read: a file written over in place while it is open (same size, other
+// tokens) would otherwise be trained on unnoticed. Where the file's size
+// or modification time differ from when it was last checked, its tokens
+// are read again and their CRC-32C compared with the one OpenShard
+// computed (so the cost is one stat unless the file was touched). A
+// change is an error naming the file.
+func (s *Shard) Verify() error {
+	if s.stat == nil || s.r == nil {
+		return nil // on memory, or closed
+	}
+	st, err := s.stat()
+	if err != nil {
+		return fmt.Errorf("fineweb: shard %s: %w", s.path, err)
+	}
+	if st.Size() == s.size && st.ModTime().Equal(s.modTime) {
+		return nil
+	}
+	if want := HeaderBytes + 2*int64(s.count); st.Size() != want {
+		return fmt.Errorf("fineweb: shard %s changed while in use: %d bytes, it held %d when opened; restore it (or start over on the new data)", s.path, st.Size(), want)
+	}
+	sum, err := s.scan(0)
+	if err != nil {
+		return err
+	}
+	if sum != s.sum {
+		return fmt.Errorf("fineweb: shard %s changed while in use: its tokens' CRC-32C is now %08x, %08x when it was opened (written over in place?); restore it (or start over on the new data)", s.path, sum, s.sum)
+	}
+	s.size, s.modTime = st.Size(), st.ModTime() // touched, not changed
+	return nil
 }
 
 // firstAtOrAbove returns the index of the first token >= vocab, or -1.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func u16(tokens []int32) []uint16 {
@@ -147,4 +148,54 @@ func FuzzOpenShard(f *testing.F) {
 func fuzzing() bool {
 	f := flag.Lookup("test.fuzz")
 	return f != nil && f.Value.String() != ""
+}
+
+// Verify notices a shard written over in place while open (same size,
+// other tokens), and one whose size changed; a file only touched, or not
+// touched at all, passes.
+func TestShardVerify(t *testing.T) {
+	tokens := make([]int32, 5000)
+	for i := range tokens {
+		tokens[i] = int32(i % 300)
+	}
+	later := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name   string
+		change func(path string)
+		want   string
+	}{
+		{"untouched", func(string) {}, ""},
+		{"touched", func(p string) { os.Chtimes(p, later, later) }, ""},
+		{"written over in place", func(p string) {
+			f, _ := os.OpenFile(p, os.O_WRONLY, 0)
+			f.WriteAt([]byte{7, 7, 7, 7}, HeaderBytes+2*1234)
+			f.Close()
+			os.Chtimes(p, later, later) // as the write would, past the clock's granularity
+		}, "changed while in use: its tokens' CRC-32C is now"},
+		{"grown", func(p string) {
+			f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			f.Write([]byte{1, 0})
+			f.Close()
+		}, "changed while in use: 11026 bytes, it held 11024"},
+	} {
+		path := filepath.Join(t.TempDir(), "s.bin")
+		if err := WriteShard(path, tokens, false); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenShard(path, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.change(path)
+		err = s.Verify()
+		if (c.want == "") != (err == nil) || err != nil && (!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path)) {
+			t.Errorf("%s: Verify: %v, want %q", c.name, err, c.want)
+		}
+		if c.want == "" {
+			if err := s.Verify(); err != nil {
+				t.Errorf("%s: second Verify: %v", c.name, err)
+			}
+		}
+		s.Close()
+	}
 }

@@ -52,6 +52,10 @@ func Validation(path string, nTokens, T, B int) (*ValLoader, error) {
 // only the prefix's), computed as Validation read it in full.
 func (v *ValLoader) Sum() ShardSum { return v.shard.Sum() }
 
+// Verify checks that the validation shard did not change since it was
+// opened (see Shard.Verify).
+func (v *ValLoader) Verify() error { return v.shard.Verify() }
+
 // Sequences returns the number of validation sequences.
 func (v *ValLoader) Sequences() int { return v.nSeq }
 
