@@ -212,8 +212,10 @@ func TestLegacyGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(out); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"trainer", "loop"} { // README.md stays
+		if err := os.RemoveAll(filepath.Join(out, d)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pkg, err := os.Getwd()
 	if err != nil {
