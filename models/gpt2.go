@@ -167,16 +167,24 @@ func (m *GPT2) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logit
 // (autograd.LinearCrossEntropy), so the B*T x Vocab logits never exist
 // whole: Forward's loss, for training at full vocabulary.
 func (m *GPT2) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := m.LossHidden(g, inputs, targets)
+	return loss
+}
+
+// LossHidden is Loss that also returns the final-norm hidden states
+// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
+// them).
+func (m *GPT2) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
 	h := m.hidden(g, inputs, nil)
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	if targets == nil || !targets.SameShape(inputs) {
 		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
-		return nil
+		return nil, nil
 	}
-	rows := inputs.Len()
-	return g.LinearCrossEntropy(g.Reshape(h, rows, m.Config.Dim), m.Head.Weight, targets, 0)
+	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
+	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already

@@ -399,15 +399,24 @@ func (m *Llama) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logi
 // against targets [B, T] with the head and the loss fused
 // (autograd.LinearCrossEntropy): Forward's loss, for training.
 func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := m.LossHidden(g, inputs, targets)
+	return loss
+}
+
+// LossHidden is Loss that also returns the final-norm hidden states
+// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
+// them).
+func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
 	h := m.hidden(g, inputs, nil)
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	if targets == nil || !targets.SameShape(inputs) {
 		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
-		return nil
+		return nil, nil
 	}
-	return g.LinearCrossEntropy(g.Reshape(h, inputs.Len(), m.Config.Dim), m.Head.Weight, targets, 0)
+	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
+	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already

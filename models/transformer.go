@@ -232,6 +232,19 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 	return loss, hidden
 }
 
+// Loss is Forward's loss with the default options: the mean next-token
+// cross-entropy of inputs [B, T] against targets [B, T].
+func (m *Transformer) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
+	return loss
+}
+
+// LossHidden is Loss that also returns the final-norm hidden states
+// [B*T, Dim] the head reads (Forward with Hidden).
+func (m *Transformer) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
+	return m.Forward(g, inputs, targets, ForwardOptions{Hidden: true})
+}
+
 // ForwardCached runs inputs [B, T] (int32 token ids) as the positions
 // after those already in cache (nil: none) and returns their logits
 // [B, T, Vocab] (the head as a plain matrix product, not fused with a

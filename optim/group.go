@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -199,6 +200,17 @@ func (s *Set) Group(name string) Optimizer {
 		}
 	}
 	return nil
+}
+
+// PeakLR returns the peak learning rate of the named group (the rate at
+// a schedule multiplier of 1): NaN for a group the set does not have, or
+// whose optimizer does not report one (every optimizer of this package
+// does, through a PeakLR() float64 method).
+func (s *Set) PeakLR(group string) float64 {
+	if o, ok := s.Group(group).(interface{ PeakLR() float64 }); ok {
+		return o.PeakLR()
+	}
+	return math.NaN()
 }
 
 // Optimizer returns the optimizer that updates p, or nil.

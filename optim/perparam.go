@@ -107,6 +107,10 @@ func newPerParam(r rule, params []*tensor.Tensor) (*perParam, error) {
 // Kind names the rule.
 func (o *perParam) Kind() string { return o.rule.kind() }
 
+// PeakLR returns the peak learning rate (lr_t = PeakLR * the schedule's
+// scale).
+func (o *perParam) PeakLR() float64 { return o.rule.peak() }
+
 // Params returns the parameters in order.
 func (o *perParam) Params() []*tensor.Tensor {
 	ps := make([]*tensor.Tensor, len(o.state))

@@ -54,6 +54,12 @@ type checkpointState struct {
 	// Trainer.settings), formatted; a resumed run must match them all.
 	Settings map[string]string `json:"settings,omitempty"`
 
+	// Family and Arch record a model of another family than the paper's
+	// (Arch: its configuration as JSON); both are empty for the paper's,
+	// whose configuration is Model.
+	Family string          `json:"family,omitempty"`
+	Arch   json.RawMessage `json:"arch,omitempty"`
+
 	// The fields of version 1, still written for people and old readers.
 	Model     models.Config `json:"model"`
 	Head      string        `json:"head"`
@@ -291,7 +297,13 @@ func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setti
 	for _, s := range settings {
 		m[s.name] = s.value
 	}
+	var family string
+	arch, _ := archJSON(t.cfg) // settings marshalled it already
+	if !t.cfg.IsPaper() {
+		family = t.cfg.Family
+	}
 	return checkpointState{
+		Family: family, Arch: arch,
 		Version: checkpointVersion, Step: t.step, Tokens: t.tokens, ElapsedS: t.elapsed.Seconds(),
 		Cursor: t.loader.Cursor(), Counters: counters, Settings: m, MetricsRecords: len(t.history),
 		Model: t.cfg.Model, Head: strings.ToLower(t.cfg.Head), Projected: t.cfg.Projected,
@@ -317,17 +329,29 @@ func (t *Trainer) settings() ([]setting, error) {
 	if dt, _ := c.AutocastDType(); dt != 0 {
 		autocast = "bf16"
 	}
-	s := []setting{
-		{"layers", i(m.Layers)}, {"dim", i(m.Dim)}, {"head_dim", i(m.HeadDim)}, {"mlp_hidden", i(m.MLPHidden)},
-		{"vocab", i(m.Vocab)}, {"context", i(m.Context)}, {"rope_base", f(m.RoPEBase)}, {"init_std", f(m.InitStd)},
+	var s []setting
+	if c.IsPaper() {
+		s = []setting{
+			{"layers", i(m.Layers)}, {"dim", i(m.Dim)}, {"head_dim", i(m.HeadDim)}, {"mlp_hidden", i(m.MLPHidden)},
+			{"vocab", i(m.Vocab)}, {"context", i(m.Context)}, {"rope_base", f(m.RoPEBase)}, {"init_std", f(m.InitStd)},
+		}
+	} else {
+		// Another family: its name and its whole configuration.
+		arch, err := archJSON(c)
+		if err != nil {
+			return nil, err
+		}
+		s = []setting{{"model", c.Family}, {"arch", string(arch)}, {"untie_head", strconv.FormatBool(c.UntieHead)}}
+	}
+	s = append(s, []setting{
 		{"head", strings.ToLower(c.Head)}, {"projected", strconv.FormatBool(c.Projected)},
-		{"muon_lr", f(t.peakLRs["blocks"])}, {"embed_lr", f(t.peakLRs["embed"])}, {"head_lr", f(t.peakLRs["head"])},
+		{"muon_lr", f(t.opt.PeakLR("blocks"))}, {"embed_lr", f(t.opt.PeakLR("embed"))}, {"head_lr", f(t.opt.PeakLR("head"))},
 		{"seed", strconv.FormatUint(c.Seed, 10)}, {"data_seed", strconv.FormatUint(c.DataSeed, 10)},
 		{"seq_len", i(c.SeqLen)}, {"micro_batch", i(c.MicroBatch)}, {"batch_seqs", i(c.BatchSeqs)},
 		{"clip", f(c.ClipNorm)}, {"schedule_steps", i(c.ScheduleSteps)}, {"warmup", i(c.WarmupSteps())},
 		{"val_tokens", i(c.ValTokens)}, {"panel_seqs", i(c.PanelSeqs)}, {"panel_positions", i(c.PanelPositions)},
 		{"autocast", autocast}, {"block_rows", i(c.BlockRows)},
-	}
+	}...)
 	s = append(s, deviceSettings(t.dev)...)
 	// The data: from the sums the loaders computed as they read every
 	// shard in full (see datahash.go).

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -170,6 +173,58 @@ func (c *Checkpoint) LoadWeights(params []*tensor.Tensor) error {
 		p.SetFloat32(values[i])
 	}
 	return nil
+}
+
+// Config returns the model part of the run's configuration as the
+// checkpoint records it: Family with Model (the paper's) or Arch (any
+// other family's, decoded through the registry) and UntieHead. Its
+// Sizes give the model's vocabulary and context.
+func (c *Checkpoint) Config() (Config, error) {
+	path := filepath.Join(c.Dir, "state.json")
+	var st struct {
+		Family   string            `json:"family"`
+		Arch     json.RawMessage   `json:"arch"`
+		Model    models.Config     `json:"model"`
+		Settings map[string]string `json:"settings"`
+	}
+	if err := json.Unmarshal(c.State, &st); err != nil {
+		return Config{}, fmt.Errorf("train: %s is corrupt: %w", path, err)
+	}
+	cfg := Config{Family: st.Family}
+	if cfg.IsPaper() {
+		cfg.Model = st.Model
+	} else {
+		fam, err := registry.Lookup(st.Family)
+		if err != nil {
+			return Config{}, fmt.Errorf("train: %s: %w (a program that registers it reads this run)", path, err)
+		}
+		if cfg.Arch, err = fam.DecodeConfig(st.Arch); err != nil {
+			return Config{}, fmt.Errorf("train: %s: %w", path, err)
+		}
+		cfg.UntieHead = st.Settings["untie_head"] == "true"
+	}
+	if err := cfg.validateModel(); err != nil {
+		return Config{}, fmt.Errorf("train: %s: model: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// BuildModel builds the checkpoint's model on dev (its family and
+// configuration from state.json, through the registry) and loads its
+// weights with LoadWeights' checks.
+func (c *Checkpoint) BuildModel(dev device.Device) (registry.Model, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	m, err := buildModel(dev, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("train: checkpoint %s: %w", c.Dir, err)
+	}
+	if err := c.LoadWeights(m.Parameters()); err != nil {
+		return nil, err
+	}
+	return m.model, nil
 }
 
 // Close closes the checkpoint's model file.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/optim"
 )
 
@@ -33,10 +34,23 @@ type Config struct {
 	// RunsDir holds one folder per run. Default "runs".
 	RunsDir string `yaml:"runs"`
 
-	// Preset names a model configuration from models.Preset; Model, when
-	// its Layers is set, is used instead.
+	// Family names the model family the run builds, as registered in
+	// models/registry: "paper" (the default) for the paper's transformer,
+	// "gpt2", "llama", or one a program registered (flag and key: model).
+	Family string `yaml:"model"`
+	// Preset names a configuration of the family (registry presets; for
+	// the paper's, models.Preset). Model (the paper's family) or Arch
+	// (any other), when set, is used instead.
 	Preset string        `yaml:"preset"`
 	Model  models.Config `yaml:"-"`
+	// Arch is the configuration of a family other than the paper's: a
+	// value of the family's config type (models.GPT2Config, say); nil
+	// means the Preset's.
+	Arch any `yaml:"-"`
+	// UntieHead gives a model whose head is tied to its embedding (GPT-2's)
+	// a separate head, a copy of the embedding at initialisation, so that
+	// RowNorm can take it and D(S_t) be measured.
+	UntieHead bool `yaml:"untie_head"`
 
 	// Head is the LM head's optimizer: "rownorm" (the paper's method) or
 	// "adamw" (the baseline). Default "rownorm".
@@ -125,21 +139,14 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.RunsDir == "" {
 		c.RunsDir = "runs"
 	}
-	if c.Model.Layers == 0 {
-		if c.Preset == "" {
-			return c, errors.New("train: config: no model: set preset or model")
-		}
-		m, err := models.Preset(c.Preset)
-		if err != nil {
-			return c, fmt.Errorf("train: config: %w", err)
-		}
-		c.Model = m
+	if err := c.resolveModel(); err != nil {
+		return c, err
 	}
 	if c.Head == "" {
 		c.Head = "rownorm"
 	}
 	if c.SeqLen == 0 {
-		c.SeqLen = c.Model.Context
+		c.SeqLen = c.Sizes().Context
 	}
 	if c.MicroBatch == 0 {
 		c.MicroBatch = 8
@@ -183,6 +190,94 @@ func (c Config) WithDefaults() (Config, error) {
 	return c, c.Validate()
 }
 
+// PaperFamily is the registry name of the paper's transformer, the family
+// of a Config whose Family is empty.
+const PaperFamily = "paper"
+
+// FamilyName returns the run's model family: Family, or PaperFamily when
+// it is empty.
+func (c Config) FamilyName() string {
+	if c.Family == "" {
+		return PaperFamily
+	}
+	return c.Family
+}
+
+// IsPaper reports whether the run trains the paper's transformer (whose
+// configuration is Model; any other family's is Arch).
+func (c Config) IsPaper() bool { return c.FamilyName() == PaperFamily }
+
+// resolveModel sets the model's configuration from Preset where it is
+// not given: Model for the paper's family, Arch for any other.
+func (c *Config) resolveModel() error {
+	if c.IsPaper() {
+		if c.Arch != nil {
+			return fmt.Errorf("train: config: arch is set (%T) for the paper's model, whose configuration is Model", c.Arch)
+		}
+		if c.Model.Layers != 0 {
+			return nil
+		}
+		if c.Preset == "" {
+			return errors.New("train: config: no model: set preset or model")
+		}
+		m, err := models.Preset(c.Preset)
+		if err != nil {
+			return fmt.Errorf("train: config: %w", err)
+		}
+		c.Model = m
+		return nil
+	}
+	fam, err := registry.Lookup(c.Family)
+	if err != nil {
+		return fmt.Errorf("train: config: model: %w", err)
+	}
+	if c.Model != (models.Config{}) {
+		return fmt.Errorf("train: config: model %q takes its configuration in Arch; Model (the paper's) is set", c.Family)
+	}
+	if c.Arch != nil {
+		return nil
+	}
+	if c.Preset == "" {
+		return fmt.Errorf("train: config: no configuration for model %q: set preset (%s) or arch", c.Family, strings.Join(fam.PresetNames(), ", "))
+	}
+	if c.Arch, err = fam.Preset(c.Preset); err != nil {
+		return fmt.Errorf("train: config: %w", err)
+	}
+	return nil
+}
+
+// validateModel checks the model's configuration.
+func (c Config) validateModel() error {
+	if c.IsPaper() {
+		return c.Model.Validate()
+	}
+	fam, err := registry.Lookup(c.Family)
+	if err != nil {
+		return err
+	}
+	if err := fam.CheckConfig(c.Arch); err != nil {
+		return err
+	}
+	if s := c.Sizes(); s.Vocab < 1 || s.Context < 1 {
+		return fmt.Errorf("%T has vocab %d and context %d: the trainer needs a language model's Vocab and Context fields", c.Arch, s.Vocab, s.Context)
+	}
+	return nil
+}
+
+// Sizes returns the model's size fields (vocabulary, context, width,
+// layers, heads) whatever its family.
+func (c Config) Sizes() registry.Sizes {
+	if c.IsPaper() {
+		m := c.Model
+		heads := 0
+		if m.HeadDim > 0 {
+			heads = m.Dim / m.HeadDim
+		}
+		return registry.Sizes{Layers: m.Layers, Dim: m.Dim, Heads: heads, Context: m.Context, Vocab: m.Vocab}
+	}
+	return registry.SizesOf(c.Arch)
+}
+
 // WarmupSteps is the number of warmup updates of a config with defaults
 // applied (NoWarmup counts 0).
 func (c Config) WarmupSteps() int { return max(c.Warmup, 0) }
@@ -191,7 +286,7 @@ func (c Config) WarmupSteps() int { return max(c.Warmup, 0) }
 func (c Config) Validate() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if err := c.Model.Validate(); err != nil {
+	if err := c.validateModel(); err != nil {
 		bad("model: %v", err)
 	}
 	if _, err := c.HeadOptimizer(); err != nil {
@@ -209,8 +304,8 @@ func (c Config) Validate() error {
 	if c.Warmup >= c.ScheduleSteps && c.ScheduleSteps > 0 {
 		bad("warmup = %d: want fewer than the schedule's %d updates", c.Warmup, c.ScheduleSteps)
 	}
-	if c.SeqLen < 1 || c.SeqLen > c.Model.Context {
-		bad("seq_len = %d: want 1..%d (the model's context)", c.SeqLen, c.Model.Context)
+	if ctx := c.Sizes().Context; c.SeqLen < 1 || c.SeqLen > ctx {
+		bad("seq_len = %d: want 1..%d (the model's context)", c.SeqLen, ctx)
 	}
 	if c.MicroBatch < 1 || c.BatchSeqs < c.MicroBatch || c.BatchSeqs%c.MicroBatch != 0 {
 		bad("batch_seqs = %d, micro_batch = %d: want batch_seqs a positive multiple of micro_batch", c.BatchSeqs, c.MicroBatch)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/models"
 )
 
 // Limits on sizes. A model, context or batch far past what the machine
@@ -30,6 +32,15 @@ type memoryPart struct {
 // blocks, the RoPE tables and the batch's tokens.
 func memoryEstimate(c Config) []memoryPart {
 	m := c.Model
+	if !c.IsPaper() {
+		// Another family: its size fields, with the paper's proportions
+		// (an MLP of 4 d, heads of d / heads) for what it does not say.
+		z := c.Sizes()
+		m = models.Config{Layers: z.Layers, Dim: z.Dim, MLPHidden: 4 * z.Dim, Vocab: z.Vocab, Context: z.Context, HeadDim: 64}
+		if z.Heads > 0 {
+			m.HeadDim = z.Dim / z.Heads
+		}
+	}
 	f := func(v int) float64 { return float64(v) }
 	layers, dim, mlp, vocab, ctx := f(m.Layers), f(m.Dim), f(m.MLPHidden), f(m.Vocab), f(m.Context)
 	rows := f(c.MicroBatch) * f(c.SeqLen) // token positions of a micro-batch

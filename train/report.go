@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -123,6 +124,10 @@ func (t *Trainer) WriteReport() error {
 // parameter. A run well short of it gets a caveat in its summary.
 const shortRunTokensPerParam = 20
 
+// modelWords names a family's model in a summary's first sentence ("a
+// decoder-only ..."); a family not listed is "model".
+var modelWords = map[string]string{"paper": "transformer", "gpt2": "transformer (GPT-2)", "llama": "transformer (Llama)"}
+
 // summaryMarkdown explains the run to someone who has not read the paper.
 func (t *Trainer) summaryMarkdown() string {
 	c, m := t.cfg, t.cfg.Model
@@ -139,7 +144,11 @@ func (t *Trainer) summaryMarkdown() string {
 		}
 		return fmt.Sprintf("%.4f", v)
 	}
-	params := m.NumParams()
+	params := 0
+	for _, p := range t.model.Parameters() {
+		params += p.Len()
+	}
+	vocab := t.model.vocab
 	tokensPerUpdate := c.BatchSeqs * c.SeqLen
 	headName := map[string]string{"rownorm": "RowNorm (the paper's method)", "adamw": "AdamW (the baseline)"}[strings.ToLower(c.Head)]
 	if headName == "" {
@@ -150,19 +159,31 @@ func (t *Trainer) summaryMarkdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Run %s\n\n", c.Name)
-	fmt.Fprintf(&b, "A decoder-only transformer (%s parameters) trained for %d updates of %d sequences × %d tokens (%s tokens) "+
+	fmt.Fprintf(&b, "A decoder-only %s (%s parameters) trained for %d updates of %d sequences × %d tokens (%s tokens) "+
 		"with Muon on its blocks, AdamW on its embedding and %s on its LM head, the layer that turns the last hidden state into next-token logits.\n\n",
-		thousands(int64(params)), s.Steps, c.BatchSeqs, c.SeqLen, thousands(s.Tokens), headName)
+		cmp.Or(modelWords[c.FamilyName()], "model"), thousands(int64(params)), s.Steps, c.BatchSeqs, c.SeqLen, thousands(s.Tokens), headName)
 
 	b.WriteString("## Settings\n\n| setting | value |\n|---|---|\n")
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
-	if c.Preset != "" && c.Model == mustPreset(c.Preset) {
+	if !c.IsPaper() {
+		z := c.Sizes()
+		what := fmt.Sprintf("%s (%T)", c.Family, c.Arch)
+		if c.Preset != "" {
+			what += ", preset " + c.Preset
+		}
+		if t.model.head == nil {
+			what += ", head tied to the embedding"
+		} else if c.UntieHead {
+			what += ", head untied (a copy of the embedding at initialisation)"
+		}
+		row("model", "%s: d %d, %d layers, %d heads, vocabulary %d, context %d", what, z.Dim, z.Layers, z.Heads, z.Vocab, z.Context)
+	} else if c.Preset != "" && c.Model == mustPreset(c.Preset) {
 		row("model", "preset %s: d %d, %d layers, heads of %d, MLP %d, vocabulary %d, context %d", c.Preset, m.Dim, m.Layers, m.HeadDim, m.MLPHidden, m.Vocab, m.Context)
 	} else {
 		row("model", "d %d, %d layers, heads of %d, MLP %d, vocabulary %d, context %d", m.Dim, m.Layers, m.HeadDim, m.MLPHidden, m.Vocab, m.Context)
 	}
 	row("head optimizer", "%s", headName)
-	row("peak learning rates", "Muon %s, embedding AdamW %s, head %s", g(t.peakLRs["blocks"]), g(t.peakLRs["embed"]), g(t.peakLRs["head"]))
+	row("peak learning rates", "Muon %s, embedding AdamW %s, head %s", g(t.opt.PeakLR("blocks")), g(t.opt.PeakLR("embed")), g(t.opt.PeakLR("head")))
 	sched := fmt.Sprintf("linear warmup over %d updates, then cosine decay to 0.1 of the peak at update %d", c.WarmupSteps(), c.ScheduleSteps)
 	if c.WarmupSteps() == 0 {
 		sched = fmt.Sprintf("no warmup; cosine decay to 0.1 of the peak at update %d", c.ScheduleSteps)
@@ -206,7 +227,7 @@ func (t *Trainer) summaryMarkdown() string {
 	}
 
 	b.WriteString("## What the numbers mean\n\n")
-	fmt.Fprintf(&b, "- **Loss** is the mean cross-entropy of the next token, in nats per token. A model that guesses uniformly over the %d-token vocabulary scores ln %d = %.2f.\n", m.Vocab, m.Vocab, math.Log(float64(m.Vocab)))
+	fmt.Fprintf(&b, "- **Loss** is the mean cross-entropy of the next token, in nats per token. A model that guesses uniformly over the %d-token vocabulary scores ln %d = %.2f.\n", vocab, vocab, math.Log(float64(vocab)))
 	b.WriteString("- **D(S_T)** is the row diameter of the LM head's last update S_T (one row per vocabulary token): the largest distance ‖s_i − s_j‖ between two rows, computed exactly over all pairs. " +
 		"An update S moves the logits at a hidden state h by S h, and the softmax distribution by ‖S h‖_var = max_i (S h)_i − min_i (S h)_i (the Hilbert distance, which ignores shifts that softmax ignores) — at most D(S)·‖h‖. So D bounds how far one update can move any prediction.\n")
 	b.WriteString("- **The RowNorm bound**: RowNorm scales every row of the head's update to the length lr_t, so no two rows are more than 2·lr_t apart: D(S_t) ≤ 2·lr_t, where lr_t is the head's scheduled learning rate and lr_T its value at the last update. AdamW's update has no such bound.\n")

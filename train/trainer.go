@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/dist"
-	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/optim/geometry"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -34,10 +33,9 @@ type Hook func(t *Trainer, r Record) error
 type Trainer struct {
 	cfg    Config
 	dev    device.Device
-	model  *models.Transformer
+	model  *runModel
 	opt    *optim.Set
 	sched  optim.Cosine
-	head   *tensor.Tensor
 	loader *fineweb.Loader
 	val    *fineweb.ValLoader
 	loop   *Loop[Tokens]
@@ -51,9 +49,6 @@ type Trainer struct {
 	history []Record
 	elapsed time.Duration // training time before this process (resume)
 	tokens  int64         // training tokens seen
-
-	headPeakLR float64            // the head group's peak learning rate
-	peakLRs    map[string]float64 // every group's peak learning rate, by group name
 
 	raw      Config   // the config as given, before defaults (see Resume)
 	lock     *RunLock // the run folder's lock (rank 0's), released by Close
@@ -137,37 +132,23 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	if lock != nil && !sameDir(lock.Dir(), dir) {
 		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
 	}
-	headOpt, _ := cfg.HeadOptimizer()
-	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, peakLRs: map[string]float64{}, comm: o.comm, rank: rank}
+	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, comm: o.comm, rank: rank}
 	autocast, _ := cfg.AutocastDType()
-	if t.model, err = models.New(dev, cfg.Model, cfg.Seed); err != nil {
+	if t.model, err = buildModel(dev, cfg); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}
-	recipe := optim.PaperRecipe(optim.PaperOptions{
-		Head: headOpt, Width: cfg.Model.Dim, HeadLR: cfg.HeadLR, Projected: cfg.Projected,
-		MuonLR: cfg.MuonLR, EmbedLR: cfg.EmbedLR,
-	})
-	for _, g := range recipe.Groups {
-		t.peakLRs[g.Name] = peakLR(g.Config)
-	}
-	t.headPeakLR = t.peakLRs["head"]
-	params := t.model.Parameters()
-	if t.opt, err = optim.NewSet(recipe, params); err != nil {
+	recipe, err := t.model.recipe(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("train: optimizer: %w", err)
 	}
-	for _, p := range params {
-		if p.Name == "head.weight" {
-			t.head = p
-		}
-	}
-	if t.head == nil {
-		return nil, errors.New("train: the model has no head.weight parameter")
+	if t.opt, err = optim.NewSet(recipe, t.model.model.Parameters()); err != nil {
+		return nil, fmt.Errorf("train: optimizer: %w", err)
 	}
 	if t.sched, err = optim.NewCosine(cfg.ScheduleSteps, cfg.WarmupSteps()); err != nil {
 		return nil, fmt.Errorf("train: schedule: %w", err)
 	}
 	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
-		Shards: cfg.TrainShards, Vocab: cfg.Model.Vocab, SeqLen: cfg.SeqLen,
+		Shards: cfg.TrainShards, Vocab: t.model.vocab, SeqLen: cfg.SeqLen,
 		MicroBatch: cfg.MicroBatch, BatchSeqs: cfg.BatchSeqs, Seed: cfg.DataSeed,
 	}); err != nil {
 		return nil, fmt.Errorf("train: data: %w", err)
@@ -176,8 +157,7 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		t.loader.Close()
 		return nil, err
 	}
-	model := LM(dev, transformerLM{m: t.model, opts: models.ForwardOptions{BlockRows: cfg.BlockRows}})
-	if t.loop, err = NewLoop(dev, model, LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
+	if t.loop, err = NewLoop(dev, LM(dev, t.model.lm), LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
 		Accumulate: cfg.BatchSeqs / cfg.MicroBatch, ClipNorm: cfg.ClipNorm,
 		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: o.comm,
 	}); err != nil {
@@ -214,22 +194,9 @@ func sameDir(a, b string) bool {
 	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }
 
-// peakLR reads a group's peak learning rate.
-func peakLR(c optim.Config) float64 {
-	switch c := c.(type) {
-	case optim.AdamWConfig:
-		return c.LR
-	case optim.MuonConfig:
-		return c.LR
-	case optim.RowNormConfig:
-		return c.LR
-	}
-	return math.NaN()
-}
-
 // openValidation opens the validation prefix, cut to what the shard holds.
 func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
-	sh, err := fineweb.OpenShard(t.cfg.ValShard, t.cfg.Model.Vocab)
+	sh, err := fineweb.OpenShard(t.cfg.ValShard, t.model.vocab)
 	if err != nil {
 		return nil, fmt.Errorf("train: validation: %w", err)
 	}
@@ -250,8 +217,13 @@ func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
 // Config returns the run's configuration with defaults applied.
 func (t *Trainer) Config() Config { return t.cfg }
 
-// Model returns the model being trained.
-func (t *Trainer) Model() *models.Transformer { return t.model }
+// Model returns the model being trained (a *models.Transformer for the
+// paper's family, a *models.GPT2 for gpt2, ...).
+func (t *Trainer) Model() registry.Model { return t.model.model }
+
+// Head returns the LM head's weight [vocab, dim], whose steps D(S_t) and
+// the Hilbert RMS measure; nil for a head tied to the embedding.
+func (t *Trainer) Head() *tensor.Tensor { return t.model.head }
 
 // Optimizer returns the optimizer set.
 func (t *Trainer) Optimizer() *optim.Set { return t.opt }
@@ -503,42 +475,44 @@ type trainerSchedule struct{ t *Trainer }
 
 func (s trainerSchedule) Scale(step int) float64 { return s.t.sched.Scale(step) }
 
-// transformerLM is the paper's transformer as a LanguageModel, with the
-// run's forward options.
-type transformerLM struct {
-	m    *models.Transformer
-	opts models.ForwardOptions
-}
-
-func (a transformerLM) Parameters() []*tensor.Tensor { return a.m.Parameters() }
-
-func (a transformerLM) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	loss, _ := a.m.Forward(g, inputs, targets, a.opts)
-	return loss
-}
-
-// headStep copies the head's last step S_t to the host.
+// headStep copies the head's last step S_t to the host (nil for a tied
+// head, or before the first step).
 func (t *Trainer) headStep() []float32 {
-	s := t.opt.LastStep(t.head)
+	if t.model.head == nil {
+		return nil
+	}
+	s := t.opt.LastStep(t.model.head)
 	if s == nil {
 		return nil
 	}
 	return s.Float32s()
 }
 
+// headStepTensor returns the head's last step S_t on its device (nil for
+// a tied head, or before the first step).
+func (t *Trainer) headStepTensor() *tensor.Tensor {
+	if t.model.head == nil {
+		return nil
+	}
+	return t.opt.LastStep(t.model.head)
+}
+
 // diagnoseStep computes the exact row diameter of the head step on the
 // device that holds it (no host copy of the V x d step).
 func (t *Trainer) diagnoseStep(r *Record) error {
-	s := t.opt.LastStep(t.head)
+	if t.model.head == nil {
+		return nil
+	}
+	s := t.opt.LastStep(t.model.head)
 	if s == nil {
 		return nil
 	}
-	d, err := geometry.RowDiameterDevice(s.Buffer(), t.cfg.Model.Vocab, t.cfg.Model.Dim)
+	d, err := geometry.RowDiameterDevice(s.Buffer(), t.model.vocab, t.model.dim)
 	if err != nil {
 		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
 	}
 	r.Diameter = &d.D
-	lr := t.headPeakLR * r.LRScale
+	lr := t.opt.PeakLR("head") * r.LRScale
 	r.LR = &lr
 	return nil
 }
@@ -548,7 +522,7 @@ func (t *Trainer) diagnoseStep(r *Record) error {
 func (t *Trainer) validate(r *Record) error {
 	t.val.Reset()
 	var panel []float32
-	d := t.cfg.Model.Dim
+	d := t.model.dim
 	seqIndex := 0
 	hook := &panelHook{
 		want: func() bool { return seqIndex < t.cfg.PanelSeqs },
@@ -561,7 +535,10 @@ func (t *Trainer) validate(r *Record) error {
 			}
 		},
 	}
-	v, _, err := validationPass(t.g, t.model, t.val, t.cfg.BlockRows,
+	if t.model.head == nil {
+		hook = nil // a tied head: no step of its own to measure
+	}
+	v, _, err := validationPass(t.g, t.model.lm, t.val,
 		validationBuffers{hostIn: t.hostIn, hostTgt: t.hostTgt, in: t.inputs, tgt: t.targets}, hook)
 	if err != nil {
 		return fmt.Errorf("train: validation: %w", err)
@@ -570,7 +547,7 @@ func (t *Trainer) validate(r *Record) error {
 		return err // on every rank alike, before anything is written
 	}
 	r.ValLoss = &v
-	if s := t.opt.LastStep(t.head); s != nil && len(panel) > 0 {
+	if s := t.headStepTensor(); s != nil && len(panel) > 0 {
 		// The panel goes to the step's device; two values per position
 		// come back.
 		n := len(panel) / d
@@ -579,7 +556,7 @@ func (t *Trainer) validate(r *Record) error {
 			return fmt.Errorf("train: Hilbert RMS: %w", err)
 		}
 		h.SetFloat32(panel)
-		rms, err := geometry.HilbertRMSDevice(s.Buffer(), t.cfg.Model.Vocab, d, h.Buffer(), n)
+		rms, err := geometry.HilbertRMSDevice(s.Buffer(), t.model.vocab, d, h.Buffer(), n)
 		h.Release()
 		if err != nil {
 			return fmt.Errorf("train: Hilbert RMS: %w", err)

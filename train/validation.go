@@ -14,10 +14,14 @@ import (
 // ValidationLoss returns the mean token cross-entropy of m over every
 // sequence of v, weighted by tokens and computed on g without gradients
 // (under g's autocast), with the tokens it covered: what the trainer logs
-// as val_loss. blockRows is the fused head's row block (0: the default).
+// as val_loss. blockRows bounds the fused head's row blocks of the
+// paper's transformer (0: the default; other models take their own).
 // v is read from its current position to its end.
-func ValidationLoss(g *autograd.Graph, m *models.Transformer, v *fineweb.ValLoader, blockRows int) (float64, int, error) {
-	return validationPass(g, m, v, blockRows, validationBuffers{}, nil)
+func ValidationLoss(g *autograd.Graph, m LanguageModel, v *fineweb.ValLoader, blockRows int) (float64, int, error) {
+	if t, ok := m.(*models.Transformer); ok {
+		m = blockRowsLM{t, blockRows}
+	}
+	return validationPass(g, m, v, validationBuffers{}, nil)
 }
 
 // validationBuffers are one full micro-batch's host and device buffers
@@ -35,8 +39,9 @@ type panelHook struct {
 	take func(rows int, hidden *tensor.Tensor)
 }
 
-// validationPass runs m over v's micro-batches (see ValidationLoss).
-func validationPass(g *autograd.Graph, m *models.Transformer, v *fineweb.ValLoader, blockRows int, buf validationBuffers, panel *panelHook) (float64, int, error) {
+// validationPass runs m over v's micro-batches (see ValidationLoss),
+// handing panel the hidden states where m is a PanelModel.
+func validationPass(g *autograd.Graph, m LanguageModel, v *fineweb.ValLoader, buf validationBuffers, panel *panelHook) (float64, int, error) {
 	seqLen, micro := v.T, v.B
 	if len(buf.hostIn) < micro*seqLen || len(buf.hostTgt) < micro*seqLen {
 		buf.hostIn, buf.hostTgt = make([]int32, micro*seqLen), make([]int32, micro*seqLen)
@@ -59,7 +64,7 @@ func validationPass(g *autograd.Graph, m *models.Transformer, v *fineweb.ValLoad
 			return 0, 0, err
 		}
 		k := rows * seqLen
-		loss, err := validationBatch(g, m, buf, rows, seqLen, micro, blockRows, panel)
+		loss, err := validationBatch(g, m, buf, rows, seqLen, micro, panel)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -75,7 +80,7 @@ func validationPass(g *autograd.Graph, m *models.Transformer, v *fineweb.ValLoad
 // validationBatch runs one micro-batch of rows sequences from buf's host
 // buffers and returns its mean loss. The tensors of a short last batch (or
 // of every batch, when buf has none) are allocated and released here.
-func validationBatch(g *autograd.Graph, m *models.Transformer, buf validationBuffers, rows, seqLen, micro, blockRows int, panel *panelHook) (float64, error) {
+func validationBatch(g *autograd.Graph, m LanguageModel, buf validationBuffers, rows, seqLen, micro int, panel *panelHook) (float64, error) {
 	k := rows * seqLen
 	in, tgt := buf.in, buf.tgt
 	if rows < micro || in == nil || tgt == nil {
@@ -94,12 +99,21 @@ func validationBatch(g *autograd.Graph, m *models.Transformer, buf validationBuf
 	}
 	g.Reset()
 	defer g.Reset() // before the deferred releases: the graph may hold views of in and tgt
-	wantHidden := panel != nil && panel.want()
-	loss, hidden := m.Forward(g, in, tgt, models.ForwardOptions{Hidden: wantHidden, BlockRows: blockRows})
+	pm, hasHidden := m.(PanelModel)
+	wantHidden := hasHidden && panel != nil && panel.want()
+	var loss, hidden *tensor.Tensor
+	if wantHidden {
+		loss, hidden = pm.LossHidden(g, in, tgt)
+	} else {
+		loss = m.Loss(g, in, tgt)
+	}
 	if err := g.Err(); err != nil {
 		return 0, err
 	}
-	if wantHidden {
+	if loss == nil || loss.Len() != 1 {
+		return 0, errors.New("the model's loss is not a scalar")
+	}
+	if wantHidden && hidden != nil {
 		panel.take(rows, hidden)
 	}
 	return float64(loss.Item()), nil

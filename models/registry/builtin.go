@@ -38,7 +38,7 @@ func paperFamily() Family {
 			return models.New(dev, c, o.Seed)
 		},
 		Roles: func(m Model) (Roles, error) {
-			return rolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
+			return RolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
 		},
 	}
 }
@@ -75,7 +75,7 @@ func gpt2Family() Family {
 			return m, nil
 		},
 		Roles: func(m Model) (Roles, error) {
-			return rolesByName(m.Parameters(), []string{"tok.weight", "pos.weight"}, "head.weight", nn.Tied(m))
+			return RolesByName(m.Parameters(), []string{"tok.weight", "pos.weight"}, "head.weight", nn.Tied(m))
 		},
 	}
 }
@@ -108,7 +108,7 @@ func llamaFamily() Family {
 			return m, nil
 		},
 		Roles: func(m Model) (Roles, error) {
-			return rolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
+			return RolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
 		},
 	}
 }

@@ -40,9 +40,9 @@ func Recipe(r Roles, params []*tensor.Tensor, o RecipeOptions) (optim.Recipe, er
 	if r.TiedTo != "" {
 		switch {
 		case o.Head == optim.HeadRowNorm:
-			return optim.Recipe{}, fmt.Errorf("registry: the head is tied to %s: RowNorm cannot take a tied head (its step would be the embedding's); use the AdamW head, or untie the head (a copy of the embedding at initialisation)", r.TiedTo)
+			return optim.Recipe{}, fmt.Errorf("registry: the head is tied to %s: RowNorm cannot take a tied head (its step would be the embedding's); use the AdamW head (hilbert train -head adamw), or untie the head at build time (-untie-head: a copy of the embedding at initialisation)", r.TiedTo)
 		case o.HeadLR > 0:
-			return optim.Recipe{}, fmt.Errorf("registry: a head LR of %g for a head tied to %s, which trains at the embedding's LR; untie the head to give it its own", o.HeadLR, r.TiedTo)
+			return optim.Recipe{}, fmt.Errorf("registry: a head LR of %g for a head tied to %s, which trains at the embedding's LR; untie the head (-untie-head) to give it its own", o.HeadLR, r.TiedTo)
 		}
 	}
 	paper := optim.PaperRecipe(optim.PaperOptions{Head: o.Head, Width: o.Width, HeadLR: o.HeadLR, MuonLR: o.MuonLR,

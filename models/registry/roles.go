@@ -89,14 +89,14 @@ func (r Roles) Check(params []*tensor.Tensor) error {
 	return nil
 }
 
-// rolesByName is the rule both built-in families follow: the named
+// RolesByName is the rule the built-in families follow (and a user's family may): the named
 // embeddings and head, and inside the blocks (names under blocks)
 // matrices for rank 2 and up, biases for rank-1 ".bias", gains for the
 // other rank-1 parameters; outside the blocks rank-1 parameters are gains
 // and biases in the same way (the final norm), and anything else is an
 // error naming it. tied maps an alias to the parameter it shares
 // (nn.Tied); a tied head names headName there.
-func rolesByName(params []*tensor.Tensor, embeds []string, headName string, tied map[string]string) (Roles, error) {
+func RolesByName(params []*tensor.Tensor, embeds []string, headName string, tied map[string]string) (Roles, error) {
 	r := Roles{Of: map[string]Role{}, TiedTo: tied[headName]}
 	isEmbed := map[string]bool{}
 	for _, e := range embeds {

@@ -14,7 +14,7 @@ import (
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/train"
 
 	"github.com/hilbert-ml/hilbert/internal/regfile"
@@ -104,7 +104,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if ck.Settings["autocast"] == "bf16" {
 		autocast = device.BFloat16
 	}
-	loss, tokens, err := validationLoss(dev, m, valPath, valTokens, seqLen, micro, blockRows, autocast)
+	loss, tokens, err := validationLoss(dev, m, ck.Model.Sizes().Vocab, valPath, valTokens, seqLen, micro, blockRows, autocast)
 	if err != nil {
 		return err
 	}
@@ -126,12 +126,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// validationLoss is the mean token cross-entropy of m over the first
-// nTokens tokens of the shard at path, in micro-batches of micro
+// validationLoss is the mean token cross-entropy of m (of vocab tokens)
+// over the first nTokens tokens of the shard at path, in micro-batches of micro
 // sequences of seqLen tokens, weighted by tokens (as the trainer
 // validates). It returns the loss and the tokens it covered.
-func validationLoss(dev device.Device, m *models.Transformer, path string, nTokens, seqLen, micro, blockRows int, autocast device.DType) (float64, int, error) {
-	sh, err := fineweb.OpenShard(path, m.Config.Vocab)
+func validationLoss(dev device.Device, model registry.Model, vocab int, path string, nTokens, seqLen, micro, blockRows int, autocast device.DType) (float64, int, error) {
+	m, ok := model.(train.LanguageModel)
+	if !ok {
+		return 0, 0, fmt.Errorf("model %T has no Loss(g, inputs, targets) method (train.LanguageModel) to validate with", model)
+	}
+	sh, err := fineweb.OpenShard(path, vocab)
 	if err != nil {
 		return 0, 0, fmt.Errorf("-val: %w", err)
 	}

@@ -270,7 +270,7 @@ func oracleStudy(f oracleFlags, opt oracle.Options, stdout, stderr io.Writer) er
 		}
 		// The head gradient of this update (after the global clip, which
 		// scales it and leaves the ratio unchanged).
-		grad := t.Model().Head.Weight.Grad()
+		grad := t.Head().Grad()
 		if grad == nil {
 			return fmt.Errorf("update %d: the head has no gradient", r.Step)
 		}
@@ -341,7 +341,7 @@ type exactSteps struct {
 }
 
 func (e *exactSteps) replace(t *train.Trainer, lr float64, opt oracle.Options) error {
-	head := t.Model().Head.Weight
+	head := t.Head()
 	o := t.Optimizer().Optimizer(head)
 	if o == nil || o.Kind() != "rownorm" {
 		return errors.New("the head's optimizer is not RowNorm")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/tokenizer"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -27,7 +28,7 @@ func init() {
 const sampleUsage = `usage: hilbert sample -run DIR [-prompt TEXT] [flags]
 
 Loads the latest checkpoint of the run in DIR (RUNS/NAME, as hilbert train
-wrote it: the paper's transformer on GPT-2 tokens), and prints the prompt
+wrote it: any registered model on GPT-2 tokens), and prints the prompt
 followed by its continuation. Temperature 0 is greedy decoding; a seed
 gives the same text on every run and backend.
 
@@ -41,8 +42,9 @@ type runCheckpoint struct {
 	Dir string
 	// Step is the update the checkpoint was written after.
 	Step int
-	// Model is the model's shape.
-	Model models.Config
+	// Model is the model part of the run's configuration (its family and
+	// configuration; Model.Sizes() gives the vocabulary and context).
+	Model train.Config
 	// Settings are the checkpoint's recorded settings (seq_len,
 	// micro_batch, val_tokens, ...), formatted.
 	Settings map[string]string
@@ -74,7 +76,6 @@ func readRunCheckpoint(runDir string) (*runCheckpoint, error) {
 	dir, statePath, raw := open.Dir, filepath.Join(open.Dir, "state.json"), open.State
 	var st struct {
 		Step     int               `json:"step"`
-		Model    models.Config     `json:"model"`
 		Settings map[string]string `json:"settings"`
 		SeqLen   int               `json:"seq_len"`
 		Micro    int               `json:"micro_batch"`
@@ -83,14 +84,15 @@ func readRunCheckpoint(runDir string) (*runCheckpoint, error) {
 		open.Close()
 		return nil, fmt.Errorf("%s is corrupt: %w", statePath, err)
 	}
-	if err := st.Model.Validate(); err != nil {
+	model, err := open.Config()
+	if err != nil {
 		open.Close()
-		return nil, fmt.Errorf("%s: model: %w", statePath, err)
+		return nil, err
 	}
 	if st.Settings == nil { // a version-1 checkpoint
 		st.Settings = map[string]string{"seq_len": strconv.Itoa(st.SeqLen), "micro_batch": strconv.Itoa(st.Micro)}
 	}
-	return &runCheckpoint{Dir: dir, Step: st.Step, Model: st.Model, Settings: st.Settings, open: open}, nil
+	return &runCheckpoint{Dir: dir, Step: st.Step, Model: model, Settings: st.Settings, open: open}, nil
 }
 
 // intSetting returns a positive integer setting of the checkpoint.
@@ -102,14 +104,12 @@ func (c *runCheckpoint) intSetting(name string) (int, error) {
 	return v, nil
 }
 
-// loadModel builds the checkpoint's model on dev and loads its weights.
-func (c *runCheckpoint) loadModel(dev device.Device) (*models.Transformer, error) {
-	m, err := models.New(dev, c.Model, 0)
+// loadModel builds the checkpoint's model on dev (any registered family)
+// and loads its weights as a resume reads them: checksums, and no NaN or
+// infinity.
+func (c *runCheckpoint) loadModel(dev device.Device) (registry.Model, error) {
+	m, err := c.open.BuildModel(dev)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
-	}
-	// As a resume reads them: checksums, and no NaN or infinity.
-	if err := c.open.LoadWeights(m.Parameters()); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
 	}
 	return m, nil
@@ -160,12 +160,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return errors.New("-prompt: empty: give at least one character to continue")
 	}
 	// Compared as a difference: prompt + tokens can overflow an int.
-	if opt.Tokens > ck.Model.Context-len(ids) {
-		return fmt.Errorf("-prompt of %d tokens and -tokens %d exceed the model's context of %d", len(ids), opt.Tokens, ck.Model.Context)
+	size := ck.Model.Sizes()
+	if opt.Tokens > size.Context-len(ids) {
+		return fmt.Errorf("-prompt of %d tokens and -tokens %d exceed the model's context of %d", len(ids), opt.Tokens, size.Context)
 	}
 	for _, id := range ids {
-		if int(id) >= ck.Model.Vocab {
-			return fmt.Errorf("-prompt: token %d is outside the model's vocabulary of %d", id, ck.Model.Vocab)
+		if int(id) >= size.Vocab {
+			return fmt.Errorf("-prompt: token %d is outside the model's vocabulary of %d", id, size.Vocab)
 		}
 	}
 	dev, err := openDevice(devName)

@@ -97,7 +97,7 @@ func TestSample(t *testing.T) {
 			t.Fatal(err)
 		}
 		all := logits.Float32s()
-		v := ck.Model.Vocab
+		v := ck.Model.Sizes().Vocab
 		last := all[(len(seq)-1)*v : len(seq)*v]
 		best := 0
 		for i, l := range last {

@@ -23,6 +23,7 @@ import (
 	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/dist/nccl"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -124,7 +125,9 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	fs.StringVar(&configPath, "config", "", "YAML config file: keys are the flag names with _ for - (flags override it)")
 	fs.StringVar(&c.Name, "name", c.Name, "run name: output goes to RUNS/NAME")
 	fs.StringVar(&c.RunsDir, "runs", c.RunsDir, "folder holding the runs")
-	fs.StringVar(&c.Preset, "preset", "", "model preset: "+strings.Join(models.PresetNames(), ", ")+" (default: the default job's d 128, 2 layers, context 128)")
+	fs.StringVar(&c.Family, "model", "", "model family: "+strings.Join(registry.Names(), ", ")+" (default paper, the paper's transformer), or one a program registered")
+	fs.StringVar(&c.Preset, "preset", "", "model preset: "+presetsUsage()+" (default: the default job's d 128, 2 layers, context 128; another -model needs one)")
+	fs.BoolVar(&c.UntieHead, "untie-head", false, "give a model whose head is tied to its embedding (gpt2) a separate head, a copy of the embedding at initialisation, so that RowNorm can take it")
 	positive(fs, &layers, "layers", 0, "override the model's number of blocks")
 	positive(fs, &dim, "dim", 0, "override the model width d (and the MLP to 4d)")
 	positive(fs, &context_, "context", 0, "override the model's context length")
@@ -284,6 +287,9 @@ func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, co
 // -dim (with the MLP at 4d unless the section gives mlp_hidden) and
 // -context.
 func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layers, dim, context_ int) error {
+	if !c.IsPaper() {
+		return resolveFamily(c, set, sec, layers, dim, context_)
+	}
 	m := c.Model
 	if set["preset"] && c.Preset != "" {
 		p, err := models.Preset(c.Preset)
@@ -327,6 +333,68 @@ func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layer
 	return nil
 }
 
+// resolveFamily sets c.Arch for a family other than the paper's: its
+// -preset, with the vocabulary of the data the CLI trains on (GPT-2's
+// tokens) and -layers, -dim and -context set on the config's fields of
+// those names, an error naming the flag where the family has none.
+func resolveFamily(c *train.Config, set map[string]bool, sec *modelSection, layers, dim, context_ int) error {
+	fam, err := registry.Lookup(c.Family)
+	if err != nil {
+		return fmt.Errorf("-model: %w", err)
+	}
+	if sec != nil {
+		return fmt.Errorf("-model %s: a config file's model section sets the paper model's fields; for another model give preset and the layers, dim and context keys", c.Family)
+	}
+	if c.Preset == "" {
+		return fmt.Errorf("-model %s needs -preset (%s)", c.Family, strings.Join(fam.PresetNames(), ", "))
+	}
+	arch, err := fam.Preset(c.Preset)
+	if err != nil {
+		return fmt.Errorf("-preset: %w", err)
+	}
+	sizes := []struct {
+		flag  string
+		field registry.Size
+		v     int
+		set   bool
+	}{
+		{"vocab", registry.Vocab, models.PaperVocab, true}, // the data's
+		{"layers", registry.Layers, layers, set["layers"]},
+		{"dim", registry.Dim, dim, set["dim"]},
+		{"context", registry.Context, context_, set["context"]},
+	}
+	for _, z := range sizes {
+		if !z.set {
+			continue
+		}
+		if arch, err = registry.WithSize(arch, z.field, z.v); err != nil {
+			if z.flag == "vocab" {
+				return fmt.Errorf("-model %s: its config %T has no Vocab field to take the data's vocabulary of %d (GPT-2's tokens)", c.Family, arch, z.v)
+			}
+			return fmt.Errorf("-%s: model %s has no such size (its config %T has no %s field)", z.flag, c.Family, arch, z.field)
+		}
+	}
+	c.Model, c.Arch = models.Config{}, arch
+	if !set["head-lr"] {
+		// The default job's head LR is the paper model's; another model's
+		// head takes the paper's rule for its width (and a tied head,
+		// which trains as the embedding, none of its own).
+		c.HeadLR = 0
+	}
+	return nil
+}
+
+// presetsUsage lists every family's presets for -preset's usage.
+func presetsUsage() string {
+	var parts []string
+	for _, name := range registry.Names() {
+		if fam, err := registry.Lookup(name); err == nil {
+			parts = append(parts, name+": "+strings.Join(fam.PresetNames(), ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // expandGlobs expands each of -train's globs (a plain file name is a glob
 // of itself), in order.
 // nothingToTrain is the message of a resume whose checkpoint is already at
@@ -351,7 +419,7 @@ func nothingToTrain(tr *train.Trainer, dev device.Device, comm dist.Communicator
 	if err != nil {
 		return "", err
 	}
-	loss, tokens, err := validationLoss(dev, tr.Model(), cfg.ValShard, cfg.ValTokens, cfg.SeqLen, cfg.MicroBatch, cfg.BlockRows, autocast)
+	loss, tokens, err := validationLoss(dev, tr.Model(), cfg.Sizes().Vocab, cfg.ValShard, cfg.ValTokens, cfg.SeqLen, cfg.MicroBatch, cfg.BlockRows, autocast)
 	if err != nil {
 		return "", err
 	}
@@ -835,8 +903,12 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 	if comm != nil && comm.Rank() != 0 {
 		stderr = io.Discard
 	}
-	fmt.Fprintf(stderr, "hilbert: %s on %s: d %d, %d layers, vocab %d, %d params; head %s; %d updates of %d x %d tokens\n",
-		cfg.Name, dev.Name(), cfg.Model.Dim, cfg.Model.Layers, cfg.Model.Vocab, cfg.Model.NumParams(), cfg.Head,
+	size, params := cfg.Sizes(), 0
+	for _, p := range tr.Model().Parameters() {
+		params += p.Len()
+	}
+	fmt.Fprintf(stderr, "hilbert: %s on %s: %s d %d, %d layers, vocab %d, %d params; head %s; %d updates of %d x %d tokens\n",
+		cfg.Name, dev.Name(), cfg.FamilyName(), size.Dim, size.Layers, size.Vocab, params, cfg.Head,
 		cfg.Steps, cfg.BatchSeqs, cfg.SeqLen)
 	if resume {
 		note := ""

@@ -269,7 +269,7 @@ func parseConfig(path string, data []byte) (*configFile, error) {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("config %s line %d: %s: %s", path, k.Line, key, fmt.Sprintf(format, args...))
 		}
-		if key == "model" {
+		if key == "model" && v.Kind == yaml.MappingNode { // else the -model flag
 			m, err := parseModelSection(v, bad)
 			if err != nil {
 				return nil, err
