@@ -41,11 +41,18 @@ const checkpointVersion = 2
 
 // checkpointState is state.json.
 type checkpointState struct {
-	Version  int              `json:"version"`
-	Step     int              `json:"step"`
-	Tokens   int64            `json:"tokens"`
-	ElapsedS float64          `json:"elapsed_s"`
-	Cursor   fineweb.Cursor   `json:"cursor"`
+	Version  int     `json:"version"`
+	Step     int     `json:"step"`
+	Tokens   int64   `json:"tokens"`
+	ElapsedS float64 `json:"elapsed_s"`
+	// CursorJSON is the data position as JSON: a run's loader position
+	// (a fineweb.Cursor), or a train.Loop Source's cursor that is JSON;
+	// RawCursor a Source's cursor that is not.
+	CursorJSON json.RawMessage `json:"cursor,omitempty"`
+	RawCursor  []byte          `json:"raw_cursor,omitempty"`
+	// Cursor is CursorJSON decoded as a run's loader position (by
+	// decodeState).
+	Cursor   fineweb.Cursor   `json:"-"`
 	Counters map[string]int64 `json:"counters"`
 	// MetricsRecords counts the records of metrics.jsonl up to Step, for
 	// a resume to tell lost ones (0: not counted, an older checkpoint).
@@ -60,18 +67,19 @@ type checkpointState struct {
 	Family string          `json:"family,omitempty"`
 	Arch   json.RawMessage `json:"arch,omitempty"`
 
-	// The fields of version 1, still written for people and old readers.
-	Model     models.Config `json:"model"`
-	Head      string        `json:"head"`
-	Projected bool          `json:"projected"`
-	SeqLen    int           `json:"seq_len"`
-	Micro     int           `json:"micro_batch"`
-	BatchSeqs int           `json:"batch_seqs"`
-	Steps     int           `json:"steps"`
-	Warmup    int           `json:"warmup"`
-	Seed      uint64        `json:"seed"`
-	DataSeed  uint64        `json:"data_seed"`
-	Shards    []string      `json:"train_shards"`
+	// The fields of version 1, still written by a run for people and old
+	// readers (a train.Loop checkpoint has none of them).
+	Model     models.Config `json:"model,omitzero"`
+	Head      string        `json:"head,omitempty"`
+	Projected bool          `json:"projected,omitempty"`
+	SeqLen    int           `json:"seq_len,omitempty"`
+	Micro     int           `json:"micro_batch,omitempty"`
+	BatchSeqs int           `json:"batch_seqs,omitempty"`
+	Steps     int           `json:"steps,omitempty"`
+	Warmup    int           `json:"warmup,omitempty"`
+	Seed      uint64        `json:"seed,omitempty"`
+	DataSeed  uint64        `json:"data_seed,omitempty"`
+	Shards    []string      `json:"train_shards,omitempty"`
 	SavedAt   time.Time     `json:"saved_at"`
 }
 
@@ -270,7 +278,13 @@ func decodeState(path string, raw []byte, step int) (checkpointState, error) {
 		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
 	}
 	if st.Version >= 2 && st.Settings == nil {
-		return st, fmt.Errorf("train: resume: %s is corrupt: version %d without its settings", path, st.Version)
+		return st, fmt.Errorf("train: resume: %s holds no run settings: a checkpoint of train.Loop (Loop.Save) or a damaged one; a run resumes only its own checkpoints (Loop.Load reads this one)", path)
+	}
+	if len(st.CursorJSON) == 0 {
+		return st, fmt.Errorf("train: resume: %s is corrupt: no data cursor", path)
+	}
+	if err := json.Unmarshal(st.CursorJSON, &st.Cursor); err != nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: cursor: %w", path, err)
 	}
 	bad := ""
 	switch c := st.Cursor; {
@@ -298,14 +312,15 @@ func (t *Trainer) stateForCheckpoint(counters map[string]int64, settings []setti
 		m[s.name] = s.value
 	}
 	var family string
-	arch, _ := archJSON(t.cfg) // settings marshalled it already
+	arch, _ := archJSON(t.cfg)                   // settings marshalled it already
+	cursor, _ := json.Marshal(t.loader.Cursor()) // a struct of numbers
 	if !t.cfg.IsPaper() {
 		family = t.cfg.Family
 	}
 	return checkpointState{
 		Family: family, Arch: arch,
 		Version: checkpointVersion, Step: t.step, Tokens: t.tokens, ElapsedS: t.elapsed.Seconds(),
-		Cursor: t.loader.Cursor(), Counters: counters, Settings: m, MetricsRecords: len(t.history),
+		CursorJSON: cursor, Counters: counters, Settings: m, MetricsRecords: len(t.history),
 		Model: t.cfg.Model, Head: strings.ToLower(t.cfg.Head), Projected: t.cfg.Projected,
 		SeqLen: t.cfg.SeqLen, Micro: t.cfg.MicroBatch, BatchSeqs: t.cfg.BatchSeqs,
 		Steps: t.cfg.ScheduleSteps, Warmup: t.cfg.WarmupSteps(), Seed: t.cfg.Seed, DataSeed: t.cfg.DataSeed,

@@ -64,7 +64,7 @@ func TestStateChecksum(t *testing.T) {
 		}, "damaged or was edited", ""},
 		{"cursor epoch 2^62", func(m map[string]any) { m["cursor"].(map[string]any)["epoch"] = json.Number("4611686018427387904") }, "damaged or was edited", ""},
 		{"settings deleted", func(m map[string]any) { delete(m, "settings") }, "damaged or was edited", ""},
-		{"settings and checksum deleted", func(m map[string]any) { delete(m, "settings"); delete(m, stateChecksumKey) }, "version 2 without its settings", ""},
+		{"settings and checksum deleted", func(m map[string]any) { delete(m, "settings"); delete(m, stateChecksumKey) }, "holds no run settings", ""},
 		{"a member added", func(m map[string]any) { m["zz"] = 1 }, "damaged or was edited", ""},
 		{"no checksum (an old checkpoint)", func(m map[string]any) { delete(m, stateChecksumKey) }, "", `has no "crc32c" checksum`},
 	}

@@ -426,7 +426,7 @@ func TestLegacyCheckpointErrors(t *testing.T) {
 		}, nil, []string{step, "state.json", "version 99"}},
 		{"version 2 without its settings", func(t *testing.T, run string) {
 			editState(t, run, func(st map[string]any) { delete(st, "settings") })
-		}, nil, []string{step, "state.json", "without its settings"}},
+		}, nil, []string{step, "state.json", "holds no run settings"}},
 		{"edited under its checksum", func(t *testing.T, run string) {
 			path := filepath.Join(run, "checkpoints", step, "state.json")
 			b, err := os.ReadFile(path)
