@@ -264,6 +264,20 @@ func (c Config) validateModel() error {
 	return nil
 }
 
+// checkTiedHead refuses a head recipe that a head tied to the embedding
+// cannot take (RowNorm, a head LR), before the model is built.
+func (c Config) checkTiedHead() error {
+	if c.IsPaper() {
+		return nil
+	}
+	fam, err := registry.Lookup(c.Family)
+	if err != nil || !fam.Tied(c.Arch, registry.BuildOptions{UntieHead: c.UntieHead}) {
+		return nil // an unknown family is validateModel's to name
+	}
+	head, _ := c.HeadOptimizer()
+	return registry.CheckTiedRecipe("the embedding", registry.RecipeOptions{Head: head, HeadLR: c.HeadLR})
+}
+
 // Sizes returns the model's size fields (vocabulary, context, width,
 // layers, heads) whatever its family.
 func (c Config) Sizes() registry.Sizes {
@@ -288,6 +302,8 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if err := c.validateModel(); err != nil {
 		bad("model: %v", err)
+	} else if err := c.checkTiedHead(); err != nil {
+		bad("%v", err)
 	}
 	if _, err := c.HeadOptimizer(); err != nil {
 		bad("%v", err)

@@ -148,7 +148,7 @@ func TestTrainerFamilyErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown family", func(c *Config) { c.Family, c.Arch = "nope", nil }, []string{`unknown model "nope"`, "gpt2", "llama", "paper"}},
-		{"tied head with rownorm", func(c *Config) { c.UntieHead = false; c.Head = "rownorm" }, []string{"tied to tok.weight", "RowNorm", "-untie-head"}},
+		{"tied head with rownorm", func(c *Config) { c.UntieHead = false; c.Head = "rownorm" }, []string{"tied to the embedding", "RowNorm", "-untie-head"}},
 		{"tied head with a head lr", func(c *Config) { c.UntieHead = false; c.Head = "adamw"; c.HeadLR = 0.1 }, []string{"head LR", "tied"}},
 		{"untie the paper's head", func(c *Config) {
 			*c = tinyConfig(t, c.RunsDir, shards, val)

@@ -77,6 +77,7 @@ func gpt2Family() Family {
 		Roles: func(m Model) (Roles, error) {
 			return RolesByName(m.Parameters(), []string{"tok.weight", "pos.weight"}, "head.weight", nn.Tied(m))
 		},
+		TiedHead: func(any) bool { return true },
 	}
 }
 
@@ -109,6 +110,10 @@ func llamaFamily() Family {
 		},
 		Roles: func(m Model) (Roles, error) {
 			return RolesByName(m.Parameters(), []string{"embed.weight"}, "head.weight", nn.Tied(m))
+		},
+		TiedHead: func(cfg any) bool {
+			c, ok := cfg.(models.LlamaConfig)
+			return ok && c.TieEmbeddings
 		},
 	}
 }

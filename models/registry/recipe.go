@@ -38,11 +38,8 @@ func Recipe(r Roles, params []*tensor.Tensor, o RecipeOptions) (optim.Recipe, er
 		return optim.Recipe{}, err
 	}
 	if r.TiedTo != "" {
-		switch {
-		case o.Head == optim.HeadRowNorm:
-			return optim.Recipe{}, fmt.Errorf("registry: the head is tied to %s: RowNorm cannot take a tied head (its step would be the embedding's); use the AdamW head (hilbert train -head adamw), or untie the head at build time (-untie-head: a copy of the embedding at initialisation)", r.TiedTo)
-		case o.HeadLR > 0:
-			return optim.Recipe{}, fmt.Errorf("registry: a head LR of %g for a head tied to %s, which trains at the embedding's LR; untie the head (-untie-head) to give it its own", o.HeadLR, r.TiedTo)
+		if err := CheckTiedRecipe(r.TiedTo, o); err != nil {
+			return optim.Recipe{}, err
 		}
 	}
 	paper := optim.PaperRecipe(optim.PaperOptions{Head: o.Head, Width: o.Width, HeadLR: o.HeadLR, MuonLR: o.MuonLR,
@@ -71,4 +68,18 @@ func Recipe(r Roles, params []*tensor.Tensor, o RecipeOptions) (optim.Recipe, er
 		out.Groups = append(out.Groups, optim.GroupSpec{Name: "gains", Match: optim.Exact(gains...), Config: c})
 	}
 	return out, nil
+}
+
+// CheckTiedRecipe reports what a head tied to the embedding named tiedTo
+// cannot take: RowNorm (its step would be the embedding's) or a head LR
+// of its own. Recipe checks it; a run layer calls it before building the
+// model (Family.Tied says whether the head will be tied).
+func CheckTiedRecipe(tiedTo string, o RecipeOptions) error {
+	switch {
+	case o.Head == optim.HeadRowNorm:
+		return fmt.Errorf("registry: the head is tied to %s: RowNorm cannot take a tied head (its step would be the embedding's); use the AdamW head (hilbert train -head adamw), or untie the head at build time (-untie-head: a copy of the embedding at initialisation)", tiedTo)
+	case o.HeadLR > 0:
+		return fmt.Errorf("registry: a head LR of %g for a head tied to %s, which trains at the embedding's LR; untie the head (-untie-head) to give it its own", o.HeadLR, tiedTo)
+	}
+	return nil
 }

@@ -56,6 +56,17 @@ type Family struct {
 	Build func(dev device.Device, cfg any, o BuildOptions) (Model, error)
 	// Roles gives every parameter of a model the family built its role.
 	Roles func(m Model) (Roles, error)
+	// TiedHead, when set, reports whether a model of config cfg has its
+	// head tied to its embedding (before BuildOptions.UntieHead), so that
+	// a run layer can refuse a recipe a tied head cannot take before it
+	// builds anything; nil means never tied.
+	TiedHead func(cfg any) bool
+}
+
+// Tied reports whether the family's model of config cfg would have a head
+// tied to its embedding, given the build options.
+func (f *Family) Tied(cfg any, o BuildOptions) bool {
+	return f.TiedHead != nil && !o.UntieHead && f.TiedHead(cfg)
 }
 
 var (
