@@ -218,42 +218,13 @@ func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
 	g.accumulate(b, db)
 }
 
-// Attention returns causal scaled-dot-product attention of q, k, v, each
-// [B, T, H, D] (heads split by a free reshape of [B, T, H*D]); the result
-// has the same layout. scale multiplies the scores (1/sqrt(D) usually).
+// Attention returns causal scaled-dot-product attention of q [B, Tq, H, D]
+// over k and v [B, Tk, H, D] with Tk >= Tq (heads split by a free reshape
+// of [B, T, H*D]); the result has q's layout. Query t is at position
+// t + Tk - Tq of the keys' sequence and sees the keys up to it: Tk = Tq is
+// causal self-attention, Tk > Tq the queries that follow a cached prefix
+// of Tk - Tq positions. scale multiplies the scores (1/sqrt(D) usually).
+// CrossAttention is the unmasked form (autograd/attention.go).
 func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor {
-	const op = "Attention"
-	if !g.ok(op, q, k, v) {
-		return nil
-	}
-	if q.Rank() != 4 || !q.SameShape(k) || !q.SameShape(v) {
-		return g.failf("%s: q %v, k %v, v %v: want three equal [batch, seq, heads, headDim] shapes", op, q.Shape(), k.Shape(), v.Shape())
-	}
-	// Float32 takes the backend's kernel (or the composition); float64
-	// the composition from the core, whose products run in float64.
-	if !isFloat(q) || k.DType() != q.DType() || v.DType() != q.DType() {
-		return g.failf("%s: q %v, k %v, v %v: want one float dtype (float32 or float64)", op, q.DType(), k.DType(), v.DType())
-	}
-	s := g.attentionShape(q)
-	out := g.allocOf(op, q.DType(), q.Shape()...)
-	lse := g.allocOf(op, q.DType(), s.Batch, s.Heads, s.Seq)
-	if out == nil || lse == nil {
-		return nil
-	}
-	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
-	if g.wantsGrad(q, k, v) {
-		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: scale})
-	}
-	return out
-}
-
-func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
-	q, k, v := n.in[0], n.in[1], n.in[2]
-	s := g.attentionShape(q)
-	dq, dk, dv := g.scratchLike(q, q.Shape()...), g.scratchLike(k, k.Shape()...), g.scratchLike(v, v.Shape()...)
-	compose.AttentionBackward(g.kernels(q.DType()), dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
-		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), s, n.f)
-	g.accumulate(q, dq)
-	g.accumulate(k, dk)
-	g.accumulate(v, dv)
+	return g.attention("Attention", q, k, v, scale, false)
 }

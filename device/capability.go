@@ -131,15 +131,17 @@ type SwiGLUer interface {
 	SwiGLUBackward(da, db, dout, a, b Buffer)
 }
 
-// Attender is fused causal attention (no T x T matrix kept). Composition,
+// Attender is fused attention (no T x T matrix kept). Composition,
 // per batch: batched Gemm of the scores over heads, a causal -Inf mask
-// added by broadcast, a softmax from ReduceAxis Max and Sum, Exp and Log
-// (giving lse), and a batched Gemm with v; the backward recomputes the
-// probabilities from lse and runs the four Gemms of the softmax gradient.
+// added by broadcast (none when unmasked), a softmax from ReduceAxis Max
+// and Sum, Exp and Log (giving lse), and a batched Gemm with v; the
+// backward recomputes the probabilities from lse and runs the four Gemms
+// of the softmax gradient.
 type Attender interface {
-	// Attention computes causal scaled-dot-product attention per batch and
-	// head: out_t = sum_{u<=t} softmax_u(scale * q_t.k_u) v_u, for q, k, v
-	// and out laid out as s describes. It stores the log-sum-exp of each
+	// Attention computes scaled-dot-product attention per batch and
+	// head: out_t = sum_{u<s.Visible(t)} softmax_u(scale * q_t.k_u) v_u,
+	// for q, k, v and out laid out as s describes (k and v have s.Keys()
+	// positions: device/attention.go). It stores the log-sum-exp of each
 	// query's scaled scores in lse ([Batch, Heads, Seq]) for the backward
 	// pass.
 	Attention(out, lse, q, k, v Buffer, s AttentionShape, scale float32)

@@ -237,6 +237,12 @@ type AttentionShape struct {
 	// kernel computes in float32. The CPU ignores it (always float32); the
 	// CUDA backend takes its tensor-core kernels only when it is set.
 	BFloat16Operands bool
+	// KVSeq is the sequence length of k and v when it differs from the
+	// queries' Seq (0: Seq); see Keys and Visible (device/attention.go).
+	KVSeq int
+	// Unmasked lets every query see every key (cross-attention) instead
+	// of the causal mask.
+	Unmasked bool
 }
 
 // AdamW holds the scalars of one AdamW update (already scheduled).

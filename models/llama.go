@@ -177,13 +177,9 @@ func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llam
 		return nil
 	}
 	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
-	scale := 1 / math.Sqrt(float64(a.HeadDim))
-	var o *tensor.Tensor
-	if pos == 0 && k.Dim(1) == t {
-		o = g.Attention(q, k, v, float32(scale))
-	} else {
-		o = cachedAttention(g, q, k, v, scale, pos)
-	}
+	// With a cache, q holds positions pos.. and k, v every position so
+	// far: causal attention over the longer keys (prefix caching).
+	o := g.Attention(q, k, v, float32(1/math.Sqrt(float64(a.HeadDim))))
 	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
 }
 
@@ -197,39 +193,6 @@ func (a *LlamaAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.T
 	b, t := x.Dim(0), x.Dim(1)
 	x = g.BroadcastTo(g.Reshape(x, b, t, a.KVHeads, 1, a.HeadDim), b, t, a.KVHeads, rep, a.HeadDim)
 	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
-}
-
-// cachedAttention is softmax(q k^T * scale) v for the new queries q
-// [B, Tq, H, D] at positions pos.. over all cached keys and values k, v
-// [B, Tk, H, D], query i seeing keys 0..pos+i.
-func cachedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64, pos int) *tensor.Tensor {
-	tq, tk := q.Dim(1), k.Dim(1)
-	qh, kh, vh := g.Permute(q, 0, 2, 1, 3), g.Permute(k, 0, 2, 1, 3), g.Permute(v, 0, 2, 1, 3)
-	s := g.Mul(g.MatMul(qh, kh, false, true), g.Constant(scale, q.DType()))
-	if tq > 1 { // one new query sees every key; more need the causal mask
-		m := make([]float64, tq*tk)
-		for i := range tq {
-			for j := pos + i + 1; j < tk; j++ {
-				m[i*tk+j] = math.Inf(-1)
-			}
-		}
-		var mask *tensor.Tensor
-		var err error
-		if q.DType() == device.Float64 {
-			mask, err = tensor.FromFloat64(g.Device(), m, tq, tk)
-		} else {
-			mask, err = tensor.FromFloat32(g.Device(), toFloat32(m), tq, tk)
-		}
-		if err != nil {
-			g.Fail(fmt.Errorf("models: Llama attention mask: %w", err))
-			return nil
-		}
-		// The graph records nothing here (a cache needs recording off), so
-		// the mask is free once added.
-		defer mask.Release()
-		s = g.Add(s, mask)
-	}
-	return g.Permute(g.MatMul(g.Softmax(s, 3), vh, false, false), 0, 2, 1, 3)
 }
 
 // llamaRoPE holds the rotary tables cos, sin [Context, HeadDim/2] of

@@ -31,11 +31,11 @@ type AttentionOptions struct {
 
 // SelfAttention is multi-head self-attention built from nn parts: Q, K, V
 // and Out projections of dim x dim, heads of dim/Heads, optional QK-norm
-// and RoPE, scores scaled by 1/sqrt(headDim). Causal attention over a
-// whole sequence runs the fused attention op (autograd.Attention, the
-// backend's kernel or its composition); non-causal attention, additive
-// and key-padding masks (ForwardMasked, PaddingMask) and the cached
-// decoding steps of generation run a composition of matrix products and a
+// and RoPE, scores scaled by 1/sqrt(headDim). Causal attention, over a
+// whole sequence or the new positions after a KV cache's prefix, runs the
+// fused attention op (autograd.Attention, the backend's kernel or its
+// composition); non-causal attention and additive and key-padding masks
+// (ForwardMasked, PaddingMask) run a composition of matrix products and a
 // softmax.
 type SelfAttention struct {
 	Q, K, V, Out Linear
@@ -151,7 +151,7 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	}
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
-	if a.Causal && pos == 0 && g.Err() == nil && k.Dim(1) == t {
+	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
 		o = g.Attention(q, k, v, float32(scale))
 	} else {
 		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)

@@ -92,8 +92,39 @@ def pool_cases():
     return out
 
 
+def attention_cases():
+    """Attention with keys of another length than the queries, by its
+    formula (torch 1.13 has no scaled_dot_product_attention): q [B, Tq, H, D],
+    k, v [B, Tk, H, D]; causal query t sees keys u <= t + Tk - Tq (the
+    queries are the last Tq positions: prefix caching), unmasked every key.
+    The scales are exact in float32, since Graph.Attention takes a float32."""
+    out = []
+    for name, b, tq, tk, h, d, scale, causal in [
+        ("causal self", 1, 5, 5, 2, 3, 0.625, True),
+        ("causal prefix", 2, 3, 7, 2, 4, 0.5, True),
+        ("causal one new token", 1, 1, 6, 2, 4, 0.5, True),
+        ("cross", 2, 4, 6, 2, 4, 0.5, False),
+        ("cross fewer keys", 1, 5, 2, 1, 3, 0.75, False),
+    ]:
+        q = rand(b, tq, h, d).requires_grad_()
+        k, v = rand(b, tk, h, d).requires_grad_(), rand(b, tk, h, d).requires_grad_()
+        qh, kh, vh = q.permute(0, 2, 1, 3), k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+        s = qh @ kh.transpose(-1, -2) * scale
+        if causal:
+            keep = torch.ones(tq, tk, dtype=torch.bool).tril(diagonal=tk - tq)
+            s = s.masked_fill(~keep, float("-inf"))
+        y = (torch.softmax(s, dim=-1) @ vh).permute(0, 2, 1, 3)
+        r = rand(*y.shape)
+        (y * r).sum().backward()
+        out.append({"name": name, "causal": causal, "scale": scale, "q": t(q), "k": t(k), "v": t(v), "r": t(r),
+                    "out": t(y), "dq": t(q.grad), "dk": t(k.grad), "dv": t(v.grad)})
+    return out
+
+
 def main():
-    golden = {"torch": torch.__version__, "topk": topk_cases(), "conv": conv_cases(), "pool": pool_cases()}
+    # attention_cases draws last, so adding it left the other cases' values unchanged.
+    golden = {"torch": torch.__version__, "topk": topk_cases(), "conv": conv_cases(), "pool": pool_cases(),
+              "attention": attention_cases()}
     with open(sys.argv[1], "w") as f:
         json.dump(golden, f, indent=None, separators=(",", ":"))
         f.write("\n")

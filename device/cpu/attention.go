@@ -11,8 +11,10 @@ import (
 // [Batch, Seq, Heads, HeadDim] layout (row pitch Heads*HeadDim). Within a
 // pair, queries go in blocks of attnBlock rows and a block only meets the
 // keys the causal mask lets it see, so the products do about half the
-// work of full Seq x Seq ones (5/8 of it at Seq 256). Memory beyond the
-// inputs is two Seq x Seq scratch matrices per worker, recycled across calls.
+// work of full Seq x Seq ones (5/8 of it at Seq 256). With keys of another
+// length (s.Keys()), a block meets those its last query sees (all of them
+// unmasked). Memory beyond the inputs is two Seq x Keys scratch matrices
+// per worker, recycled across calls.
 //
 // The products run on the native GEMM's micro-kernel, one worker per call
 // (attnGemm), whatever GEMM Sgemm uses: OpenBLAS's OpenMP build returns
@@ -22,7 +24,7 @@ import (
 // attnBlock is the query rows of one block.
 const attnBlock = 64
 
-// attnWorker is one worker's two Seq x Seq scratch matrices.
+// attnWorker is one worker's two Seq x Keys scratch matrices.
 type attnWorker struct {
 	p, dp []float32
 }
@@ -39,57 +41,67 @@ var attnWorkers = newFreeList[attnWorker](2 * nativeMaxHelpers)
 
 // forEachPair calls body(w, bh) for every pair bh in [0, pairs), the pairs
 // split over Threads() workers, each with its own attnWorker w (scratch of
-// Seq x Seq). A pair is computed by one worker from start to end, so
-// results do not depend on the scheduling.
-func forEachPair(pairs, seq int, body func(w *attnWorker, bh int)) {
+// scratch elements). A pair is computed by one worker from start to end,
+// so results do not depend on the scheduling.
+func forEachPair(pairs, scratch int, body func(w *attnWorker, bh int)) {
 	parallelFor(pairs, 1, func(lo, hi int) {
 		w := attnWorkers.get()
 		defer attnWorkers.put(w)
-		w.p, w.dp = growFloats(w.p, seq*seq), growFloats(w.dp, seq*seq)
+		w.p, w.dp = growFloats(w.p, scratch), growFloats(w.dp, scratch)
 		for bh := lo; bh < hi; bh++ {
 			body(w, bh)
 		}
 	})
 }
 
-// pairOffset returns the offset of head h of batch b in a [B,T,H,D] tensor.
-func pairOffset(s device.AttentionShape, b, h int) int {
-	return b*s.Seq*s.Heads*s.HeadDim + h*s.HeadDim
+// pairOffset returns the offset of head h of batch b in a [B,T,H,D]
+// tensor of seq positions.
+func pairOffset(s device.AttentionShape, seq, b, h int) int {
+	return b*seq*s.Heads*s.HeadDim + h*s.HeadDim
 }
 
-// blockProbs fills rows i0..i1-1, columns 0..i1-1 of p (pitch Seq) with
-// the softmax probabilities of scale*q.k under the causal mask (zeros
-// above the diagonal). With lseIn nil it stores each row's log-sum-exp in
-// lseOut; otherwise it uses the given one.
+// blockKeys is how many keys the queries i0..i1-1 see together: those of
+// the last one (s.Visible grows with t).
+func blockKeys(s device.AttentionShape, i1 int) int { return s.Visible(i1 - 1) }
+
+// blockProbs fills rows i0..i1-1, columns 0..blockKeys-1 of p (pitch
+// Keys) with the softmax probabilities of scale*q.k under the mask (zeros
+// where a query does not see a key). With lseIn nil it stores each row's
+// log-sum-exp in lseOut; otherwise it uses the given one.
 func blockProbs(p, q, k []float32, s device.AttentionShape, i0, i1 int, scale float32, lseIn, lseOut []float32) {
-	T, W := s.Seq, s.Heads*s.HeadDim
-	attnGemm(false, true, i1-i0, i1, s.HeadDim, scale, q[i0*W:], W, k, W, 0, p[i0*T:], T)
+	K, W, nk := s.Keys(), s.Heads*s.HeadDim, blockKeys(s, i1)
+	attnGemm(false, true, i1-i0, nk, s.HeadDim, scale, q[i0*W:], W, k, W, 0, p[i0*K:], K)
 	for t := i0; t < i1; t++ {
-		row := p[t*T : t*T+i1]
+		row, c := p[t*K:t*K+nk], s.Visible(t)
 		if lseIn != nil {
-			expShiftSum(row[:t+1], row[:t+1], lseIn[t])
+			expShiftSum(row[:c], row[:c], lseIn[t])
 		} else {
-			m := rowMax(row[:t+1])
-			sum := expShiftSum(row[:t+1], row[:t+1], m)
+			m := rowMax(row[:c])
+			sum := expShiftSum(row[:c], row[:c], m)
 			lseOut[t] = m + float32(math.Log(sum))
-			scaleInPlace(row[:t+1], float32(1/sum))
+			scaleInPlace(row[:c], float32(1/sum))
 		}
-		clear(row[t+1:])
+		clear(row[c:])
 	}
 }
 
-// Attention computes causal scaled-dot-product attention (see device.Device).
+// Attention computes scaled-dot-product attention, causal or unmasked,
+// over s.Keys() keys (see device.Attender).
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
-	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
-	forEachPair(s.Batch*s.Heads, T, func(w *attnWorker, bh int) {
+	T, K, W, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.HeadDim
+	if T == 0 {
+		return
+	}
+	forEachPair(s.Batch*s.Heads, T*K, func(w *attnWorker, bh int) {
 		p := w.p
-		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
+		b, h := bh/s.Heads, bh%s.Heads
+		qo, ko := pairOffset(s, T, b, h), pairOffset(s, K, b, h)
 		lseRow := lv[bh*T : (bh+1)*T]
 		for i0 := 0; i0 < T; i0 += attnBlock {
 			i1 := min(i0+attnBlock, T)
-			blockProbs(p, qv[off:], kv[off:], s, i0, i1, scale, nil, lseRow)
-			attnGemm(false, false, i1-i0, D, i1, 1, p[i0*T:], T, vv[off:], W, 0, ov[off+i0*W:], W)
+			blockProbs(p, qv[qo:], kv[ko:], s, i0, i1, scale, nil, lseRow)
+			attnGemm(false, false, i1-i0, D, blockKeys(s, i1), 1, p[i0*K:], K, vv[ko:], W, 0, ov[qo+i0*W:], W)
 		}
 	})
 }
@@ -100,40 +112,49 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
 	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
-	T, W, D := s.Seq, s.Heads*s.HeadDim, s.HeadDim
-	forEachPair(s.Batch*s.Heads, T, func(w *attnWorker, bh int) {
+	T, K, W, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.HeadDim
+	forEachPair(s.Batch*s.Heads, T*K, func(w *attnWorker, bh int) {
 		p, dp := w.p, w.dp
-		off := pairOffset(s, bh/s.Heads, bh%s.Heads)
+		b, h := bh/s.Heads, bh%s.Heads
+		qo, ko := pairOffset(s, T, b, h), pairOffset(s, K, b, h)
 		lseRow := lv[bh*T : (bh+1)*T]
+		// Each block adds into the dK and dV rows of the keys it sees;
+		// the keys no query has seen yet are cleared just before.
+		seen := 0
 		for i0 := 0; i0 < T; i0 += attnBlock {
 			i1 := min(i0+attnBlock, T)
-			n := i1 - i0
-			// Each block adds into the dK and dV rows of the keys
-			// 0..i1-1 it sees; keys i0..i1-1 are first seen by this
-			// block, so their rows are cleared just before.
-			blockProbs(p, qv[off:], kv[off:], s, i0, i1, scale, lseRow, nil)
-			// dV[0:i1] += P^T dO
-			clearRows(dvv[off+i0*W:], n, D, W)
-			attnGemm(true, false, i1, D, n, 1, p[i0*T:], T, gv[off+i0*W:], W, 1, dvv[off:], W)
+			n, nk := i1-i0, blockKeys(s, i1)
+			if nk > seen {
+				clearRows(dvv[ko+seen*W:], nk-seen, D, W)
+				clearRows(dkv[ko+seen*W:], nk-seen, D, W)
+				seen = nk
+			}
+			blockProbs(p, qv[qo:], kv[ko:], s, i0, i1, scale, lseRow, nil)
+			// dV[0:nk] += P^T dO
+			attnGemm(true, false, nk, D, n, 1, p[i0*K:], K, gv[qo+i0*W:], W, 1, dvv[ko:], W)
 			// dP = dO V^T
-			attnGemm(false, true, n, i1, D, 1, gv[off+i0*W:], W, vv[off:], W, 0, dp[i0*T:], T)
+			attnGemm(false, true, n, nk, D, 1, gv[qo+i0*W:], W, vv[ko:], W, 0, dp[i0*K:], K)
 			// dS = P * (dP - rowsum(dO * O))
 			for t := i0; t < i1; t++ {
-				o, g := ov[off+t*W:off+t*W+D], gv[off+t*W:off+t*W+D]
+				o, g := ov[qo+t*W:qo+t*W+D], gv[qo+t*W:qo+t*W+D]
 				var di float32
 				for j := range o {
 					di += o[j] * g[j]
 				}
-				pr, dr := p[t*T:t*T+t+1], dp[t*T:t*T+i1]
+				c := s.Visible(t)
+				pr, dr := p[t*K:t*K+c], dp[t*K:t*K+nk]
 				for u := range pr {
 					dr[u] = pr[u] * (dr[u] - di)
 				}
-				clear(dr[t+1:])
+				clear(dr[c:])
 			}
-			// dQ = scale * dS K; dK[0:i1] += scale * dS^T Q
-			attnGemm(false, false, n, D, i1, scale, dp[i0*T:], T, kv[off:], W, 0, dqv[off+i0*W:], W)
-			clearRows(dkv[off+i0*W:], n, D, W)
-			attnGemm(true, false, i1, D, n, scale, dp[i0*T:], T, qv[off+i0*W:], W, 1, dkv[off:], W)
+			// dQ = scale * dS K; dK[0:nk] += scale * dS^T Q
+			attnGemm(false, false, n, D, nk, scale, dp[i0*K:], K, kv[ko:], W, 0, dqv[qo+i0*W:], W)
+			attnGemm(true, false, nk, D, n, scale, dp[i0*K:], K, qv[qo+i0*W:], W, 1, dkv[ko:], W)
+		}
+		if seen < K { // keys no query sees: all of them when there are no queries
+			clearRows(dvv[ko+seen*W:], K-seen, D, W)
+			clearRows(dkv[ko+seen*W:], K-seen, D, W)
 		}
 	})
 }

@@ -566,6 +566,22 @@ func (d *Device) GatherAxis(dst, src device.Buffer, idx device.View, outer, n, i
 
 func gatherAxis[T any](z, x []T, ix []int32, il device.Layout, outer, n, inner, m int) {
 	s0, s1, s2 := il.Strides[0], il.Strides[1], il.Strides[2]
+	if inner == 1 { // one element a row (im2col, IndexSelect of the last axis): no copy call per element
+		parallelFor(outer*m, elementGrain, func(lo, hi int) {
+			o, j := lo/m, lo%m
+			for r := lo; r < hi; r++ {
+				k := int(ix[il.Offset+o*s0+j*s1])
+				if uint(k) >= uint(n) {
+					panic(fmt.Sprintf("cpu: GatherAxis: index %d outside [0, %d)", k, n))
+				}
+				z[r] = x[o*n+k]
+				if j++; j == m {
+					o, j = o+1, 0
+				}
+			}
+		})
+		return
+	}
 	parallelFor(outer*m, max(1, elementGrain/max(inner, 1)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o, j := r/m, r%m
@@ -601,6 +617,17 @@ func scatterAddAxis[T float](z, x []T, ix []int32, il device.Layout, outer, n, i
 		return
 	}
 	s0, s1, s2 := il.Strides[0], il.Strides[1], il.Strides[2]
+	if inner == 1 { // one element a row (col2im, IndexSelect's gradient): each row's j in order
+		parallelFor(outer, max(1, elementGrain/max(m, 1)), func(lo, hi int) {
+			for o := lo; o < hi; o++ {
+				dst, at := z[o*n:(o+1)*n], il.Offset+o*s0
+				for j, v := range x[o*m : (o+1)*m] {
+					dst[ix[at+j*s1]] += v
+				}
+			}
+		})
+		return
+	}
 	// Column blocks: enough units for the workers when outer is small.
 	width := inner
 	if want := 2 * Threads(); outer < want {

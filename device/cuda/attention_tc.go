@@ -35,8 +35,8 @@ func (d *Device) attentionTC(s device.AttentionShape) bool {
 // run for shape s on this device (device/profile adds the name to its
 // attention rows): "mma.sync bf16" for the tensor-core kernels of
 // attention_tc.cu, "simt f32" for the SIMT kernels of attention.cu, and
-// "composed" for a head dim without a fused kernel (the Core
-// composition).
+// "composed" for a shape without a fused kernel (a head dim without an
+// instance, keys of another length, unmasked: the Core composition).
 func (d *Device) AttentionKernel(s device.AttentionShape) string {
 	switch {
 	case !attentionKernel(s):

@@ -75,11 +75,14 @@ const (
 // attentionHeadDims are the head dimensions attention.cu instantiates.
 var attentionHeadDims = []int{16, 32, 48, 64, 80, 96, 128}
 
-// attentionKernel reports whether a head dimension has a kernel instance;
-// the others run attention's composition from the Core (device/compose)
-// on this device, forward and backward, rather than failing.
+// attentionKernel reports whether shape s has a kernel: causal
+// self-attention (keys as long as the queries) at a head dimension with a
+// kernel instance. The others (other head dims, keys of another length,
+// unmasked attention) run attention's composition from the Core
+// (device/compose) on this device, forward and backward, rather than
+// failing.
 func attentionKernel(s device.AttentionShape) bool {
-	return slices.Contains(attentionHeadDims, s.HeadDim)
+	return slices.Contains(attentionHeadDims, s.HeadDim) && s.Keys() == s.Seq && !s.Unmasked
 }
 
 // Attention runs causal flash attention forward and saves lse: on tensor

@@ -208,6 +208,7 @@ func capCases() []capCase {
 				compose.AttentionBackward(d, b[6], b[7], b[8], b[5], b[2], b[3], b[4], b[0], b[1], s, scale)
 			}})
 	}
+	cs = append(cs, attentionKVCases()...)
 	const rows, vocab = 13, 300
 	logits := func(seed uint64) hostData { return floats(randoms(seed, rows*vocab, 3)) }
 	targets := ints(indices(51, rows, vocab))

@@ -149,6 +149,9 @@ func gatherCases() []gatherCase {
 		{name: "offset indices", outer: 2, n: 8, inner: 3, m: 5, idxLayout: device.Layout{Offset: 3, Strides: [device.MaxDims]int{5, 1, 0}}, idxLen: 13},
 		{name: "repeated", outer: 1, n: 4, inner: 7, m: 40, idxLayout: sel(0), idxLen: 40, repeated: true},
 		{name: "no indices", outer: 2, n: 4, inner: 3, m: 0, idxLayout: sel(0), idxLen: 0},
+		// im2col's shape: one element a row, an index shared by the rows,
+		// rows split over workers mid-row.
+		{name: "im2col", outer: 40, n: 50, inner: 1, m: large(1000, 100), idxLayout: device.Layout{Offset: 2, Strides: [device.MaxDims]int{0, 1, 0}}, idxLen: large(1000, 100) + 2},
 		{name: "large embedding", outer: 1, n: 501, inner: large(256, 16), m: large(2048, 100), idxLayout: sel(0), idxLen: large(2048, 100), repeated: true},
 	}
 }

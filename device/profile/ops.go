@@ -31,7 +31,14 @@ func rowsCols(rows, cols int) string { return fmt.Sprintf("%d x %d", rows, cols)
 func length(b device.Buffer) string { return fmt.Sprintf("n %d %s", b.Len(), b.DType()) }
 
 func attention(s device.AttentionShape) string {
-	return fmt.Sprintf("B%d T%d H%d D%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
+	d := fmt.Sprintf("B%d T%d H%d D%d", s.Batch, s.Seq, s.Heads, s.HeadDim)
+	if s.Keys() != s.Seq {
+		d += fmt.Sprintf(" Tk%d", s.Keys())
+	}
+	if s.Unmasked {
+		d += " unmasked"
+	}
+	return d
 }
 
 // AttentionKerneler is implemented by a device that can name the kernels
@@ -60,8 +67,9 @@ func (p *Device) attentionDetail(s device.AttentionShape) string {
 func CausalPairs(seq int) float64 { return float64(seq) * float64(seq+1) / 2 }
 
 // AttentionFlops returns the floating-point operations the profile charges
-// to a causal attention call of shape s: the matrix products over the
-// CausalPairs, 2 head-dim flops (a multiply and an add) per pair and
+// to an attention call of shape s: the matrix products over the (query,
+// key) pairs it computes (s.Pairs(): CausalPairs of the sequence for causal
+// self-attention), 2 head-dim flops (a multiply and an add) per pair and
 // product. The forward has two products (S = Q K^T, O = P V): 4 D per
 // pair. The backward has five (S recomputed, dV = P^T dO, dP = dO V^T,
 // dQ = dS K, dK = dS^T Q): 10 D per pair, FlashAttention-2's count (2.5
@@ -73,7 +81,7 @@ func AttentionFlops(s device.AttentionShape, backward bool) float64 {
 	if backward {
 		per = 10
 	}
-	return per * float64(s.HeadDim) * CausalPairs(s.Seq) * float64(s.Batch) * float64(s.Heads)
+	return per * float64(s.HeadDim) * s.Pairs() * float64(s.Batch) * float64(s.Heads)
 }
 
 // tr names a transpose flag.
