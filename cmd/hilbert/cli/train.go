@@ -367,12 +367,14 @@ func resolveFamily(c *train.Config, set map[string]bool, sec *modelSection, laye
 		if !z.set {
 			continue
 		}
-		if arch, err = registry.WithSize(arch, z.field, z.v); err != nil {
+		next, err := registry.WithSize(arch, z.field, z.v)
+		if err != nil {
 			if z.flag == "vocab" {
 				return fmt.Errorf("-model %s: its config %T has no Vocab field to take the data's vocabulary of %d (GPT-2's tokens)", c.Family, arch, z.v)
 			}
 			return fmt.Errorf("-%s: model %s has no such size (its config %T has no %s field)", z.flag, c.Family, arch, z.field)
 		}
+		arch = next
 	}
 	c.Model, c.Arch = models.Config{}, arch
 	if !set["head-lr"] {
