@@ -13,6 +13,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -23,7 +24,9 @@ import (
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	preset := fs.String("preset", "cpu-128", "model preset ("+fmt.Sprint(models.PresetNames())+")")
+	family := fs.String("model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
+	preset := fs.String("preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
+	untie := fs.Bool("untie-head", false, "untie a head tied to the embedding (gpt2)")
 	batch := fs.Int("batch", 8, "sequences per step")
 	seq := fs.Int("seq", 256, "tokens per sequence")
 	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
@@ -34,12 +37,17 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := models.Preset(*preset)
+	fam, err := registry.Lookup(*family)
 	if err != nil {
-		return err
+		return usageErr(fs.Name(), fmt.Errorf("-model: %w", err))
 	}
-	if *seq > cfg.Context || *batch < 1 || *steps < 1 {
-		return usageErr(fs.Name(), fmt.Errorf("batch %d, seq %d (context %d), steps %d: want batch and steps >= 1 and seq at most the context", *batch, *seq, cfg.Context, *steps))
+	cfg, err := fam.Preset(*preset)
+	if err != nil {
+		return usageErr(fs.Name(), fmt.Errorf("-preset: %w", err))
+	}
+	size := registry.SizesOf(cfg)
+	if *seq > size.Context || *batch < 1 || *steps < 1 {
+		return usageErr(fs.Name(), fmt.Errorf("batch %d, seq %d (context %d), steps %d: want batch and steps >= 1 and seq at most the context", *batch, *seq, size.Context, *steps))
 	}
 	dev, err := openDevice(*devName)
 	if err != nil {
@@ -54,14 +62,21 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		prof = profile.Wrap(dev)
 		dev = prof
 	}
-	m, err := models.New(dev, cfg, 1)
+	built, err := fam.Build(dev, cfg, registry.BuildOptions{Seed: 1, UntieHead: *untie})
 	if err != nil {
 		return err
+	}
+	m, ok := built.(train.LanguageModel)
+	if !ok {
+		return fmt.Errorf("-model %s: %T has no Loss(g, inputs, targets) method to time", *family, built)
+	}
+	if t, ok := built.(*models.Transformer); ok && *blockRows > 0 {
+		m = boundedHead{t, *blockRows}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]int32, *batch**seq)
 	for i := range ids {
-		ids[i] = int32(rng.IntN(cfg.Vocab))
+		ids[i] = int32(rng.IntN(size.Vocab))
 	}
 	inputs, err := tensor.FromInt32(dev, ids, *batch, *seq)
 	if err != nil {
@@ -76,7 +91,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	step := func() error {
 		g.Reset()
 		autograd.ZeroGrad(m.Parameters())
-		loss, _ := m.Forward(g, inputs, targets, models.ForwardOptions{BlockRows: *blockRows})
+		loss := m.Loss(g, inputs, targets)
+		if err := g.Err(); err != nil {
+			return err
+		}
 		if err := g.Backward(loss); err != nil {
 			return err
 		}
@@ -108,7 +126,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	out := map[string]any{
-		"target": "model", "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
+		"target": "model", "model": *family, "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
 		"device": dev.Name(), "autocast": *autocast, "block_rows": *blockRows,
 	}
@@ -134,4 +152,18 @@ func attentionShare(ops []profile.Op) (attention, total time.Duration) {
 		}
 	}
 	return attention, total
+}
+
+// boundedHead is the paper's transformer with a bound on the fused head's
+// row blocks (bench model -block-rows).
+type boundedHead struct {
+	m    *models.Transformer
+	rows int
+}
+
+func (b boundedHead) Parameters() []*tensor.Tensor { return b.m.Parameters() }
+
+func (b boundedHead) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := b.m.Forward(g, inputs, targets, models.ForwardOptions{BlockRows: b.rows})
+	return loss
 }

@@ -252,3 +252,32 @@ func TestBenchModelAttentionShare(t *testing.T) {
 		t.Errorf("attentionShare = %v of %v, want 8ms of 20ms", a, total)
 	}
 }
+
+// TestBenchModelFamilies: bench model times any registered family, and
+// names what it refuses.
+func TestBenchModelFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr; "" for success
+	}{
+		{[]string{"-model", "gpt2", "-preset", "gpt2-tiny", "-seq", "16"}, ""},
+		{[]string{"-model", "llama", "-preset", "llama-tiny", "-seq", "16"}, ""},
+		{[]string{"-model", "nope", "-preset", "x"}, `unknown model "nope"`},
+		{[]string{"-model", "gpt2", "-preset", "cpu-128"}, `no preset "cpu-128"`},
+		{[]string{"-model", "gpt2", "-preset", "gpt2-tiny", "-seq", "17"}, "context 16"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"bench", "model", "-batch", "2", "-steps", "1"}, tc.args...)
+		code := Run(args, &stdout, &stderr)
+		if tc.want != "" {
+			if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%q: exit %d, stderr %q; want a failure naming %q", args, code, stderr.String(), tc.want)
+			}
+			continue
+		}
+		var out map[string]any
+		if code != 0 || json.Unmarshal(stdout.Bytes(), &out) != nil || out["model"] != tc.args[1] || !(out["tokens_per_s"].(float64) > 0) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
