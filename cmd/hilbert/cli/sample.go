@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/hf"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/tokenizer"
 	"github.com/hilbert-ml/hilbert/train"
@@ -26,10 +28,13 @@ func init() {
 }
 
 const sampleUsage = `usage: hilbert sample -run DIR [-prompt TEXT] [flags]
+       hilbert sample -hf DIR [-prompt TEXT | -prompt-ids IDS] [flags]
 
 Loads the latest checkpoint of the run in DIR (RUNS/NAME, as hilbert train
-wrote it: any registered model on GPT-2 tokens), and prints the prompt
-followed by its continuation. Temperature 0 is greedy decoding; a seed
+wrote it: any registered model on GPT-2 tokens), or with -hf the Hugging
+Face model directory DIR (GPT2LMHeadModel, Llama, Mistral, Qwen2; its
+tokenizer.json, else GPT-2's), and prints the prompt followed by its
+continuation. Temperature 0 is greedy decoding; a seed
 gives the same text on every run and backend.
 
 flags:
@@ -123,11 +128,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	var (
-		runDir, prompt, devName string
-		opt                     models.GenerateOptions
+		runDir, hfDir, prompt, promptIDs, devName string
+		opt                                       models.GenerateOptions
 	)
 	fs.StringVar(&runDir, "run", "", "the run's folder (RUNS/NAME)")
+	fs.StringVar(&hfDir, "hf", "", "a Hugging Face model `directory` (config.json, model.safetensors; its tokenizer.json, else GPT-2's) instead of -run")
 	fs.StringVar(&prompt, "prompt", "\n", "text to continue")
+	fs.StringVar(&promptIDs, "prompt-ids", "", "comma-separated token `ids` to continue instead of -prompt; the continuation is printed as ids")
 	nonNegative(fs, &opt.Tokens, "tokens", 100, "tokens to generate")
 	floatFlag(fs, &opt.Temperature, "temperature", 0.8, false, "sampling temperature (0: greedy)")
 	nonNegative(fs, &opt.TopK, "top-k", 0, "keep the K most likely tokens (0: all)")
@@ -146,43 +153,130 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if opt.TopP > 1 {
 		return usageErr(fs.Name(), fmt.Errorf("invalid value %q for flag -top-p: want a probability in [0, 1]", strconv.FormatFloat(opt.TopP, 'g', -1, 64)))
 	}
-	ck, err := readRunCheckpoint(runDir)
+	if (runDir == "") == (hfDir == "") {
+		return usageErr(fs.Name(), errors.New("give -run (a run's folder) or -hf (a Hugging Face model directory)"))
+	}
+	src, err := openSampleModel(runDir, hfDir, devName)
 	if err != nil {
 		return err
 	}
-	defer ck.Close()
-	tok, err := tokenizer.GPT2()
-	if err != nil {
-		return err
+	defer src.close()
+	var ids []int32
+	if promptIDs != "" {
+		if ids, err = parseIDs(promptIDs); err != nil {
+			return usageErr(fs.Name(), fmt.Errorf("-prompt-ids: %w", err))
+		}
+	} else {
+		ids = src.tok.Encode(prompt)
 	}
-	ids := tok.Encode(prompt)
 	if len(ids) == 0 {
 		return errors.New("-prompt: empty: give at least one character to continue")
 	}
 	// Compared as a difference: prompt + tokens can overflow an int.
-	size := ck.Model.Sizes()
-	if opt.Tokens > size.Context-len(ids) {
-		return fmt.Errorf("-prompt of %d tokens and -tokens %d exceed the model's context of %d", len(ids), opt.Tokens, size.Context)
+	if opt.Tokens > src.size.Context-len(ids) {
+		return fmt.Errorf("-prompt of %d tokens and -tokens %d exceed the model's context of %d", len(ids), opt.Tokens, src.size.Context)
 	}
 	for _, id := range ids {
-		if int(id) >= size.Vocab {
-			return fmt.Errorf("-prompt: token %d is outside the model's vocabulary of %d", id, size.Vocab)
+		if id < 0 || int(id) >= src.size.Vocab {
+			return fmt.Errorf("-prompt: token %d is outside the model's vocabulary of %d", id, src.size.Vocab)
 		}
+	}
+	out, err := models.Generate(src.dev, src.model, ids, opt)
+	if err != nil {
+		return err
+	}
+	if promptIDs != "" {
+		fmt.Fprintln(stdout, formatIDs(out))
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s%s\n", prompt, decodeTokens(src.tok, out))
+	return nil
+}
+
+// sampleModel is what sample generates from: a run's checkpoint or a
+// Hugging Face directory, on its device, with its tokenizer and sizes.
+type sampleModel struct {
+	dev   device.Device
+	model models.LM
+	tok   *tokenizer.Tokenizer
+	size  registry.Sizes
+	close func()
+}
+
+// openSampleModel loads the model of a run (runDir) or of a Hugging Face
+// directory (hfDir) onto the device devName.
+func openSampleModel(runDir, hfDir, devName string) (*sampleModel, error) {
+	if hfDir != "" {
+		cfg, err := hf.ReadConfig(hfDir, device.Float32)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := hfTokenizer(hfDir)
+		if err != nil {
+			return nil, err
+		}
+		dev, err := openDevice(devName)
+		if err != nil {
+			return nil, err
+		}
+		m, _, err := hf.Load(dev, hfDir, hf.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return &sampleModel{dev: dev, model: m, tok: tok, size: registry.SizesOf(cfg.Model), close: func() {}}, nil
+	}
+	ck, err := readRunCheckpoint(runDir)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.GPT2()
+	if err != nil {
+		ck.Close()
+		return nil, err
 	}
 	dev, err := openDevice(devName)
 	if err != nil {
-		return err
+		ck.Close()
+		return nil, err
 	}
 	m, err := ck.loadModel(dev)
 	if err != nil {
-		return err
+		ck.Close()
+		return nil, err
 	}
-	out, err := models.Generate(dev, m, ids, opt)
-	if err != nil {
-		return err
+	return &sampleModel{dev: dev, model: m, tok: tok, size: ck.Model.Sizes(), close: func() { ck.Close() }}, nil
+}
+
+// hfTokenizer is a Hugging Face directory's tokenizer.json, or GPT-2's
+// where it has none.
+func hfTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	path := filepath.Join(dir, "tokenizer.json")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return tokenizer.GPT2()
 	}
-	fmt.Fprintf(stdout, "%s%s\n", prompt, decodeTokens(tok, out))
-	return nil
+	return tokenizer.LoadJSON(path)
+}
+
+// parseIDs parses comma-separated token ids.
+func parseIDs(s string) ([]int32, error) {
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q: want comma-separated token ids >= 0", f)
+		}
+		out = append(out, int32(v))
+	}
+	return out, nil
+}
+
+// formatIDs prints token ids comma-separated, as -prompt-ids takes them.
+func formatIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
 }
 
 // decodeTokens decodes GPT-2 token ids; an id of the model's padded

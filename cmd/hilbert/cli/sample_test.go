@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +140,47 @@ func TestSample(t *testing.T) {
 		_, stderr, code := sample(t, c.args...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("sample %q: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestSampleHuggingFace: hilbert sample -hf on the Hugging Face fixtures
+// (written by scripts/hf from a Hugging Face-exact PyTorch model) prints
+// PyTorch's 30 greedy tokens of the fixture's prompt, for GPT-2 and Llama;
+// -hf and -run together, or a token past the vocabulary, are refused.
+func TestSampleHuggingFace(t *testing.T) {
+	for _, name := range []string{"gpt2", "llama"} {
+		dir := filepath.Join("..", "..", "..", "models", "hf", "testdata", name)
+		b, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g struct{ Prompt, Greedy []int32 }
+		if err := json.Unmarshal(b, &g); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		args := []string{"sample", "-hf", dir, "-prompt-ids", formatIDs(g.Prompt), "-tokens", fmt.Sprint(len(g.Greedy)), "-temperature", "0"}
+		if code := Run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr.String())
+		}
+		if got, want := strings.TrimSpace(stdout.String()), formatIDs(g.Greedy); got != want {
+			t.Errorf("%s: greedy tokens\n got %s\nwant %s (PyTorch)", name, got, want)
+		}
+	}
+	dir := filepath.Join("..", "..", "..", "models", "hf", "testdata", "gpt2")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sample", "-hf", dir, "-run", "x"}, "give -run"},
+		{[]string{"sample", "-hf", dir, "-prompt-ids", "1,64", "-tokens", "1"}, "outside the model's vocabulary of 64"},
+		{[]string{"sample", "-hf", dir, "-prompt-ids", "1,x"}, "-prompt-ids"},
+		{[]string{"sample", "-hf", t.TempDir()}, "config.json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Run(tc.args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want a failure naming %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}
 }
