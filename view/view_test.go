@@ -2,8 +2,12 @@ package view
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"net"
@@ -83,6 +87,18 @@ func settings(head, seed string) map[string]string {
 		"muon_lr": "0.02", "embed_lr": "0.02", "head_lr": "0.01", "batch_seqs": "8"}
 }
 
+// tinyPNG is a 2x2 PNG.
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{200, 30, 30, 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 const secret = "SECRET-OUTSIDE-THE-RUNS-FOLDER"
 
 // fixture builds a runs folder and, beside it, a folder outside it that
@@ -99,7 +115,7 @@ func fixture(t *testing.T) string {
 	// a: finished (checkpoint of its last update), with a summary.
 	fixtureRun(t, filepath.Join(runs, "a"), fixtureRecords(8, 4, 2, 2), 8, 8, settings("rownorm", "0"))
 	write(t, filepath.Join(runs, "a", "summary.md"), []byte("# Run a\n\n| setting | value |\n|---|---|\n| model | d 64, 1 layers <tiny> |\n\n![loss](loss.png)\n"))
-	write(t, filepath.Join(runs, "a", "loss.png"), []byte("\x89PNG fake"))
+	write(t, filepath.Join(runs, "a", "loss.png"), tinyPNG(t))
 	// b: running (the lock names this process).
 	fixtureRun(t, filepath.Join(runs, "b"), fixtureRecords(3, 4, 2, 2.5), 0, 0, nil)
 	host, _ := os.Hostname()
@@ -114,6 +130,7 @@ func fixture(t *testing.T) string {
 	// A comparison of two runs.
 	fixtureRun(t, filepath.Join(runs, "cmp", "adamw-seed0"), fixtureRecords(6, 3, 3, 2), 6, 6, settings("adamw", "0"))
 	fixtureRun(t, filepath.Join(runs, "cmp", "rownorm-seed0"), fixtureRecords(6, 3, 3, 2.1), 6, 6, settings("rownorm", "0"))
+	write(t, filepath.Join(runs, "cmp", "compare_val_loss.png"), tinyPNG(t))
 	write(t, filepath.Join(runs, "cmp", "compare.md"), []byte("# Head-geometry comparison\n\n| head | val loss |\n|---|---|\n| adamw | 2.4 |\n\n![validation loss](compare_val_loss.png)\n"))
 
 	// Symbolic links that lead out of the runs folder.
@@ -325,7 +342,7 @@ func TestDocuments(t *testing.T) {
 			t.Errorf("summary HTML lacks %q:\n%s", want, d.HTML)
 		}
 	}
-	if code, body := get(t, s, "/files/a/loss.png"); code != 200 || string(body) != "\x89PNG fake" {
+	if code, body := get(t, s, "/files/a/loss.png"); code != 200 || !bytes.Equal(body, tinyPNG(t)) {
 		t.Errorf("the summary's image: %d %q", code, body)
 	}
 	d = getJSON[Document](t, s, "/api/compare/cmp")
