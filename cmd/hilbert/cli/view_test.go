@@ -5,14 +5,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/internal/browsertest"
 	"github.com/hilbert-ml/hilbert/view"
 )
 
@@ -104,6 +108,58 @@ func TestViewServesARun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("hilbert view did not stop")
 	}
+}
+
+// The page follows a training run as it appends: the run is listed as
+// running with some of its updates drawn, then as finished with all of
+// them, without a reload.
+func TestViewFollowsTraining(t *testing.T) {
+	if _, err := browsertest.Browser(); err != nil {
+		t.Skipf("no browser for this test: %v", err)
+	}
+	dir := t.TempDir()
+	text := filepath.Join(dir, "slice.txt")
+	if err := os.WriteFile(text, opticksText(t)[:30_000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	os.MkdirAll(runs, 0o755)
+	srv, err := view.New(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	p := browsertest.Open(t, ts.URL+"/?tick=live&poll=100", 1024, 768)
+	p.Wait(`document.body.dataset.ready === '1'`)
+
+	const steps = 4
+	args := []string{"train", "-name", "live", "-runs", runs, "-text", text, "-text-val-tokens", "500",
+		"-layers", "1", "-dim", "64", "-context", "32", "-micro-batch", "2", "-batch-seqs", "4",
+		"-steps", fmt.Sprint(steps), "-val-every", "2", "-val-tokens", "300", "-diag-every", "100",
+		"-panel-seqs", "2", "-panel-positions", "8", "-quiet"}
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- Run(args, &stdout, &stderr) }()
+	status := `document.querySelector('#runs tr[data-run="live"]')?.dataset.status`
+	points := `Number(document.querySelector('path.series[data-run="live"][data-series="train"]')?.dataset.points)`
+	p.Wait(fmt.Sprintf(`%s === 'running' && %s >= 1 && %s < %d`, status, points, points, steps))
+	if code := <-done; code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr.String())
+	}
+	p.Wait(fmt.Sprintf(`%s === 'finished' && %s === %d`, status, points, steps))
+	recs := metricsLines(t, filepath.Join(runs, "live", "metrics.jsonl"))
+	val := 0
+	for _, r := range recs {
+		if _, ok := r["val_loss"]; ok {
+			val++
+		}
+	}
+	if got := browsertest.Eval[int](p, `Number(document.querySelector('path.series[data-run="live"][data-series="val"]').dataset.points)`); got != val || val != 3 {
+		t.Errorf("%d validation points drawn, metrics.jsonl has %d (want 3: updates 0, 2, 4)", got, val)
+	}
+	p.CheckConsole()
 }
 
 func TestViewErrors(t *testing.T) {
