@@ -9,7 +9,8 @@
 // records cost only their own bytes), checkpoints/latest.json and the
 // state.json it names (the settings), summary.md, run.lock (whose holder,
 // alive, means the run is running) and the compare.md of hilbert compare.
-// It writes nothing and takes no lock.
+// It writes nothing and takes no lock. Like the commands, it sits on top:
+// it imports train for its record and lock types, and never cmd.
 //
 // Every file is opened through an os.Root of the runs folder, and a run is
 // served only when the listing found it there, so nothing outside the
