@@ -126,18 +126,25 @@ func (s *Server) discover() (runs, comparisons []string, err error) {
 	return runs, comparisons, err
 }
 
-// isRun reports whether name is a run folder the listing would show.
+// isRun reports whether name is a run folder the listing shows (see
+// discover): each of its elements a folder, not a link, that the walk
+// enters, and its metrics.jsonl a regular file.
 func (s *Server) isRun(name string) bool {
-	runs, _, err := s.discover()
-	if err != nil {
+	elems := strings.Split(name, "/")
+	if localName(name, false) != nil || len(elems) > maxDepth {
 		return false
 	}
-	for _, r := range runs {
-		if r == name {
-			return true
+	for i, e := range elems {
+		if skipDirs[e] || strings.HasPrefix(e, ".") {
+			return false
+		}
+		info, err := s.root.Lstat(strings.Join(elems[:i+1], "/"))
+		if err != nil || !info.IsDir() {
+			return false
 		}
 	}
-	return false
+	info, err := s.root.Lstat(name + "/metrics.jsonl")
+	return err == nil && info.Mode().IsRegular()
 }
 
 // List returns the runs and comparisons under the runs folder, sorted by

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,34 @@ func TestListing(t *testing.T) {
 	}
 	if len(l.Comparisons) != 1 || l.Comparisons[0].Name != "cmp" || strings.Join(l.Comparisons[0].Runs, " ") != "cmp/adamw-seed0 cmp/rownorm-seed0" {
 		t.Errorf("comparisons %+v, want cmp with its two runs", l.Comparisons)
+	}
+}
+
+// isRun, which the API asks, agrees with the listing's walk.
+func TestIsRunAgreesWithTheListing(t *testing.T) {
+	runs := fixture(t)
+	// Deeper than the walk goes, and inside a folder it skips.
+	fixtureRun(t, filepath.Join(runs, "x", "y", "z", "w", "deep"), fixtureRecords(2, 2, 2, 2), 0, 0, nil)
+	fixtureRun(t, filepath.Join(runs, "a", "checkpoints", "inner"), fixtureRecords(2, 2, 2, 2), 0, 0, nil)
+	fixtureRun(t, filepath.Join(runs, ".hidden"), fixtureRecords(2, 2, 2, 2), 0, 0, nil)
+	fixtureRun(t, filepath.Join(runs, "x", "y", "z", "four"), fixtureRecords(2, 2, 2, 2), 0, 0, nil)
+	s := newServer(t, runs)
+	listed, _, err := s.discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(listed, "x/y/z/four") || slices.Contains(listed, "x/y/z/w/deep") {
+		t.Errorf("listed %q: want x/y/z/four (4 deep) but not x/y/z/w/deep", listed)
+	}
+	for _, n := range listed {
+		if !s.isRun(n) {
+			t.Errorf("isRun(%q) = false for a listed run", n)
+		}
+	}
+	for _, n := range []string{"evil", "sneaky", "a/up/run", "x/y/z/w/deep", "a/checkpoints/inner", ".hidden", "cmp", "nosuch", "a/", "../outside/run", ""} {
+		if s.isRun(n) {
+			t.Errorf("isRun(%q) = true for a folder the listing does not show", n)
+		}
 	}
 }
 
