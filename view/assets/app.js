@@ -7,6 +7,9 @@
 // a <path class="series"> with data-run, data-series and data-points (the
 // number of points); <body> gets data-ready once the first listing is in,
 // and data-records (records held, all ticked runs) after each update.
+//
+// The URL keeps the view: ?tick=RUN,RUN&x=tokens&smooth=0.6&log-loss=1
+// (log-CHART for each chart), and poll=MS sets the polling interval.
 'use strict';
 
 (function () {
@@ -22,7 +25,7 @@
     ticked: new Set(),
     data: new Map(),   // name -> {offset, step, records}
     x: params.get('x') === 'tokens' ? 'tokens' : 'step',
-    smoothing: 0,
+    smoothing: Math.min(0.99, Math.max(0, Number(params.get('smooth')) || 0)),
     log: {},
     detail: null,      // {kind: 'run'|'compare', name}
   };
@@ -115,6 +118,8 @@
     return ticks;
   };
   const logTicks = (lo, hi) => {
+    // Within a decade or so, the linear ticks read better.
+    if (hi / lo < 12) return linearTicks(lo, hi).filter((t) => t > 0);
     const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
     const ticks = [];
     for (let e = a; e <= b; e++) {
@@ -387,6 +392,7 @@
     const t = tickedNames();
     if (t.length) q.set('tick', t.join(',')); else q.delete('tick');
     if (state.x === 'tokens') q.set('x', 'tokens'); else q.delete('x');
+    if (state.smoothing > 0) q.set('smooth', state.smoothing); else q.delete('smooth');
     history.replaceState(null, '', location.pathname + (q.toString() ? '?' + q : ''));
   }
 
@@ -441,8 +447,9 @@
     box.hidden = false;
     box.innerHTML = '';
     box.dataset.run = name;
-    box.appendChild(h('h2', {}, 'Run ' + name));
-    box.appendChild(h('p', {}, `${r.status}${r.status_detail ? ' (' + r.status_detail + ')' : ''}`));
+    if (!r.has_summary) box.appendChild(h('h2', {}, 'Run ' + name)); // summary.md has its own title
+    box.appendChild(h('p', { class: 'status-' + r.status }, `${name}: ${r.status}${r.status_detail ? ' (' + r.status_detail + ')' : ''}`));
+    box.scrollIntoView({ block: 'start' });
     if (r.command) {
       const p = h('p', {}, 'command: ');
       p.appendChild(h('span', { class: 'cmd' }, r.command));
@@ -483,6 +490,7 @@
     box.innerHTML = '';
     box.dataset.run = '';
     box.dataset.comparison = name;
+    box.scrollIntoView({ block: 'start' });
     try {
       const doc = await getJSON('/api/compare/' + encodeName(name));
       const div = h('div', { class: 'report' });
@@ -549,9 +557,12 @@
   document.getElementById('xaxis').value = state.x;
   document.getElementById('xaxis').addEventListener('change', (ev) => { state.x = ev.target.value; updateURL(); redraw(); });
   const sm = document.getElementById('smoothing');
+  sm.value = state.smoothing;
+  document.getElementById('smoothing-value').textContent = state.smoothing;
   sm.addEventListener('input', () => {
     state.smoothing = Number(sm.value);
     document.getElementById('smoothing-value').textContent = sm.value;
+    updateURL();
     redraw();
   });
   document.getElementById('tick-all').addEventListener('change', (ev) => {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,8 +37,10 @@ runs append to metrics.jsonl; a run's summary.md and settings, the settings
 in which the ticked runs differ, and compare.md. The page is part of the
 binary: it loads nothing from the network. Nothing outside DIR is served.
 
-The address is a loopback one by default; another (reachable from other
-machines, with no authentication) needs -public.
+The address is a loopback one by default, and requests must name the host
+as localhost or a loopback address (so that a web page elsewhere cannot
+read the dashboard by DNS rebinding); another address (reachable from
+other machines, with no authentication) needs -public.
 
 flags:
 `
@@ -83,7 +86,11 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-addr %s: %w", addr, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = srv
+	if !public {
+		h = loopbackHostOnly(srv)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := viewContext()
 	defer stop()
 	done := make(chan error, 1)
@@ -126,4 +133,23 @@ func checkViewAddr(addr string, public bool) error {
 		what = "every interface"
 	}
 	return fmt.Errorf("-addr %q listens on %s, not a loopback address: the dashboard has no authentication, so pass -public to serve it to other machines", addr, what)
+}
+
+// loopbackHostOnly refuses (403) a request whose Host is not localhost or
+// a loopback address: a page elsewhere whose name resolves to 127.0.0.1
+// (DNS rebinding) cannot read the dashboard through the user's browser.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		ip := net.ParseIP(host)
+		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("hilbert view: host %q is not a loopback name or address; this dashboard serves only http://127.0.0.1 or http://localhost (or start it with -public)", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

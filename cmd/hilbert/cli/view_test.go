@@ -186,6 +186,27 @@ func TestViewErrors(t *testing.T) {
 	}
 }
 
+// Without -public, only loopback host names reach the dashboard (a DNS
+// rebinding page's Host is its own name).
+func TestViewLoopbackHostOnly(t *testing.T) {
+	h := loopbackHostOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	for _, c := range []struct {
+		host string
+		code int
+	}{
+		{"127.0.0.1:6007", 200}, {"localhost:6007", 200}, {"LOCALHOST", 200}, {"[::1]:6007", 200}, {"127.1.2.3", 200},
+		{"evil.example:6007", 403}, {"192.168.1.5:6007", 403}, {"", 403}, {"localhost.evil.example", 403},
+	} {
+		r := httptest.NewRequest("GET", "/api/runs", nil)
+		r.Host = c.host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.code {
+			t.Errorf("Host %q: %d, want %d", c.host, w.Code, c.code)
+		}
+	}
+}
+
 func TestCheckViewAddr(t *testing.T) {
 	for _, c := range []struct {
 		addr   string
