@@ -384,6 +384,14 @@ func TestDocuments(t *testing.T) {
 	if code, _ := get(t, s, "/api/compare/"); code != http.StatusNotFound {
 		t.Errorf("compare.md of the runs folder, which has none: %d, want 404", code)
 	}
+	// Served from the comparison's own folder, the report is the root's.
+	cs := newServer(t, filepath.Join(s.Dir(), "cmp"))
+	if l := getJSON[Listing](t, cs, "/api/runs"); len(l.Comparisons) != 1 || l.Comparisons[0].Name != "" || len(l.Comparisons[0].Runs) != 2 {
+		t.Errorf("comparisons of the comparison's folder: %+v, want its own (name \"\") with 2 runs", l.Comparisons)
+	}
+	if d := getJSON[Document](t, cs, "/api/compare/"); d.Path != "compare.md" || !strings.Contains(d.HTML, `<img src="/files/compare_val_loss.png"`) {
+		t.Errorf("the root's compare.md: %s\n%s", d.Path, d.HTML)
+	}
 	code, body := get(t, s, "/")
 	if code != 200 || !strings.Contains(string(body), `<script src="/assets/app.js">`) {
 		t.Errorf("the page: %d %.80s", code, body)
