@@ -9,8 +9,8 @@
 // Hook to watch or extend each update.
 //
 // This package sits on top: it depends on models, optim, data/fineweb and
-// the layers below them, and nothing depends on it but commands and
-// examples.
+// the layers below them, and nothing depends on it but commands, examples
+// and the run dashboard (package view, which reads what it writes).
 package train
 
 import (

@@ -202,6 +202,16 @@ func readHolder(f *os.File) (h LockHolder, unreadable string, empty bool) {
 	return h, "", false
 }
 
+// LockHolderRunning reports whether h, the holder a run's lock file names,
+// is a process running on this host. It is false for a holder on another
+// host, whose liveness this host cannot see, and for a pid that no longer
+// exists; a pid reused by another process still counts as running. hilbert
+// view tells running runs from interrupted ones with it, without taking the
+// lock.
+func LockHolderRunning(h LockHolder) bool {
+	return h.PID > 0 && h.Host == hostname() && processRunning(h.PID)
+}
+
 func hostname() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {

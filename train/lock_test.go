@@ -186,3 +186,20 @@ func TestOutputFileModes(t *testing.T) {
 		}
 	}
 }
+
+func TestLockHolderRunning(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    LockHolder
+		want bool
+	}{
+		{"this process", LockHolder{PID: os.Getpid(), Host: hostname()}, true},
+		{"an exited process", LockHolder{PID: deadPID(t), Host: hostname()}, false},
+		{"another host", LockHolder{PID: os.Getpid(), Host: hostname() + "-elsewhere"}, false},
+		{"no pid", LockHolder{Host: hostname()}, false},
+	} {
+		if got := LockHolderRunning(c.h); got != c.want {
+			t.Errorf("%s (%v): LockHolderRunning = %v, want %v", c.name, c.h, got, c.want)
+		}
+	}
+}

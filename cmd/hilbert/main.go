@@ -1,5 +1,5 @@
 // Command hilbert is the command-line front end of the Hilbert framework:
-// train, compare, prepare, sample, eval, bench, devices and oracle. Its code
+// train, compare, view, prepare, sample, eval, bench, devices and oracle. Its code
 // is the library package cmd/hilbert/cli, so that a user's own program can
 // register a model family and run the same command with cli.Main.
 //
