@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -60,7 +61,7 @@ func TestBadUseErrors(t *testing.T) {
 		},
 			[]string{"Attention", "[1 2 3 2]"}},
 		{"rope tables too short", func(g *Graph) {
-			c, s, _ := RoPETables(dev, 2, 4, 10000)
+			c, s, _ := RoPETables(dev, device.Float32, 2, 4, 10000)
 			g.RoPE(mustTensor(t, 1, 3, 1, 4), c, s)
 		}, []string{"RoPE", "[2 2]", "[1 3 1 4]"}},
 		{"reshape count", func(g *Graph) { g.Reshape(mustTensor(t, 2, 3), 4, 2) },

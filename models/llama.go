@@ -180,7 +180,7 @@ func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llam
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
 	if pos == 0 && k.Dim(1) == t {
-		o = g.Attention(q, k, v, float32(scale))
+		o = g.Attention(q, k, v, scale)
 	} else {
 		o = cachedAttention(g, q, k, v, scale, pos)
 	}
@@ -343,7 +343,7 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	init := nn.NewInit(dev, seed, cfg.InitStd)
 	init.DType = cfg.DType
 	d, hd := cfg.Dim, cfg.headDim()
-	eps := float32(cfg.NormEps)
+	eps := cfg.NormEps
 	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
 	lin := func(in, out int, bias bool) nn.Linear {
 		if bias {

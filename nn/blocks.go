@@ -17,8 +17,9 @@ import (
 type LayerNorm struct {
 	Weight *tensor.Tensor
 	Bias   *tensor.Tensor
-	// Eps is added to the variance; zero means 1e-5 (PyTorch's default).
-	Eps float32
+	// Eps is added to the variance, rounded once to the input's dtype;
+	// zero means 1e-5 (PyTorch's default).
+	Eps float64
 }
 
 // NewLayerNorm returns an affine LayerNorm over dim features (weight ones,
@@ -44,7 +45,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 	ax := x.Rank() - 1
 	c := g.Sub(x, g.MeanAxis(x, ax, true))
 	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
-	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(float64(eps), x.DType()))))
+	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(eps, x.DType()))))
 	if n.Weight != nil {
 		y = g.Mul(y, n.Weight)
 	}
@@ -152,12 +153,10 @@ func (d *Dropout) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		return x
 	}
 	dt := x.DType()
-	// A graph-owned constant tensor of x's shape, overwritten by the mask.
-	mask := g.BroadcastTo(g.Constant(0, dt), x.Shape()...)
+	mask := g.Bernoulli(dt, d.Seed, d.offset, 1-d.P, x.Shape()...)
 	if mask == nil {
 		return nil
 	}
-	g.Device().Random(device.Bernoulli, mask.Buffer(), d.Seed, d.offset, float32(1-d.P), 0)
 	d.offset += uint64(x.Len())
 	return g.Mul(g.Mul(x, mask), g.Constant(1/(1-d.P), dt))
 }

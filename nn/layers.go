@@ -62,8 +62,9 @@ const DefaultEps = 1e-6
 type RMSNorm struct {
 	// Gain multiplies the normalised input; nil means none.
 	Gain *tensor.Tensor
-	// Eps is added to the mean square; zero means DefaultEps.
-	Eps float32
+	// Eps is added to the mean square, rounded once to the input's dtype;
+	// zero means DefaultEps.
+	Eps float64
 }
 
 // NewRMSNorm returns an RMSNorm over dim features with a gain of ones.

@@ -166,7 +166,7 @@ func LoadWeights(dir string, m Model) error {
 		}
 	}
 	if g, ok := m.(*models.GPT2); ok {
-		eps := float32(cfg.LayerNormEps)
+		eps := cfg.LayerNormEps
 		for i := range g.Blocks {
 			g.Blocks[i].LN1.Eps, g.Blocks[i].LN2.Eps = eps, eps
 		}
