@@ -52,7 +52,7 @@ type Tensor struct {
 
 	requiresGrad bool
 	grad         *Tensor
-	output       bool
+	origin       uint64 // MarkOutput's recording id; 0 for a leaf
 
 	// For Int32 tensors: bounds of the values (from host data, or declared
 	// by the op that wrote them), so that index ops can refuse out-of-range
@@ -462,9 +462,20 @@ func (t *Tensor) MoveTo(shape ...int) (*Tensor, error) {
 	return v, nil
 }
 
-// MarkOutput marks t as the output of a recorded operation (autograd sets
-// it); tensors not so marked are leaves, whose gradients persist.
-func (t *Tensor) MarkOutput() { t.output = true }
+// MarkOutput marks t as the output of an operation recorded under origin,
+// a non-zero id of the recording (autograd's graph and pass, so that a
+// tensor recorded elsewhere is refused rather than its gradient lost);
+// tensors not so marked are leaves, whose gradients persist. It panics for
+// origin 0, which would leave t a leaf.
+func (t *Tensor) MarkOutput(origin uint64) {
+	if origin == 0 {
+		panic("tensor: MarkOutput(0): a recorded output needs a non-zero origin")
+	}
+	t.origin = origin
+}
+
+// Origin returns the id MarkOutput recorded t under, or 0 for a leaf.
+func (t *Tensor) Origin() uint64 { return t.origin }
 
 // IsLeaf reports whether t is a leaf: not the output of a recorded op.
-func (t *Tensor) IsLeaf() bool { return !t.output }
+func (t *Tensor) IsLeaf() bool { return t.origin == 0 }
