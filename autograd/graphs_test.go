@@ -115,7 +115,9 @@ func TestInPlaceWriteVersionCheck(t *testing.T) {
 			if err := g.Err(); err != nil {
 				t.Fatal(err)
 			}
-			x.SetFloat64([]float64{-5, -7, -9})
+			if err := x.SetFloat64([]float64{-5, -7, -9}); err != nil {
+				t.Fatal(err)
+			}
 			err := g.Backward(loss)
 			if c.saved {
 				if err == nil || !strings.Contains(err.Error(), "modified in place") {

@@ -32,11 +32,26 @@ func NewLayerNorm(init *Init, dim int, bias bool) LayerNorm {
 	return n
 }
 
-// Forward normalises x over its last axis (float32 or float64).
+// Forward normalises x over its last axis (float32 or float64). A Weight
+// or Bias that is not [dim] of x's last axis fails g naming the LayerNorm
+// and the parameter.
 func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	name := moduleName("LayerNorm", n.Weight, "weight")
+	if n.Weight == nil {
+		name = moduleName("LayerNorm", n.Bias, "bias")
+	}
 	if g.Err() != nil || x == nil || x.Rank() == 0 {
-		g.Fail(fmt.Errorf("nn: LayerNorm: input %v: want rank >= 1", shapeOf(x)))
+		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, shapeOf(x)))
 		return nil
+	}
+	for _, p := range []struct {
+		field string
+		t     *tensor.Tensor
+	}{{"weight", n.Weight}, {"bias", n.Bias}} {
+		if err := checkVector(name, p.field, p.t, x); err != nil {
+			g.Fail(err)
+			return nil
+		}
 	}
 	eps := n.Eps
 	if eps == 0 {
@@ -96,6 +111,10 @@ func (a Activation) String() string {
 func (a Activation) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	if g.Err() != nil || x == nil {
 		g.Fail(fmt.Errorf("nn: %v: nil input", a))
+		return nil
+	}
+	if x.Released() || (x.DType() != device.Float32 && x.DType() != device.Float64) {
+		g.Fail(fmt.Errorf("nn: %v: input %v: want a live float32 or float64 tensor", a, x))
 		return nil
 	}
 	dt := x.DType()

@@ -107,14 +107,18 @@ func LoadTensors(path string, ts []*tensor.Tensor) (map[string]string, error) {
 			if err := f.ReadAsFloat64(t.Name, t.Shape(), host); err != nil {
 				return nil, fmt.Errorf("nn: %w", err)
 			}
-			t.SetFloat64(host)
+			if err := t.SetFloat64(host); err != nil {
+				return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+			}
 			continue
 		}
 		host := make([]float32, t.Len())
 		if err := f.ReadFloat32(t.Name, t.Shape(), host); err != nil {
 			return nil, fmt.Errorf("nn: %w", err)
 		}
-		t.SetFloat32(host)
+		if err := t.SetFloat32(host); err != nil {
+			return nil, fmt.Errorf("nn: loading %s: %w", path, err)
+		}
 	}
 	return f.Metadata(), nil
 }
