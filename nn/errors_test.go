@@ -34,12 +34,12 @@ func TestLayerErrorsNameTheLayer(t *testing.T) {
 		not  string
 	}{
 		{"Linear width", func(g *autograd.Graph) { m.Proj.Forward(g, x(2, 5)) },
-			[]string{"nn: Linear proj: input [2 5] has 5 features; its weight proj.weight [8 4] [out, in] takes 4"}, "MatMul"},
+			[]string{"nn: Linear proj (4 -> 8 features): input [2 5] has 5 features (weight proj.weight [8 4])"}, "MatMul"},
 		{"Linear dtype", func(g *autograd.Graph) { m.Proj.Forward(g, x64) },
 			[]string{"Linear proj: input [2 4] is float64, its weight proj.weight [8 4] float32"}, "MatMul"},
 		{"Linear nil", func(g *autograd.Graph) { m.Proj.Forward(g, nil) }, []string{"Linear proj: nil input"}, ""},
 		{"Linear unnamed", func(g *autograd.Graph) { l := NewLinear(in, 3, 2); l.Forward(g, x(1, 4)) },
-			[]string{"nn: Linear: input [1 4] has 4 features; its weight [2 3] [out, in] takes 3"}, ""},
+			[]string{"nn: Linear (3 -> 2 features): input [1 4] has 4 features (weight [2 3])"}, ""},
 		{"LayerNorm weight", func(g *autograd.Graph) { m.LN.Forward(g, x(2, 8)) },
 			[]string{"nn: LayerNorm ln: weight ln.weight [7] for input [2 8]: want [8]"}, "Mul"},
 		{"RMSNorm gain", func(g *autograd.Graph) { m.Norm.Forward(g, x(2, 4)) },

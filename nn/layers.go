@@ -57,7 +57,7 @@ func (l *Linear) check(x *tensor.Tensor) error {
 	case w == nil || w.Rank() != 2:
 		return fmt.Errorf("nn: %s: weight %v: want a matrix [out, in]", name, shapeOf(w))
 	case x.Rank() < 1 || x.Dim(-1) != w.Dim(1):
-		return fmt.Errorf("nn: %s: input %v has %s features; its weight %s [out, in] takes %d", name, x.Shape(), lastAxis(x), paramDesc(w), w.Dim(1))
+		return fmt.Errorf("nn: %s (%d -> %d features): input %v has %s features (weight %s)", name, w.Dim(1), w.Dim(0), x.Shape(), lastAxis(x), paramDesc(w))
 	case l.Bias != nil && (l.Bias.Rank() != 1 || l.Bias.Dim(0) != w.Dim(0)):
 		return fmt.Errorf("nn: %s: bias %s for weight %s: want [%d]", name, paramDesc(l.Bias), paramDesc(w), w.Dim(0))
 	case !x.Released() && !w.Released() && x.DType() != w.DType():
