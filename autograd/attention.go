@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -12,12 +13,12 @@ import (
 // scores. It runs the backend's fused kernel where it has one for the
 // shape (the CPU's; CUDA's self-attention kernels are causal, so CUDA
 // runs the composition), the composition from the Core otherwise.
-func (g *Graph) CrossAttention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor {
+func (g *Graph) CrossAttention(q, k, v *tensor.Tensor, scale float64) *tensor.Tensor {
 	return g.attention("CrossAttention", q, k, v, scale, true)
 }
 
 // attention is Attention (causal) and CrossAttention (unmasked).
-func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float32, unmasked bool) *tensor.Tensor {
+func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float64, unmasked bool) *tensor.Tensor {
 	if !g.ok(op, q, k, v) {
 		return nil
 	}
@@ -28,6 +29,11 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float32, unma
 	// the composition from the core, whose products run in float64.
 	if !isFloat(q) || k.DType() != q.DType() || v.DType() != q.DType() {
 		return g.failf("%s: q %v, k %v, v %v: want one float dtype (float32 or float64)", op, q.DType(), k.DType(), v.DType())
+	}
+	s32 := float32(scale)
+	if q.DType() != device.Float32 && float64(s32) != scale {
+		// The kernels take a float32 scale: apply this one to q exactly.
+		return g.attention(op, g.Mul(q, g.Constant(scale, q.DType())), k, v, 1, unmasked)
 	}
 	s := g.attentionShape(q)
 	s.KVSeq, s.Unmasked = k.Dim(1), unmasked
@@ -45,9 +51,9 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float32, unma
 	if out == nil || lse == nil {
 		return nil
 	}
-	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, scale)
+	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, s32)
 	if g.wantsGrad(q, k, v) {
-		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: scale, shape: s})
+		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: s32, shape: s})
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func BenchmarkAttentionPrefix(b *testing.B) {
 			}
 			return g.Permute(g.MatMul(g.Softmax(s, 3), vh, false, false), 0, 2, 1, 3)
 		}
-		fused := func(g *Graph) *tensor.Tensor { return g.Attention(q, k, v, scale) }
+		fused := func(g *Graph) *tensor.Tensor { return g.Attention(q, k, v, float64(scale)) }
 		for _, c := range []struct {
 			name string
 			f    func(*Graph) *tensor.Tensor

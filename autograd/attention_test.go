@@ -86,7 +86,7 @@ func TestAttentionKVGolden(t *testing.T) {
 				if c.Causal {
 					att = g.Attention
 				}
-				out := att(q, k, v, c.Scale)
+				out := att(q, k, v, float64(c.Scale))
 				loss := g.Sum(g.Mul(out, c.R.tensorOf(t, dt, false)))
 				if err := g.Err(); err != nil {
 					t.Fatal(err)

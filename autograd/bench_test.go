@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -34,7 +35,7 @@ func newTinyBlock(tb testing.TB, b, t, d, vocab int) *tinyBlock {
 	m.q, m.k, m.v, m.o = param(d, d), param(d, d), param(d, d), param(d, d)
 	m.gate, m.up, m.down = param(4*d, d), param(4*d, d), param(d, 4*d)
 	var err error
-	if m.cos, m.sin, err = RoPETables(dev, t, 64, 10000); err != nil {
+	if m.cos, m.sin, err = RoPETables(dev, device.Float32, t, 64, 10000); err != nil {
 		tb.Fatal(err)
 	}
 	ids := make([]int32, b*t)

@@ -69,7 +69,7 @@ func (g *Graph) Relu(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Re
 // GELU returns the exact Gaussian error linear unit x * (1 + erf(x/sqrt 2)) / 2,
 // composed from Erf.
 func (g *Graph) GELU(x *tensor.Tensor) *tensor.Tensor {
-	if !g.ok("GELU", x) {
+	if !g.floatOK("GELU", x) {
 		return nil
 	}
 	e := g.Unary(device.Erf, g.Mul(x, g.Constant(1/math.Sqrt2, x.DType())))
@@ -270,6 +270,9 @@ func (g *Graph) ArgMinAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.Ten
 // VarianceAxis returns the (biased) variance of x over one axis, composed
 // as the mean of the squared deviations from the mean.
 func (g *Graph) VarianceAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor {
+	if !g.axisOK("VarianceAxis", x, axis) {
+		return nil
+	}
 	dev := g.Sub(x, g.MeanAxis(x, axis, true))
 	return g.MeanAxis(g.Unary(device.Square, dev), axis, keepDim)
 }
@@ -317,12 +320,43 @@ func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, ax
 	return out
 }
 
+// floatOK is ok for a composed op of one float input x: its errors name
+// op, the method the caller called, not the ops it is composed of.
+func (g *Graph) floatOK(op string, x *tensor.Tensor) bool {
+	if !g.ok(op, x) {
+		return false
+	}
+	if !isFloat(x) {
+		g.failf("%s: dtype %v (want float32 or float64)", op, x.DType())
+		return false
+	}
+	return true
+}
+
+// axisOK is floatOK for a composed op over a non-empty axis of x
+// (negative counts from the end).
+func (g *Graph) axisOK(op string, x *tensor.Tensor, axis int) bool {
+	if !g.floatOK(op, x) {
+		return false
+	}
+	if _, n, _, _, _, ok := axisSplit(x.Shape(), axis, true); !ok || n == 0 {
+		g.failf("%s: axis %d of shape %v (want a non-empty axis in [-%d, %d))", op, axis, x.Shape(), x.Rank(), x.Rank())
+		return false
+	}
+	return true
+}
+
 // LogSumExp returns log(sum(exp(x))) over one axis, computed as
 // m + log(sum(exp(x - m))) with m the (constant) maximum.
 func (g *Graph) LogSumExp(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor {
-	if !g.ok("LogSumExp", x) {
+	if !g.axisOK("LogSumExp", x, axis) {
 		return nil
 	}
+	return g.logSumExp(x, axis, keepDim)
+}
+
+// logSumExp is LogSumExp once x and axis are checked.
+func (g *Graph) logSumExp(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tensor {
 	m := g.detachedMax(x, axis)
 	if m == nil {
 		return nil
@@ -337,12 +371,18 @@ func (g *Graph) LogSumExp(x *tensor.Tensor, axis int, keepDim bool) *tensor.Tens
 
 // LogSoftmax returns x - LogSumExp(x) over one axis.
 func (g *Graph) LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return g.Sub(x, g.LogSumExp(x, axis, true))
+	if !g.axisOK("LogSoftmax", x, axis) {
+		return nil
+	}
+	return g.Sub(x, g.logSumExp(x, axis, true))
 }
 
 // Softmax returns exp(x - LogSumExp(x)) over one axis.
 func (g *Graph) Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return g.Exp(g.LogSoftmax(x, axis))
+	if !g.axisOK("Softmax", x, axis) {
+		return nil
+	}
+	return g.Exp(g.Sub(x, g.logSumExp(x, axis, true)))
 }
 
 // detachedMax returns the maximum of x over axis with the axis kept, as a

@@ -333,7 +333,7 @@ func TestMovementValues(t *testing.T) {
 	for name, bad := range map[string]func(){
 		"broadcast_to": func() { g.BroadcastTo(x, 3, 3) },
 		"permute":      func() { g.Permute(x, 0, 0) },
-		"slice":        func() { g.Slice(x, 1, 2, 4) },
+		"slice":        func() { g.Slice(x, 2, 0, 1) },
 		"concat":       func() { y, _ := tensor.New(dev, 3, 3); g.Concat(1, x, y) },
 	} {
 		g.Reset()
@@ -341,5 +341,51 @@ func TestMovementValues(t *testing.T) {
 		if g.Err() == nil {
 			t.Errorf("%s: bad arguments accepted", name)
 		}
+	}
+}
+
+// TestSlicePython: Slice reads its bounds as Python does: negative ones
+// from the end, clamped to the axis, an empty result when stop <= start;
+// an axis out of range is an error. Each case's values are numpy's
+// x[:, start:stop] of x = [[0 1 2 3 4] [5 6 7 8 9]]. The gradient of an
+// out-of-range slice is zero outside the clamped window.
+func TestSlicePython(t *testing.T) {
+	dev := cpu.New()
+	x, _ := tensor.FromFloat32(dev, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 2, 5)
+	for _, c := range []struct {
+		start, stop int
+		want        string
+	}{
+		{1, 3, "[2 2] [1 2 6 7]"},
+		{-2, 5, "[2 2] [3 4 8 9]"},
+		{-3, -1, "[2 2] [2 3 7 8]"},
+		{3, 99, "[2 2] [3 4 8 9]"},
+		{-99, 2, "[2 2] [0 1 5 6]"},
+		{4, 2, "[2 0] []"},
+		{5, 9, "[2 0] []"},
+	} {
+		g := New(dev)
+		y := g.Slice(x, -1, c.start, c.stop)
+		if err := g.Err(); err != nil {
+			t.Fatalf("[%d:%d]: %v", c.start, c.stop, err)
+		}
+		if got := fmt.Sprint(y.Shape(), y.Float32s()); got != c.want {
+			t.Errorf("x[:, %d:%d] = %s, numpy gives %s", c.start, c.stop, got, c.want)
+		}
+	}
+	for _, axis := range []int{2, -3} {
+		g := New(dev)
+		if g.Slice(x, axis, 0, 1); g.Err() == nil || !strings.Contains(g.Err().Error(), fmt.Sprintf("Slice: axis %d of shape [2 5]", axis)) {
+			t.Errorf("axis %d: error %v", axis, g.Err())
+		}
+	}
+	w, _ := tensor.FromFloat32(dev, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 2, 5)
+	w.SetRequiresGrad(true)
+	g := New(dev)
+	if err := g.Backward(g.Sum(g.Slice(w, 1, -2, 50))); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(w.Grad().Float32s()); got != "[0 0 0 1 1 0 0 0 1 1]" {
+		t.Errorf("gradient of sum(w[:, -2:50]) = %s", got)
 	}
 }

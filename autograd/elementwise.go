@@ -58,24 +58,42 @@ func (g *Graph) binaryBackward(n *node, gout *tensor.Tensor) {
 	grad(b, a, sign)
 }
 
-// Scale returns alpha * x.
-func (g *Graph) Scale(x *tensor.Tensor, alpha float32) *tensor.Tensor {
+// Scale returns alpha * x, with alpha rounded once to x's dtype: a
+// float64 tensor takes it exactly, a float32 one as float32(alpha).
+func (g *Graph) Scale(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	const op = "Scale"
 	if !g.ok(op, x) {
 		return nil
 	}
 	if x.DType() != device.Float32 {
-		return g.broadcast(device.Mul, x, g.Constant(float64(alpha), x.DType()))
+		return g.broadcast(device.Mul, x, g.Constant(alpha, x.DType()))
 	}
 	out := g.alloc(op, x.Shape()...)
 	if out == nil {
 		return nil
 	}
-	compose.Scale(g.dev, out.Buffer(), x.Buffer(), alpha)
+	a := float32(alpha)
+	compose.Scale(g.dev, out.Buffer(), x.Buffer(), a)
 	if g.wantsGrad(x) {
-		g.record(node{op: opScale, out: out, in: [3]*tensor.Tensor{x}, f: alpha})
+		g.record(node{op: opScale, out: out, in: [3]*tensor.Tensor{x}, f: a})
 	}
 	return out
+}
+
+// scaleInto computes dst = alpha * src (same length) in dst's dtype: the
+// backend's float32 kernel with alpha rounded to float32, or for another
+// float dtype the Core's product with alpha exact in that dtype.
+func (g *Graph) scaleInto(dst, src device.Buffer, alpha float64) {
+	if dst.DType() == device.Float32 {
+		compose.Scale(g.dev, dst, src, float32(alpha))
+		return
+	}
+	c := g.scratchOf(dst.DType())
+	vals := [1]float64{alpha}
+	g.dev.CopyFloat64FromHost(c.Buffer(), vals[:])
+	dims := device.DimsOf(dst.Len())
+	g.dev.BinaryStrided(device.Mul, dims, dst, device.Contiguous(src, dims), device.View{Buf: c.Buffer()})
+	c.Release()
 }
 
 func (g *Graph) scaleBackward(n *node, gout *tensor.Tensor) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -60,7 +61,7 @@ func TestBadUseErrors(t *testing.T) {
 		},
 			[]string{"Attention", "[1 2 3 2]"}},
 		{"rope tables too short", func(g *Graph) {
-			c, s, _ := RoPETables(dev, 2, 4, 10000)
+			c, s, _ := RoPETables(dev, device.Float32, 2, 4, 10000)
 			g.RoPE(mustTensor(t, 1, 3, 1, 4), c, s)
 		}, []string{"RoPE", "[2 2]", "[1 3 1 4]"}},
 		{"reshape count", func(g *Graph) { g.Reshape(mustTensor(t, 2, 3), 4, 2) },
@@ -219,5 +220,38 @@ func TestUseAfterReset(t *testing.T) {
 	g.Scale(z, 3)
 	if err := g.Err(); err == nil || !strings.Contains(err.Error(), "Scale") || !strings.Contains(err.Error(), "released") {
 		t.Errorf("op on a released tensor: %v", err)
+	}
+}
+
+// TestComposedOpErrorsNameTheOp: a composed op's bad input is an error
+// naming the op called, not the ops it is built from (Softmax(x, -3) used
+// to report LogSumExp; GELU of ids reported Mul).
+func TestComposedOpErrorsNameTheOp(t *testing.T) {
+	dev := cpu.New()
+	ids, _ := tensor.FromInt32(dev, []int32{1, 2}, 2)
+	for _, c := range []struct {
+		name string
+		run  func(g *Graph)
+		want string
+		not  string
+	}{
+		{"Softmax axis", func(g *Graph) { g.Softmax(mustTensor(t, 2, 3), -3) }, "autograd: Softmax: axis -3 of shape [2 3] (want a non-empty axis in [-2, 2))", "LogSumExp"},
+		{"LogSoftmax axis", func(g *Graph) { g.LogSoftmax(mustTensor(t, 2, 3), 2) }, "autograd: LogSoftmax: axis 2 of shape [2 3]", "LogSumExp"},
+		{"LogSumExp empty axis", func(g *Graph) { g.LogSumExp(mustTensor(t, 2, 0), 1, false) }, "autograd: LogSumExp: axis 1 of shape [2 0]", ""},
+		{"VarianceAxis axis", func(g *Graph) { g.VarianceAxis(mustTensor(t, 4), 1, false) }, "autograd: VarianceAxis: axis 1 of shape [4]", "MeanAxis"},
+		{"Softmax of ids", func(g *Graph) { g.Softmax(ids, 0) }, "autograd: Softmax: dtype int32", "Exp"},
+		{"GELU of ids", func(g *Graph) { g.GELU(ids) }, "autograd: GELU: dtype int32", "Mul"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := New(dev)
+			c.run(g)
+			err := g.Err()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if c.not != "" && strings.Contains(err.Error(), c.not) {
+				t.Errorf("error %q names the internal op %s", err, c.not)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -88,8 +89,8 @@ func (g *Graph) embeddingBackward(n *node, gout *tensor.Tensor) {
 }
 
 // RMSNorm normalises x over its last axis without a gain:
-// x / sqrt(mean(x^2) + eps), in x's float dtype.
-func (g *Graph) RMSNorm(x *tensor.Tensor, eps float32) *tensor.Tensor {
+// x / sqrt(mean(x^2) + eps), in x's float dtype (eps rounded once to it).
+func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
 	const op = "RMSNorm"
 	if !g.ok(op, x) {
 		return nil
@@ -121,25 +122,47 @@ func (g *Graph) rmsNormBackward(n *node, gout *tensor.Tensor) {
 
 // RoPETables returns the half-split rotary tables cos and sin, each
 // [seq, headDim/2], with angle(t, j) = t * base^(-2j/headDim), computed in
-// float64 and stored in float32.
-func RoPETables(dev device.Device, seq, headDim int, base float64) (cos, sin *tensor.Tensor, err error) {
+// float64 and stored in dtype: float32 (rounded once) or float64, the
+// tables of a float64 model.
+func RoPETables(dev device.Device, dtype device.DType, seq, headDim int, base float64) (cos, sin *tensor.Tensor, err error) {
+	if dtype != device.Float32 && dtype != device.Float64 {
+		return nil, nil, fmt.Errorf("autograd: RoPETables: dtype %v (want float32 or float64)", dtype)
+	}
+	if seq < 0 || headDim <= 0 || headDim%2 != 0 {
+		return nil, nil, fmt.Errorf("autograd: RoPETables: %d positions, head dim %d (want >= 0 and even, > 0)", seq, headDim)
+	}
 	half := headDim / 2
-	c := make([]float32, seq*half)
-	s := make([]float32, seq*half)
+	c := make([]float64, seq*half)
+	s := make([]float64, seq*half)
 	for t := 0; t < seq; t++ {
 		for j := 0; j < half; j++ {
 			a := float64(t) * math.Pow(base, -2*float64(j)/float64(headDim))
-			c[t*half+j] = float32(math.Cos(a))
-			s[t*half+j] = float32(math.Sin(a))
+			c[t*half+j] = math.Cos(a)
+			s[t*half+j] = math.Sin(a)
 		}
 	}
-	if cos, err = tensor.FromFloat32(dev, c, seq, half); err != nil {
-		return nil, nil, err
+	if dtype == device.Float64 {
+		if cos, err = tensor.FromFloat64(dev, c, seq, half); err == nil {
+			sin, err = tensor.FromFloat64(dev, s, seq, half)
+		}
+	} else {
+		if cos, err = tensor.FromFloat32(dev, round32(c), seq, half); err == nil {
+			sin, err = tensor.FromFloat32(dev, round32(s), seq, half)
+		}
 	}
-	if sin, err = tensor.FromFloat32(dev, s, seq, half); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	return cos, sin, nil
+}
+
+// round32 rounds every value to float32.
+func round32(v []float64) []float32 {
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return f
 }
 
 // attentionShape reads [B, T, H, D] from a rank-4 tensor; under bfloat16
@@ -224,7 +247,9 @@ func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
 // t + Tk - Tq of the keys' sequence and sees the keys up to it: Tk = Tq is
 // causal self-attention, Tk > Tq the queries that follow a cached prefix
 // of Tk - Tq positions. scale multiplies the scores (1/sqrt(D) usually).
-// CrossAttention is the unmasked form (autograd/attention.go).
-func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float32) *tensor.Tensor {
+// float32 attention takes scale as float32(scale), float64 attention
+// exactly (a scale that is no float32 number is applied to q first, in
+// float64). CrossAttention is the unmasked form (autograd/attention.go).
+func (g *Graph) Attention(q, k, v *tensor.Tensor, scale float64) *tensor.Tensor {
 	return g.attention("Attention", q, k, v, scale, false)
 }

@@ -202,7 +202,7 @@ func TestGradients(t *testing.T) {
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], 1e-6) }},
 		{name: "rope", inputs: []gradInput{{shape: []int{2, 5, 3, 4}}},
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
-				c, s, err := RoPETables(g.Device(), 8, 4, 10000)
+				c, s, err := RoPETables(g.Device(), in[0].DType(), 8, 4, 10000)
 				if err != nil {
 					panic(err)
 				}

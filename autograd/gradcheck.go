@@ -107,20 +107,25 @@ func GradCheck(dev device.Device, f func(g *Graph, inputs []*tensor.Tensor) *ten
 		}
 		for _, j := range idx {
 			orig := host[j]
-			host[j] = orig + opt.Step
-			x.SetFloat64(host)
-			plus, err := eval()
+			at := func(v float64) (float64, error) {
+				host[j] = v
+				if err := x.SetFloat64(host); err != nil {
+					return 0, fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
+				}
+				return eval()
+			}
+			plus, err := at(orig + opt.Step)
 			if err != nil {
 				return err
 			}
-			host[j] = orig - opt.Step
-			x.SetFloat64(host)
-			minus, err := eval()
+			minus, err := at(orig - opt.Step)
 			if err != nil {
 				return err
 			}
 			host[j] = orig
-			x.SetFloat64(host)
+			if err := x.SetFloat64(host); err != nil {
+				return fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
+			}
 			num := (plus - minus) / (2 * opt.Step)
 			got := analytic[j]
 			if !(math.Abs(got-num) <= opt.ATol+opt.RTol*math.Max(math.Abs(got), math.Abs(num))) {

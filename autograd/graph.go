@@ -31,6 +31,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/compose"
@@ -44,7 +45,12 @@ var ErrFreed = errors.New("autograd: Backward called twice: the graph was freed 
 // Graph records operations on one device for one forward/backward pass.
 // A Graph is not safe for concurrent use.
 type Graph struct {
-	dev      device.Device
+	dev device.Device
+	// id names the graph in errors; pass counts its Resets. A recorded
+	// output carries both (origin), so an op refuses a tensor recorded by
+	// another graph or before the last Reset, whose gradient would stop
+	// there.
+	id, pass uint32
 	noGrad   bool
 	autocast device.DType // 0: off
 	err      error
@@ -66,9 +72,28 @@ type Graph struct {
 	readySeen map[*tensor.Tensor]struct{}
 }
 
+// graphs counts the graphs made, to give each an id.
+var graphs atomic.Uint32
+
 // New returns an empty graph that records operations on dev.
 func New(dev device.Device) *Graph {
-	return &Graph{dev: dev}
+	return &Graph{dev: dev, id: graphs.Add(1)}
+}
+
+// String names the graph as errors do: "graph #3".
+func (g *Graph) String() string { return fmt.Sprintf("graph #%d", g.id) }
+
+// origin is the id of the current pass's recordings (never 0: id is not).
+func (g *Graph) origin() uint64 { return uint64(g.id)<<32 | uint64(g.pass) }
+
+// foreign returns the error for input i of op, a tensor recorded under
+// another origin than this pass's.
+func (g *Graph) foreign(op string, i int, t *tensor.Tensor) error {
+	const fix = "record both ops in one pass of one graph, or call SetRequiresGrad(false) on it to use it as a constant"
+	if id := uint32(t.Origin() >> 32); id != g.id {
+		return fmt.Errorf("autograd: %s: input %d %v was recorded by graph #%d, not by this one (%v): gradients flow only through the graph that recorded an op, so its gradient would never reach graph #%d's inputs (%s)", op, i, t, id, g, id, fix)
+	}
+	return fmt.Errorf("autograd: %s: input %d %v was recorded by this graph (%v) before its last Reset, which dropped that record: its gradient would stop there (%s)", op, i, t, g, fix)
 }
 
 // Device returns the graph's device.
@@ -135,6 +160,7 @@ func (g *Graph) Reset() {
 	g.applying, g.backwardCall = nil, nil
 	g.err = nil
 	g.freed = false
+	g.pass++
 }
 
 func releaseWithGrad(t *tensor.Tensor) {
@@ -217,6 +243,10 @@ func (g *Graph) ok(op string, inputs ...*tensor.Tensor) bool {
 			g.failf("%s: input %d %v is on %s, the graph on %s", op, i, t.Shape(), t.Device().Name(), g.dev.Name())
 			return false
 		}
+		if !g.noGrad && t.RequiresGrad() && !t.IsLeaf() && t.Origin() != g.origin() {
+			g.Fail(g.foreign(op, i, t))
+			return false
+		}
 	}
 	return true
 }
@@ -238,7 +268,7 @@ func (g *Graph) wantsGrad(inputs ...*tensor.Tensor) bool {
 // versions of the tensors its backward pass reads.
 func (g *Graph) record(n node) {
 	n.out.SetRequiresGrad(true)
-	n.out.MarkOutput()
+	n.out.MarkOutput(g.origin())
 	for i, t := range n.savedTensors() {
 		if t != nil {
 			n.versions[i] = t.Version()
@@ -288,6 +318,9 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 	}
 	if !loss.RequiresGrad() {
 		return errors.New("autograd: Backward: the loss does not depend on any tensor that requires grad")
+	}
+	if !loss.IsLeaf() && loss.Origin() != g.origin() {
+		return g.foreign("Backward", 0, loss)
 	}
 	seed := g.scratchLike(loss, loss.Shape()...)
 	g.dev.Fill(seed.Buffer(), 1)

@@ -34,7 +34,7 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	k := g.kernels(dt)
 	compose.CrossEntropy(k, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	compose.Scale(k, out.Buffer(), out.Buffer(), 1/float32(rows))
+	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
 	if g.wantsGrad(logits) {
 		g.record(node{op: opCrossEntropy, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 	}
@@ -46,10 +46,26 @@ func (g *Graph) crossEntropyBackward(n *node, gout *tensor.Tensor) {
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	// The per-row losses are no longer needed: reuse them for dloss/drow.
 	k := g.kernels(logits.DType())
-	compose.FillFrom(k, dloss.Buffer(), gout.Buffer(), 1/float32(rows))
+	if logits.DType() == device.Float32 {
+		compose.FillFrom(k, dloss.Buffer(), gout.Buffer(), 1/float32(rows))
+	} else { // dloss = gout / rows, the reciprocal exact in the dtype
+		dims := device.DimsOf(rows)
+		k.CopyStrided(dims, device.Contiguous(dloss.Buffer(), dims), device.View{Buf: gout.Buffer()})
+		g.scaleInto(dloss.Buffer(), dloss.Buffer(), 1/float64(rows))
+	}
 	d := g.scratchLike(logits, logits.Shape()...)
 	compose.CrossEntropyBackward(k, d.Buffer(), dloss.Buffer(), logits.Buffer(), lse.Buffer(), targets.Buffer(), rows, vocab)
 	g.accumulate(logits, d)
+}
+
+// reciprocal returns 1/n as the mean's factor in dtype dt: 1/float32(n)
+// for float32 (the paper's kernels' value, kept bit for bit), exactly 1/n
+// rounded once for float64.
+func reciprocal(dt device.DType, n int) float64 {
+	if dt == device.Float32 {
+		return float64(1 / float32(n))
+	}
+	return 1 / float64(n)
 }
 
 // linearCEBlockElems bounds the logits block of LinearCrossEntropy (256 MB
@@ -146,7 +162,7 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 		compose.Transpose(k, dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
 	}
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
-	compose.Scale(k, out.Buffer(), out.Buffer(), 1/float32(rows))
+	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
 	if grad {
 		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 	}
@@ -167,7 +183,7 @@ func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
 			sd := g.scratchLike(t, t.Shape()...)
 			dims := device.DimsOf(d.Len())
 			k.BinaryStrided(device.Mul, dims, sd.Buffer(), device.Contiguous(d.Buffer(), dims), device.View{Buf: gout.Buffer()})
-			compose.Scale(k, sd.Buffer(), sd.Buffer(), 1/float32(n.ints[0]))
+			g.scaleInto(sd.Buffer(), sd.Buffer(), 1/float64(n.ints[0]))
 			g.accumulate(t, sd)
 		}
 		return

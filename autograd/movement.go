@@ -89,19 +89,28 @@ func sliceLayout(shape tensor.Shape, axis, start, stop int) (device.Dims, device
 	return device.DimsOf(s...), device.Layout{Offset: start * st[axis], Strides: st}
 }
 
-// Slice returns x[..., start:stop, ...] along axis (negative counts from
-// the end), a copy.
+// Slice returns x[..., start:stop, ...] along axis, a copy, with Python's
+// slice rules: a negative axis, start or stop counts from the end, start
+// and stop are then clamped to [0, n] (n the axis' size), and a stop at or
+// before start gives an empty axis. So Slice(x, -1, -3, n) is x[..., -3:]
+// for any n >= the size. An axis out of range is an error.
 func (g *Graph) Slice(x *tensor.Tensor, axis, start, stop int) *tensor.Tensor {
 	const name = "Slice"
 	if !g.ok(name, x) {
 		return nil
 	}
-	if axis < 0 {
+	if ax := axis; axis < 0 {
 		axis += x.Rank()
+		if axis < 0 {
+			return g.failf("%s: axis %d of shape %v", name, ax, x.Shape())
+		}
 	}
-	if axis < 0 || axis >= x.Rank() || start < 0 || stop < start || stop > x.Dim(axis) {
-		return g.failf("%s: [%d:%d] of axis %d of shape %v", name, start, stop, axis, x.Shape())
+	if axis >= x.Rank() {
+		return g.failf("%s: axis %d of shape %v", name, axis, x.Shape())
 	}
+	n := x.Dim(axis)
+	start, stop = sliceIndex(start, n), sliceIndex(stop, n)
+	stop = max(stop, start)
 	dims, l := sliceLayout(x.Shape(), axis, start, stop)
 	out := g.allocOf(name, x.DType(), dims.Shape()...)
 	if out == nil {
@@ -112,6 +121,15 @@ func (g *Graph) Slice(x *tensor.Tensor, axis, start, stop int) *tensor.Tensor {
 		g.record(node{op: opSlice, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
 	}
 	return out
+}
+
+// sliceIndex is Python's reading of a slice bound i of an axis of size n:
+// negative counts from the end, then clamped to [0, n].
+func sliceIndex(i, n int) int {
+	if i < 0 {
+		i += n
+	}
+	return min(max(i, 0), n)
 }
 
 func (g *Graph) sliceBackward(n *node, gout *tensor.Tensor) {

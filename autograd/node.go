@@ -101,10 +101,25 @@ func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
 		s[0], s[1], s[2], s[6] = n.in[0], n.in[1], n.in[2], n.out
 	case opCrossEntropy:
 		s[0], s[3] = n.in[0], n.saved[0] // logits, targets
-	case opUnary, opMaxAxis:
+	case opUnary:
+		switch unaryReads(device.UnaryOp(n.ints[0])) {
+		case readsInput:
+			s[0] = n.in[0]
+		case readsOutput:
+			s[6] = n.out
+		}
+	case opMaxAxis:
 		s[0], s[6] = n.in[0], n.out
 	case opBroadcast:
-		s[0], s[1], s[6] = n.in[0], n.in[1], n.out
+		switch device.BinaryOp(n.ints[0]) {
+		case device.Add, device.Sub: // the gradient is gout's alone
+		case device.Div: // g / b and -g out / b
+			s[1], s[6] = n.in[1], n.out
+		case device.Pow:
+			s[0], s[1], s[6] = n.in[0], n.in[1], n.out
+		default: // Mul, Maximum, Minimum
+			s[0], s[1] = n.in[0], n.in[1]
+		}
 	case opWhere:
 		s[3] = n.saved[0] // cond
 	case opIndexSelect:
@@ -113,6 +128,24 @@ func (n *node) savedTensors() (s [numSaved]*tensor.Tensor) {
 		s[6] = n.out // the inputs and saved tensors: checkCustomVersions
 	}
 	return s
+}
+
+// What a unary op's backward pass reads besides the upstream gradient.
+const (
+	readsNothing = iota
+	readsInput
+	readsOutput
+)
+
+// unaryReads returns which of x and y = op(x) unaryBackward reads for op.
+func unaryReads(op device.UnaryOp) int {
+	switch op {
+	case device.Neg, device.Sign:
+		return readsNothing
+	case device.Exp, device.Sqrt, device.Rsqrt, device.Reciprocal, device.Tanh, device.Sigmoid, device.Expm1:
+		return readsOutput
+	}
+	return readsInput // Abs, Log, Erf, Relu, Sin, Cos, Square, Log1p
 }
 
 // slotName names slot i of savedTensors in an error.

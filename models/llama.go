@@ -179,7 +179,7 @@ func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llam
 	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
 	// With a cache, q holds positions pos.. and k, v every position so
 	// far: causal attention over the longer keys (prefix caching).
-	o := g.Attention(q, k, v, float32(1/math.Sqrt(float64(a.HeadDim))))
+	o := g.Attention(q, k, v, 1/math.Sqrt(float64(a.HeadDim)))
 	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
 }
 
@@ -306,7 +306,7 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	init := nn.NewInit(dev, seed, cfg.InitStd)
 	init.DType = cfg.DType
 	d, hd := cfg.Dim, cfg.headDim()
-	eps := float32(cfg.NormEps)
+	eps := cfg.NormEps
 	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
 	lin := func(in, out int, bias bool) nn.Linear {
 		if bias {

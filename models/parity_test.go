@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -156,4 +157,81 @@ func TestParityPyTorch(t *testing.T) {
 	}
 	t.Logf("gradients: max abs err %.3g; worst tensor err/max|grad| %.3g (PyTorch float32: %s)",
 		worstAbs, worst, golden.Metadata()["pytorch_f32_grad_max_rel_err"])
+}
+
+// TestParityPyTorchFloat64 is TestParityPyTorch for the Transformer built
+// with DType float64: the same float32 weights, loaded exactly into float64
+// parameters, give the PyTorch float64 loss and gradients to the golden
+// file's float32 storage: the loss within 2^-24 relative, each gradient
+// within 2e-7 of its largest element (the float32 model: 7e-8 and 1.5e-6).
+func TestParityPyTorchFloat64(t *testing.T) {
+	golden, err := safetensors.Open(parityGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer golden.Close()
+	weights := filepath.Join(t.TempDir(), "weights.safetensors")
+	writeParityWeights(t, weights)
+
+	dev := cpu.New()
+	cfg := parityConfig()
+	cfg.DType = device.Float64
+	m, err := New(dev, cfg, paritySeed+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Load(weights); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := golden.Info("inputs")
+	b, tt := in.Shape[0], in.Shape[1]
+	readIDs := func(name string) *tensor.Tensor {
+		ids := make([]int32, b*tt)
+		if err := golden.ReadInt32(name, []int{b, tt}, ids); err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.FromInt32(dev, ids, b, tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	g := autograd.New(dev)
+	loss, _ := m.Forward(g, readIDs("inputs"), readIDs("targets"), ForwardOptions{})
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if loss.DType() != device.Float64 {
+		t.Fatalf("loss is %v", loss.DType())
+	}
+	got := loss.Float64s()[0]
+	if err := g.Backward(loss); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, 1)
+	if err := golden.ReadAsFloat64("loss", []int{}, want); err != nil {
+		t.Fatal(err)
+	}
+	const storage = 0x1p-24 // the golden's float32 rounding
+	if e := math.Abs(got-want[0]) / math.Abs(want[0]); e > storage {
+		t.Errorf("float64 loss %.12g, PyTorch float64 %.12g stored in float32: rel err %.2g > %g", got, want[0], e, storage)
+	}
+	var worst float64
+	for _, p := range m.Parameters() {
+		ref := make([]float64, p.Len())
+		if err := golden.ReadAsFloat64("grad."+p.Name, p.Shape(), ref); err != nil {
+			t.Fatal(err)
+		}
+		have := p.Grad().Float64s()
+		var maxRef, maxErr float64
+		for i := range ref {
+			maxRef = max(maxRef, math.Abs(ref[i]))
+			maxErr = max(maxErr, math.Abs(have[i]-ref[i]))
+		}
+		worst = max(worst, maxErr/maxRef)
+		if maxErr/maxRef > 2e-7 {
+			t.Errorf("float64 grad %s: max abs err %.3g = %.3g of max|grad| %.3g", p.Name, maxErr, maxErr/maxRef, maxRef)
+		}
+	}
+	t.Logf("float64: loss rel err %.2g, worst gradient err/max|grad| %.3g", math.Abs(got-want[0])/math.Abs(want[0]), worst)
 }

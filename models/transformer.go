@@ -42,6 +42,10 @@ type Config struct {
 	// InitStd is the standard deviation of every weight's normal init
 	// (the paper: 0.02).
 	InitStd float64
+	// DType is the parameters' and activations' dtype: float32 (the zero
+	// value, the paper's) or float64 (reference runs on the CPU: the same
+	// initial numbers unrounded, RoPE tables and every scalar in float64).
+	DType device.DType `json:",omitempty"`
 }
 
 // PaperVocab is the GPT-2 vocabulary size the paper uses.
@@ -93,6 +97,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("models: config: head dim %d must be even and divide dim %d", c.HeadDim, c.Dim)
 	case c.RoPEBase <= 0 || c.InitStd < 0:
 		return fmt.Errorf("models: config: RoPE base %g, init std %g", c.RoPEBase, c.InitStd)
+	}
+	return checkDType(c.DType)
+}
+
+// checkDType refuses a model dtype other than float32 (or zero) and
+// float64.
+func checkDType(dt device.DType) error {
+	if dt != 0 && dt != device.Float32 && dt != device.Float64 {
+		return fmt.Errorf("models: config: DType %v (want float32 or float64)", dt)
 	}
 	return nil
 }
@@ -153,11 +166,12 @@ func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rope, err := nn.NewRoPE(dev, cfg.Context, cfg.HeadDim, cfg.RoPEBase) // shared by every block
+	rope, err := nn.NewRoPE(dev, cfg.DType, cfg.Context, cfg.HeadDim, cfg.RoPEBase) // shared by every block
 	if err != nil {
 		return nil, err
 	}
 	init := nn.NewInit(dev, seed, cfg.InitStd)
+	init.DType = cfg.DType
 	d := cfg.Dim
 	m := &Transformer{Config: cfg}
 	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)

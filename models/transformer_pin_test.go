@@ -181,7 +181,7 @@ func legacyLoss(g *autograd.Graph, m *Transformer, rope *nn.RoPE, inputs, target
 			return y
 		}
 		q, k, v := heads(bl.Attn.Q.Weight, true), heads(bl.Attn.K.Weight, true), heads(bl.Attn.V.Weight, false)
-		o := g.Attention(q, k, v, float32(1/math.Sqrt(float64(c.HeadDim))))
+		o := g.Attention(q, k, v, 1/math.Sqrt(float64(c.HeadDim)))
 		x = g.Add(x, lin(bl.Attn.Out.Weight, g.Reshape(o, b, t, c.Dim)))
 		h := norm(x)
 		x = g.Add(x, lin(bl.MLP.Down.Weight, g.SwiGLU(lin(bl.MLP.Gate.Weight, h), lin(bl.MLP.Up.Weight, h))))
@@ -209,7 +209,7 @@ func TestTransformerMatchesLegacyBlocks(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rope, err := nn.NewRoPE(prof, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
+				rope, err := nn.NewRoPE(prof, device.Float32, cfg.Context, cfg.HeadDim, cfg.RoPEBase)
 				if err != nil {
 					t.Fatal(err)
 				}

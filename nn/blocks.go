@@ -17,8 +17,9 @@ import (
 type LayerNorm struct {
 	Weight *tensor.Tensor
 	Bias   *tensor.Tensor
-	// Eps is added to the variance; zero means 1e-5 (PyTorch's default).
-	Eps float32
+	// Eps is added to the variance, rounded once to the input's dtype;
+	// zero means 1e-5 (PyTorch's default).
+	Eps float64
 }
 
 // NewLayerNorm returns an affine LayerNorm over dim features (weight ones,
@@ -31,11 +32,26 @@ func NewLayerNorm(init *Init, dim int, bias bool) LayerNorm {
 	return n
 }
 
-// Forward normalises x over its last axis (float32 or float64).
+// Forward normalises x over its last axis (float32 or float64). A Weight
+// or Bias that is not [dim] of x's last axis fails g naming the LayerNorm
+// and the parameter.
 func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	name := moduleName("LayerNorm", n.Weight, "weight")
+	if n.Weight == nil {
+		name = moduleName("LayerNorm", n.Bias, "bias")
+	}
 	if g.Err() != nil || x == nil || x.Rank() == 0 {
-		g.Fail(fmt.Errorf("nn: LayerNorm: input %v: want rank >= 1", shapeOf(x)))
+		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, shapeOf(x)))
 		return nil
+	}
+	for _, p := range []struct {
+		field string
+		t     *tensor.Tensor
+	}{{"weight", n.Weight}, {"bias", n.Bias}} {
+		if err := checkVector(name, p.field, p.t, x); err != nil {
+			g.Fail(err)
+			return nil
+		}
 	}
 	eps := n.Eps
 	if eps == 0 {
@@ -44,7 +60,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 	ax := x.Rank() - 1
 	c := g.Sub(x, g.MeanAxis(x, ax, true))
 	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
-	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(float64(eps), x.DType()))))
+	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(eps, x.DType()))))
 	if n.Weight != nil {
 		y = g.Mul(y, n.Weight)
 	}
@@ -95,6 +111,10 @@ func (a Activation) String() string {
 func (a Activation) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	if g.Err() != nil || x == nil {
 		g.Fail(fmt.Errorf("nn: %v: nil input", a))
+		return nil
+	}
+	if x.Released() || (x.DType() != device.Float32 && x.DType() != device.Float64) {
+		g.Fail(fmt.Errorf("nn: %v: input %v: want a live float32 or float64 tensor", a, x))
 		return nil
 	}
 	dt := x.DType()
@@ -152,12 +172,10 @@ func (d *Dropout) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		return x
 	}
 	dt := x.DType()
-	// A graph-owned constant tensor of x's shape, overwritten by the mask.
-	mask := g.BroadcastTo(g.Constant(0, dt), x.Shape()...)
+	mask := g.Bernoulli(dt, d.Seed, d.offset, 1-d.P, x.Shape()...)
 	if mask == nil {
 		return nil
 	}
-	g.Device().Random(device.Bernoulli, mask.Buffer(), d.Seed, d.offset, float32(1-d.P), 0)
 	d.offset += uint64(x.Len())
 	return g.Mul(g.Mul(x, mask), g.Constant(1/(1-d.P), dt))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -153,5 +154,65 @@ func TestCheckpoint(t *testing.T) {
 				t.Error("a failed load changed a parameter")
 			}
 		})
+	}
+}
+
+func newPairOf(seed uint64, dt device.DType) *pair {
+	in := NewInit(cpu.New(), seed, 1)
+	in.DType = dt
+	return &pair{NewLinearBias(in, 3, 2), NewLinear(in, 3, 4)}
+}
+
+// TestCheckpointFloat64: float64 parameters save as F64 and load back bit
+// for bit; a float32 checkpoint loads into a float64 model exactly; an F64
+// tensor is refused by a float32 model, saying how to load it.
+func TestCheckpointFloat64(t *testing.T) {
+	dir := t.TempDir()
+	p64, p32 := filepath.Join(dir, "m64.safetensors"), filepath.Join(dir, "m32.safetensors")
+	src := newPairOf(1, device.Float64)
+	if err := Save(p64, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(p64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range f.Tensors() {
+		if in.DType != safetensors.F64 {
+			t.Errorf("%s saved as %s, want F64", in.Name, in.DType)
+		}
+	}
+	f.Close()
+	dst := newPairOf(2, device.Float64)
+	if _, err := Load(p64, dst); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range Parameters(src) {
+		a, b := p.Float64s(), Parameters(dst)[i].Float64s()
+		for j := range a {
+			if a[j] != b[j] {
+				t.Fatalf("%s[%d] = %v after load, saved %v", p.Name, j, b[j], a[j])
+			}
+		}
+	}
+
+	src32 := newPairOf(3, device.Float32)
+	if err := Save(p32, src32, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p32, dst); err != nil {
+		t.Fatalf("float32 checkpoint into a float64 model: %v", err)
+	}
+	for i, p := range Parameters(src32) {
+		a, b := p.Float32s(), Parameters(dst)[i].Float64s()
+		for j := range a {
+			if float64(a[j]) != b[j] {
+				t.Fatalf("%s[%d] = %v, float32 checkpoint %v", p.Name, j, b[j], a[j])
+			}
+		}
+	}
+	_, err = Load(p64, newPairOf(4, device.Float32))
+	if err == nil || !strings.Contains(err.Error(), `tensor "a.weight" is F64 and the model's parameter float32 (build the model with DType float64`) {
+		t.Fatalf("F64 into float32: error %v", err)
 	}
 }

@@ -16,12 +16,17 @@ type RoPE struct {
 }
 
 // NewRoPE builds the tables for positions 0..maxSeq-1 and head dimension
-// headDim with angle(t, j) = t * base^(-2j/headDim).
-func NewRoPE(dev device.Device, maxSeq, headDim int, base float64) (*RoPE, error) {
+// headDim with angle(t, j) = t * base^(-2j/headDim), computed in float64
+// and stored in dtype, the model's: float32 (also the zero value) or
+// float64.
+func NewRoPE(dev device.Device, dtype device.DType, maxSeq, headDim int, base float64) (*RoPE, error) {
 	if headDim <= 0 || headDim%2 != 0 || maxSeq <= 0 {
 		return nil, fmt.Errorf("nn: RoPE: head dim %d (want even, > 0), max seq %d", headDim, maxSeq)
 	}
-	cos, sin, err := autograd.RoPETables(dev, maxSeq, headDim, base)
+	if dtype == 0 {
+		dtype = device.Float32
+	}
+	cos, sin, err := autograd.RoPETables(dev, dtype, maxSeq, headDim, base)
 	if err != nil {
 		return nil, fmt.Errorf("nn: RoPE tables: %w", err)
 	}

@@ -98,20 +98,31 @@ func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor)
 	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
 }
 
-// PaddingMask returns the additive key-padding mask [B, 1, 1, T] for
-// sequences of the given lengths padded to t: 0 on the first lengths[b]
-// keys of sequence b, -Inf after.
-func PaddingMask(dev device.Device, lengths []int, t int) (*tensor.Tensor, error) {
-	m := make([]float32, len(lengths)*t)
+// PaddingMask returns the additive key-padding mask [B, 1, 1, T] of dtype
+// (the model's: float32, also the zero value, or float64) for sequences of
+// the given lengths padded to t: 0 on the first lengths[b] keys of
+// sequence b, -Inf after.
+func PaddingMask(dev device.Device, dtype device.DType, lengths []int, t int) (*tensor.Tensor, error) {
+	m := make([]float64, len(lengths)*t)
 	for b, n := range lengths {
 		if n < 1 || n > t {
 			return nil, fmt.Errorf("nn: PaddingMask: sequence %d has length %d, want 1..%d", b, n, t)
 		}
 		for j := n; j < t; j++ {
-			m[b*t+j] = float32(math.Inf(-1))
+			m[b*t+j] = math.Inf(-1)
 		}
 	}
-	return tensor.FromFloat32(dev, m, len(lengths), 1, 1, t)
+	switch dtype {
+	case 0, device.Float32:
+		f := make([]float32, len(m))
+		for i, v := range m {
+			f[i] = float32(v)
+		}
+		return tensor.FromFloat32(dev, f, len(lengths), 1, 1, t)
+	case device.Float64:
+		return tensor.FromFloat64(dev, m, len(lengths), 1, 1, t)
+	}
+	return nil, fmt.Errorf("nn: PaddingMask: dtype %v (want float32 or float64)", dtype)
 }
 
 // heads projects x [B, T, dim] by l into heads [B, T, Heads, HeadDim],
@@ -152,7 +163,7 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
 	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
-		o = g.Attention(q, k, v, float32(scale))
+		o = g.Attention(q, k, v, scale)
 	} else {
 		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
 	}

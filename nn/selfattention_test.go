@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -32,7 +33,7 @@ func randInput(t *testing.T, seed uint64, shape ...int) *tensor.Tensor {
 // output and in every gradient, with and without QK-norm, RoPE and biases.
 func TestSelfAttentionFusedMatchesComposed(t *testing.T) {
 	dev := cpu.New()
-	rope, err := NewRoPE(dev, 16, 8, 10000)
+	rope, err := NewRoPE(dev, device.Float32, 16, 8, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestSelfAttentionFusedMatchesComposed(t *testing.T) {
 // of one whole-sequence Forward.
 func TestSelfAttentionCached(t *testing.T) {
 	dev := cpu.New()
-	rope, err := NewRoPE(dev, 16, 8, 10000)
+	rope, err := NewRoPE(dev, device.Float32, 16, 8, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestSelfAttentionMasks(t *testing.T) {
 		t.Errorf("additive causal mask differs from causal attention by %g", d)
 	}
 
-	pad, err := PaddingMask(dev, []int{4, 6}, 6)
+	pad, err := PaddingMask(dev, device.Float32, []int{4, 6}, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestSelfAttentionMasks(t *testing.T) {
 	if d := maxDiff(padded[6*16:], full); d > 1e-5 {
 		t.Errorf("the unpadded sequence differs by %g", d)
 	}
-	if _, err := PaddingMask(dev, []int{7}, 6); err == nil {
+	if _, err := PaddingMask(dev, device.Float32, []int{7}, 6); err == nil {
 		t.Error("a length past the padded size was accepted")
 	}
 	if a.ForwardMasked(g, x, nil); g.Err() == nil {

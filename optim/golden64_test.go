@@ -3,6 +3,7 @@ package optim
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -253,4 +254,71 @@ func TestGolden64Float32Rounds(t *testing.T) {
 		return
 	}
 	t.Fatal("no adamw case in testdata/golden64.json")
+}
+
+// TestPaperRecipeFloat64 runs the paper's recipe (Muon blocks, AdamW
+// embedding, RowNorm head, clipped at 1) on float64 parameters and on the
+// same parameters rounded to float32, for three updates: the float64 run
+// stays float64 and agrees with the float32 one to float32 rounding, yet
+// differs from it (so it did not step in float32).
+func TestPaperRecipeFloat64(t *testing.T) {
+	shapes := map[string][]int{"embed.weight": {6, 4}, "blocks.0.w": {4, 4}, "blocks.0.v": {8, 4}, "head.weight": {6, 4}}
+	names := []string{"embed.weight", "blocks.0.w", "blocks.0.v", "head.weight"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	init := map[string][]float64{}
+	for _, n := range names {
+		init[n] = round32(randn(rng, tensor.Shape(shapes[n]).Numel(), 0.5))
+	}
+	var grads [3]map[string][]float64
+	for s := range grads {
+		grads[s] = map[string][]float64{}
+		for _, n := range names {
+			grads[s][n] = round32(randn(rng, tensor.Shape(shapes[n]).Numel(), 1))
+		}
+	}
+	run := func(mk func(name string, data []float64, shape []int) *tensor.Tensor, setG func(p *tensor.Tensor, g []float64)) map[string][]float64 {
+		ps := make([]*tensor.Tensor, len(names))
+		for i, n := range names {
+			ps[i] = mk(n, init[n], shapes[n])
+		}
+		set, err := NewSet(PaperRecipe(PaperOptions{Width: 4}), ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched := Cosine{Total: 3, Warmup: 1, Final: 0.1}
+		for s := range grads {
+			for i, n := range names {
+				setG(ps[i], grads[s][n])
+			}
+			if _, err := ClipGradNorm(ps, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := set.Step(sched.Scale(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := map[string][]float64{}
+		for i, n := range names {
+			out[n] = ps[i].Float64s()
+		}
+		return out
+	}
+	p64 := run(func(name string, data []float64, shape []int) *tensor.Tensor {
+		p, err := tensor.FromFloat64(cpu.New(), data, shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Name = name
+		p.SetRequiresGrad(true)
+		return p
+	}, func(p *tensor.Tensor, g []float64) { setGrads64(t, []*tensor.Tensor{p}, [][]float64{g}) })
+	p32 := run(func(name string, data []float64, shape []int) *tensor.Tensor {
+		return param(t, name, data, shape...)
+	}, func(p *tensor.Tensor, g []float64) { setGrad(t, p, g) })
+	for _, n := range names {
+		near(t, n, p64[n], p32[n], 1e-5, 1e-5)
+		if maxRelDiff(p64[n], p32[n]) == 0 {
+			t.Errorf("%s: the float64 run equals the float32 one bit for bit", n)
+		}
+	}
 }

@@ -70,7 +70,7 @@ func TestOptimizerDTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Name = "w"
-		for _, cfg := range []Config{PaperAdamW(1e-3), PaperMuon(1e-3), PaperRowNorm(1e-3), SGDConfig{LR: 1e-3}} {
+		for _, cfg := range []Config{PaperAdamW(1e-3), PaperMuon(1e-3), PaperRowNorm(1e-3), SGDConfig{LR: 1e-3}, DefaultLion(1e-3)} {
 			_, err := cfg.New([]*tensor.Tensor{p})
 			switch {
 			case c.want == "" && err != nil:

@@ -67,7 +67,7 @@ func (s *Set) LoadState64(tensors map[string][]float64, counters map[string]int6
 
 // loadState checks tensors and counters against the set's entries and
 // then writes them, with set.
-func loadState[T float32 | float64](s *Set, op string, tensors map[string][]T, counters map[string]int64, set func(*tensor.Tensor, []T)) error {
+func loadState[T float32 | float64](s *Set, op string, tensors map[string][]T, counters map[string]int64, set func(*tensor.Tensor, []T) error) error {
 	entries := s.State()
 	used := map[string]bool{}
 	for _, e := range entries {
@@ -107,7 +107,9 @@ func loadState[T float32 | float64](s *Set, op string, tensors map[string][]T, c
 	}
 	for _, e := range entries {
 		if e.Tensor != nil {
-			set(e.Tensor, tensors[e.Name])
+			if err := set(e.Tensor, tensors[e.Name]); err != nil { // checked above: cannot fail
+				return fmt.Errorf("optim: %s: %s: %w", op, e.Name, err)
+			}
 		} else {
 			*e.Counter = counters[e.Name]
 		}

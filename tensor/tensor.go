@@ -34,6 +34,12 @@ const MaxRank = 6
 // SetInt32; code that writes through Buffer calls MarkModified). Autograd
 // remembers the versions of the tensors an op saved for its backward pass
 // and refuses to differentiate through one that changed.
+//
+// The setters return an error for data of the wrong length or a tensor of
+// the wrong kind. The readers panic when misused (Item of a tensor of more
+// than one element, Int32s of a float tensor, Float32s or Float64s of an
+// int32 one), naming the tensor and the reader to use: like an index out
+// of range, a programming error.
 type Tensor struct {
 	dev    device.Device
 	buf    device.Buffer
@@ -52,7 +58,7 @@ type Tensor struct {
 
 	requiresGrad bool
 	grad         *Tensor
-	output       bool
+	origin       uint64 // MarkOutput's recording id; 0 for a leaf
 
 	// For Int32 tensors: bounds of the values (from host data, or declared
 	// by the op that wrote them), so that index ops can refuse out-of-range
@@ -149,7 +155,9 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.SetInt32(data)
+	if err := t.SetInt32(data); err != nil {
+		return nil, err
+	}
 	t.version, t.rangeVersion = 0, 0 // the first write is the creation
 	return t, nil
 }
@@ -173,13 +181,34 @@ func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, erro
 
 // SetInt32 overwrites an int32 tensor with host data of the same length
 // and records its range. It lets a training loop reuse one input tensor.
-func (t *Tensor) SetInt32(data []int32) {
-	if t.DType() != device.Int32 || len(data) != t.Len() {
-		panic(fmt.Sprintf("tensor: SetInt32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+// A tensor of another dtype, or data of another length, is an error and
+// leaves t unchanged.
+func (t *Tensor) SetInt32(data []int32) error {
+	if err := t.checkSet("SetInt32", len(data), true); err != nil {
+		return err
 	}
 	t.dev.CopyInt32FromHost(t.buf, data)
 	t.MarkModified()
 	t.SetIndexRange(int32Range(data))
+	return nil
+}
+
+// checkSet reports why op cannot write n host values into t: an int32
+// tensor takes SetInt32 only (ints), a float one the float setters, and
+// n must be t's length.
+func (t *Tensor) checkSet(op string, n int, ints bool) error {
+	t.live(op)
+	if isInt := t.DType() == device.Int32; isInt != ints {
+		want := "a float tensor is written with SetFloat32 or SetFloat64"
+		if isInt {
+			want = "an int32 tensor is written with SetInt32"
+		}
+		return fmt.Errorf("tensor: %s into %v %s: %s", op, t.DType(), t.describe(), want)
+	}
+	if n != t.Len() {
+		return fmt.Errorf("tensor: %s: %d values into %s of %d elements (want exactly %d)", op, n, t.describe(), t.Len(), t.Len())
+	}
+	return nil
 }
 
 // int32Range returns the smallest and largest of v (MaxInt32, MinInt32
@@ -214,23 +243,26 @@ func (t *Tensor) ComputeIndexRange() (lo, hi int32) {
 }
 
 // SetFloat32 overwrites a float tensor with host data of the same length
-// (rounded to its dtype).
-func (t *Tensor) SetFloat32(data []float32) {
-	if t.DType() == device.Int32 || len(data) != t.Len() {
-		panic(fmt.Sprintf("tensor: SetFloat32: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+// (rounded to its dtype). An int32 tensor, or data of another length, is
+// an error and leaves t unchanged.
+func (t *Tensor) SetFloat32(data []float32) error {
+	if err := t.checkSet("SetFloat32", len(data), false); err != nil {
+		return err
 	}
 	t.dev.CopyFromHost(t.buf, data)
 	t.MarkModified()
+	return nil
 }
 
 // SetFloat64 overwrites a float tensor with host float64 data of the same
-// length (rounded to its dtype).
-func (t *Tensor) SetFloat64(data []float64) {
-	if t.DType() == device.Int32 || len(data) != t.Len() {
-		panic(fmt.Sprintf("tensor: SetFloat64: %d values into %v tensor %v", len(data), t.DType(), t.Shape()))
+// length (rounded to its dtype), with SetFloat32's errors.
+func (t *Tensor) SetFloat64(data []float64) error {
+	if err := t.checkSet("SetFloat64", len(data), false); err != nil {
+		return err
 	}
 	t.dev.CopyFloat64FromHost(t.buf, data)
 	t.MarkModified()
+	return nil
 }
 
 // root returns the tensor holding the storage state of t.
@@ -352,39 +384,58 @@ func (t *Tensor) SameShape(u *Tensor) bool {
 	return t.rank == u.rank && t.shape == u.shape
 }
 
-// Float32s copies the tensor to a new host slice.
+// Float32s copies a float tensor to a new host slice (rounding float64
+// values). It panics for an int32 tensor, saying to read it with Int32s.
 func (t *Tensor) Float32s() []float32 {
-	t.live("Float32s")
+	t.readable("Float32s", false)
 	out := make([]float32, t.Len())
 	t.dev.CopyToHost(out, t.buf)
 	return out
 }
 
-// Float64s copies the tensor to a new host slice of float64.
+// Float64s copies a float tensor to a new host slice of float64 (exact).
+// It panics for an int32 tensor, saying to read it with Int32s.
 func (t *Tensor) Float64s() []float64 {
-	t.live("Float64s")
+	t.readable("Float64s", false)
 	out := make([]float64, t.Len())
 	t.dev.CopyFloat64ToHost(out, t.buf)
 	return out
 }
 
-// Int32s copies an int32 tensor to a new host slice.
+// Int32s copies an int32 tensor to a new host slice. It panics for a
+// float tensor, saying to read it with Float32s or Float64s (or to Cast
+// it to int32 first).
 func (t *Tensor) Int32s() []int32 {
-	t.live("Int32s")
+	t.readable("Int32s", true)
 	out := make([]int32, t.Len())
 	t.dev.CopyInt32ToHost(out, t.buf)
 	return out
 }
 
-// Item returns the single value of a one-element tensor.
+// Item returns the single value of a one-element float tensor (a loss).
+// It panics for a tensor of another size, or an int32 one, naming it and
+// the method that reads it: a programming error, like an index out of
+// range.
 func (t *Tensor) Item() float32 {
-	t.live("Item")
+	t.readable("Item", false)
 	if t.Len() != 1 {
-		panic(fmt.Sprintf("tensor: Item of a tensor of shape %v", t.Shape()))
+		panic(fmt.Sprintf("tensor: Item of %s with %d elements: Item reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
 	}
 	var v [1]float32
 	t.dev.CopyToHost(v[:], t.buf)
 	return v[0]
+}
+
+// readable panics, naming op and the right reader, when t is released or
+// of the wrong kind for op: int32 for Int32s (ints), float for the others.
+func (t *Tensor) readable(op string, ints bool) {
+	t.live(op)
+	switch isInt := t.DType() == device.Int32; {
+	case isInt && !ints:
+		panic(fmt.Sprintf("tensor: %s of int32 %s: read an int32 tensor with Int32s (or Cast it to a float dtype first)", op, t.describe()))
+	case !isInt && ints:
+		panic(fmt.Sprintf("tensor: %s of %v %s: read a float tensor with Float32s or Float64s (or Cast it to int32 first)", op, t.DType(), t.describe()))
+	}
 }
 
 // Reshape returns a view with a new shape of the same element count. One
@@ -462,9 +513,20 @@ func (t *Tensor) MoveTo(shape ...int) (*Tensor, error) {
 	return v, nil
 }
 
-// MarkOutput marks t as the output of a recorded operation (autograd sets
-// it); tensors not so marked are leaves, whose gradients persist.
-func (t *Tensor) MarkOutput() { t.output = true }
+// MarkOutput marks t as the output of an operation recorded under origin,
+// a non-zero id of the recording (autograd's graph and pass, so that a
+// tensor recorded elsewhere is refused rather than its gradient lost);
+// tensors not so marked are leaves, whose gradients persist. It panics for
+// origin 0, which would leave t a leaf.
+func (t *Tensor) MarkOutput(origin uint64) {
+	if origin == 0 {
+		panic("tensor: MarkOutput(0): a recorded output needs a non-zero origin")
+	}
+	t.origin = origin
+}
+
+// Origin returns the id MarkOutput recorded t under, or 0 for a leaf.
+func (t *Tensor) Origin() uint64 { return t.origin }
 
 // IsLeaf reports whether t is a leaf: not the output of a recorded op.
-func (t *Tensor) IsLeaf() bool { return !t.output }
+func (t *Tensor) IsLeaf() bool { return t.origin == 0 }

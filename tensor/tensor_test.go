@@ -206,3 +206,74 @@ func TestIndexRange(t *testing.T) {
 	}()
 	f.SetIndexRange(0, 1)
 }
+
+// TestSettersReturnErrors: a setter given data of the wrong length, or
+// writing the wrong kind of tensor, returns an error naming the tensor and
+// the fix, and leaves the tensor unchanged (it used to panic).
+func TestSettersReturnErrors(t *testing.T) {
+	dev := cpu.New()
+	f, _ := FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	f.Name = "w"
+	ids, _ := FromInt32(dev, []int32{1, 2}, 2)
+	for _, c := range []struct {
+		name string
+		set  func() error
+		want string
+	}{
+		{"SetFloat32 short", func() error { return f.SetFloat32([]float32{1, 2}) }, "tensor: SetFloat32: 2 values into Tensor w([2 3] on cpu) of 6 elements (want exactly 6)"},
+		{"SetFloat64 long", func() error { return f.SetFloat64(make([]float64, 7)) }, "SetFloat64: 7 values into Tensor w([2 3] on cpu) of 6 elements"},
+		{"SetInt32 into float", func() error { return f.SetInt32(make([]int32, 6)) }, "tensor: SetInt32 into float32 Tensor w([2 3] on cpu): a float tensor is written with SetFloat32 or SetFloat64"},
+		{"SetFloat32 into ids", func() error { return ids.SetFloat32([]float32{1, 2}) }, "SetFloat32 into int32 Tensor([2] on cpu): an int32 tensor is written with SetInt32"},
+		{"SetInt32 short", func() error { return ids.SetInt32([]int32{1}) }, "SetInt32: 1 values into Tensor([2] on cpu) of 2 elements"},
+	} {
+		v0 := f.Version()
+		err := c.set()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		if f.Version() != v0 {
+			t.Errorf("%s: a refused write bumped the version", c.name)
+		}
+	}
+	if got := f.Float32s(); got[0] != 1 || got[5] != 6 {
+		t.Errorf("refused writes changed the tensor: %v", got)
+	}
+	if got := ids.Int32s(); got[0] != 1 || got[1] != 2 {
+		t.Errorf("refused writes changed the ids: %v", got)
+	}
+	if _, err := FromInt32(dev, []int32{1}, 2); err == nil {
+		t.Error("FromInt32 with one value for shape [2] was accepted")
+	}
+}
+
+// TestReadersPanicClearly: reading a tensor the wrong way is a documented
+// panic naming the tensor and the reader to use (Item of a non-scalar,
+// Int32s of a float tensor, Float32s of ids), not the backend's message.
+func TestReadersPanicClearly(t *testing.T) {
+	dev := cpu.New()
+	f, _ := FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	ids, _ := FromInt32(dev, []int32{1, 2}, 2)
+	for name, c := range map[string]struct {
+		read func()
+		want string
+	}{
+		"Item of [2 3]":     {func() { f.Item() }, "Item of Tensor(float32 [2 3] on cpu) with 6 elements: Item reads a one-element tensor; read this one with Float32s or Float64s"},
+		"Int32s of float32": {func() { f.Int32s() }, "Int32s of float32 Tensor([2 3] on cpu): read a float tensor with Float32s or Float64s"},
+		"Float32s of ids":   {func() { ids.Float32s() }, "Float32s of int32 Tensor([2] on cpu): read an int32 tensor with Int32s"},
+		"Float64s of ids":   {func() { ids.Float64s() }, "Float64s of int32"},
+		"Item of ids":       {func() { ids.Item() }, "Item of int32"},
+	} {
+		func() {
+			defer func() {
+				if msg := fmt.Sprint(recover()); !strings.Contains(msg, c.want) {
+					t.Errorf("%s: panic %q, want one containing %q", name, msg, c.want)
+				}
+			}()
+			c.read()
+		}()
+	}
+	one, _ := FromFloat64(dev, []float64{2.5}, 1, 1)
+	if one.Item() != 2.5 {
+		t.Errorf("Item of a [1 1] float64 tensor = %v", one.Item())
+	}
+}

@@ -190,7 +190,7 @@ func (l *Loop[B]) Update() (Update, error) {
 		if loss == nil || loss.Len() != 1 {
 			return u, fmt.Errorf("train: update %d: the model's loss is not a scalar", u.Step)
 		}
-		scaled := l.g.Scale(loss, 1/float32(accum))
+		scaled := l.g.Scale(loss, 1/float64(accum))
 		if err := l.g.Err(); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}

@@ -9,15 +9,17 @@ func rowsTimes(d device.Core, dst, a, r device.Buffer, rows, cols int) {
 	d.BinaryStrided(device.Mul, dims, dst, device.Contiguous(a, dims), view(r, 0, 1, 0))
 }
 
-// RMSNorm is device.RMSNormer's RMSNorm on any backend.
-func RMSNorm(d device.Core, out, rstd, x device.Buffer, rows, cols int, eps float32) {
+// RMSNorm is device.RMSNormer's RMSNorm on any backend. The backend's
+// kernel takes eps rounded to float32; the composition adds eps rounded
+// once to the buffers' dtype (exact in float64).
+func RMSNorm(d device.Core, out, rstd, x device.Buffer, rows, cols int, eps float64) {
 	if f, ok := d.(device.RMSNormer); ok {
-		f.RMSNorm(out, rstd, x, rows, cols, eps)
+		f.RMSNorm(out, rstd, x, rows, cols, float32(eps))
 		return
 	}
 	d.ReduceAxis(device.SumSquares, rstd, x, rows, cols, 1)
 	scaleInto(d, "RMSNorm", rstd, rstd, 1/float64(cols))
-	addScalar(d, "RMSNorm", rstd, rstd, float64(eps))
+	addScalar(d, "RMSNorm", rstd, rstd, eps)
 	d.Unary(device.Rsqrt, rstd, rstd)
 	rowsTimes(d, out, x, rstd, rows, cols)
 }

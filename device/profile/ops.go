@@ -378,7 +378,7 @@ func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32
 	if f, ok := p.inner.(device.RMSNormer); ok {
 		f.RMSNorm(out, rstd, x, rows, cols, eps)
 	} else {
-		compose.RMSNorm(compose.CoreOnly(p.inner), out, rstd, x, rows, cols, eps)
+		compose.RMSNorm(compose.CoreOnly(p.inner), out, rstd, x, rows, cols, float64(eps))
 		c = composed
 	}
 	if !t.IsZero() {

@@ -52,7 +52,7 @@ func (m *MLP) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 // labels as a one-hot matrix [N, classes].
 func softmaxCrossEntropy(g *autograd.Graph, logits, oneHot *tensor.Tensor) *tensor.Tensor {
 	logp := g.LogSoftmax(logits, 1)
-	return g.Scale(g.Sum(g.Mul(oneHot, logp)), -1/float32(logits.Dim(0)))
+	return g.Scale(g.Sum(g.Mul(oneHot, logp)), -1/float64(logits.Dim(0)))
 }
 
 // spiral returns classes arms of n points each: point j of arm k at

@@ -166,7 +166,7 @@ func LoadWeights(dir string, m Model) error {
 		}
 	}
 	if g, ok := m.(*models.GPT2); ok {
-		eps := float32(cfg.LayerNormEps)
+		eps := cfg.LayerNormEps
 		for i := range g.Blocks {
 			g.Blocks[i].LN1.Eps, g.Blocks[i].LN2.Eps = eps, eps
 		}
@@ -342,7 +342,9 @@ func (l *loader) load(p piece, e entry, dt device.DType) error {
 			return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
 		}
 		l.f64[1] = grow(l.f64[1], p.param.Len())
-		p.param.SetFloat64(arrange(l.f64[0], l.f64[1], p))
+		if err := p.param.SetFloat64(arrange(l.f64[0], l.f64[1], p)); err != nil {
+			return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
+		}
 		return nil
 	}
 	l.f32[0] = grow(l.f32[0], n)
@@ -350,7 +352,9 @@ func (l *loader) load(p piece, e entry, dt device.DType) error {
 		return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
 	}
 	l.f32[1] = grow(l.f32[1], p.param.Len())
-	p.param.SetFloat32(arrange(l.f32[0], l.f32[1], p))
+	if err := p.param.SetFloat32(arrange(l.f32[0], l.f32[1], p)); err != nil {
+		return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
+	}
 	return nil
 }
 

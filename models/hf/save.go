@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
@@ -134,23 +133,16 @@ func assemble(ps []piece) []float32 {
 	return out
 }
 
-// shortFloat is x as the float32 it stands for, written shortest (1e-05,
-// not 9.999999747378752e-06).
-func shortFloat(x float32) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-	return f
-}
-
 func gpt2JSON(m *models.GPT2) map[string]any {
 	c := m.Config
-	eps := float32(1e-5)
+	eps := 1e-5
 	if m.Norm.Eps != 0 {
 		eps = m.Norm.Eps
 	}
 	return map[string]any{
 		"architectures": []string{GPT2Arch}, "model_type": "gpt2", "activation_function": "gelu_new",
 		"n_layer": c.Layers, "n_embd": c.Dim, "n_head": c.Heads, "n_inner": nil, "vocab_size": c.Vocab,
-		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": shortFloat(eps),
+		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": eps,
 		"attn_pdrop": c.Dropout, "embd_pdrop": c.Dropout, "resid_pdrop": c.Dropout,
 		"initializer_range": c.InitStd, "scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": false,
 		"reorder_and_upcast_attn": false, "tie_word_embeddings": m.Head.Weight == m.Tok.Weight, "use_cache": true,

@@ -40,9 +40,9 @@ import torch
 
 import hfref
 
-# SEQ - 1 = 8: the loss averages 2 x 8 = 16 rows, a power of two, because
-# autograd scales a float64 mean by a float32 reciprocal (1/12 would cost
-# 3e-8 relative).
+# SEQ - 1 = 8: the loss averages 2 x 8 = 16 rows, a power of two, chosen
+# when autograd scaled a float64 mean by a float32 reciprocal (1/12 cost
+# 3e-8 relative); its reciprocal is exact in float64 now.
 VOCAB, BATCH, SEQ, PROMPT, NEW = 64, 2, 9, 8, 30
 
 GPT2_CONFIG = {

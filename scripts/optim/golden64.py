@@ -11,6 +11,12 @@ float64 operations. Run from the repository root with
 Debian's python3-torch (1.13, CPU):
 
     /usr/bin/python3 scripts/optim/golden64.py
+
+Cases are appended, never inserted, so earlier ones keep their random
+numbers. Muon's matrix products run on the machine's BLAS, whose
+summation order can move their last bits from one machine to another; the
+committed file keeps the values first written (a rerun here moved them
+by at most 4e-16).
 """
 import json
 import math
@@ -194,6 +200,15 @@ for name, cfg in [
     ("lion-decay", {"LR": 3e-3, "Beta1": 0.95, "Beta2": 0.98, "WeightDecay": 0.1}),
 ]:
     cases.append(run(name, "lion", cfg, [(3, 4), (4,)], lion(cfg)))
+# SGD as most code calls it: plain momentum (no dampening, no Nesterov),
+# and coupled weight decay without momentum.
+for name, cfg in [
+    ("sgd-momentum-plain", {"LR": 0.05, "Momentum": 0.9, "WeightDecay": 5e-4}),
+    ("sgd-decay", {"LR": 0.1, "WeightDecay": 0.1}),
+]:
+    cases.append(run(name, "sgd", cfg, [(3, 4), (4,)], torch_optim(lambda ps, cfg=cfg: torch.optim.SGD(
+        ps, lr=cfg["LR"], momentum=cfg.get("Momentum", 0), dampening=cfg.get("Dampening", 0),
+        nesterov=cfg.get("Nesterov", False), weight_decay=cfg.get("WeightDecay", 0)))))
 
 with open("optim/testdata/golden64.json", "w") as f:
     json.dump({"torch": torch.__version__, "scales": SCALES, "cases": cases}, f, indent=1)
