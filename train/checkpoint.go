@@ -1,16 +1,13 @@
 package train
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +107,7 @@ func (t *Trainer) SaveCheckpoint() error {
 	if err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	tensors, counters := t.opt.SaveState()
+	tensors, counters := optimState(t.opt)
 	state := t.stateForCheckpoint(counters, settings)
 	data, _ := json.MarshalIndent(state, "", "  ")
 	return writeCheckpoint(t.checkpointRoot(), t.step, t.cfg.KeepCheckpoints, t.model.Parameters(), tensors, data, func() error {
@@ -125,7 +122,7 @@ func (t *Trainer) SaveCheckpoint() error {
 // and state.json holding state), calls beforeLatest, then points
 // root/latest.json at the new folder and prunes the others (see
 // pruneCheckpoints) to keep checkpoints in all.
-func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optState map[string][]float32, state []byte, beforeLatest func() error) error {
+func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optState map[string]hostValues, state []byte, beforeLatest func() error) error {
 	name := fmt.Sprintf("step-%07d", step)
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -135,15 +132,10 @@ func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optSt
 	if err := nn.SaveTensors(filepath.Join(dir, "model.safetensors"), params, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	names := make([]string, 0, len(optState))
-	for n := range optState {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := sortedNames(optState)
 	st := make([]safetensors.Tensor, 0, len(names))
 	for _, n := range names {
-		v := optState[n]
-		st = append(st, safetensors.Tensor{Name: n, DType: safetensors.F32, Shape: []int{len(v)}, Data: safetensors.EncodeFloat32(v)})
+		st = append(st, optState[n].encode(n))
 	}
 	if err := safetensors.Save(filepath.Join(dir, "optim.safetensors"), st, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
@@ -441,7 +433,7 @@ func (t *Trainer) Resume() error {
 	// Optimizer state and parameters first into host memory, so nothing
 	// is written to the model unless both files check.
 	optimPath := filepath.Join(dir, "optim.safetensors")
-	tensors, err := readOptimState(optimPath, t.opt.SaveState)
+	tensors, err := readOptimState(optimPath, t.opt)
 	if err != nil {
 		return err
 	}
@@ -456,14 +448,14 @@ func (t *Trainer) Resume() error {
 		return err
 	}
 	missing := missingRecords(metricsPath, hist, st.Step, st.MetricsRecords, cfg.LogEvery)
-	if err := t.opt.LoadState(tensors, st.Counters); err != nil {
+	if err := loadOptimState(t.opt, tensors, st.Counters); err != nil {
 		return fmt.Errorf("train: resume: %s: %w", optimPath, err)
 	}
 	if err := t.loader.Restore(st.Cursor); err != nil {
 		return fmt.Errorf("train: resume: data cursor: %w", err)
 	}
-	for i, p := range params {
-		p.SetFloat32(values[i])
+	if err := setParameters(params, values); err != nil {
+		return err
 	}
 	t.cfg, t.sched = cfg, sched
 	t.step, t.tokens = st.Step, st.Tokens
@@ -563,9 +555,9 @@ func v1Settings(st checkpointState) map[string]string {
 }
 
 // readParameters reads every parameter from a model file into host memory
-// (checking names, shapes, checksums and that every value is finite)
-// without touching the parameters.
-func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
+// (checking names, shapes, dtypes, checksums and that every value is
+// finite) without touching the parameters.
+func readParameters(path string, params []*tensor.Tensor) ([]hostValues, error) {
 	f, err := openTensors(path)
 	if err != nil {
 		return nil, err
@@ -575,18 +567,14 @@ func readParameters(path string, params []*tensor.Tensor) ([][]float32, error) {
 }
 
 // readParametersFrom is readParameters from an open model file.
-func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([][]float32, error) {
+func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([]hostValues, error) {
 	path := f.Path()
-	out := make([][]float32, len(params))
+	out := make([]hostValues, len(params))
 	for i, p := range params {
-		dst := make([]float32, p.Len())
-		if err := f.ReadFloat32(p.Name, p.Shape(), dst); err != nil {
+		out[i] = newValues(p)
+		if err := out[i].read(f, p.Name, p.Shape()); err != nil {
 			return nil, fmt.Errorf("train: %s: %w", path, err)
 		}
-		if err := checkFinite(path, p.Name, dst); err != nil {
-			return nil, err
-		}
-		out[i] = dst
 	}
 	if n := len(f.Tensors()); n != len(params) {
 		return nil, fmt.Errorf("train: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
@@ -594,57 +582,51 @@ func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([][]float
 	return out, nil
 }
 
-// resumeDigest names a restored checkpoint by its update and a CRC-32C of
-// its state.json and the weights read from it, for the ranks to compare.
-func resumeDigest(step int, state []byte, values [][]float32) string {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write(state)
-	var buf []byte
-	for _, v := range values {
-		buf = buf[:0]
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-		}
-		h.Write(buf)
-	}
-	return fmt.Sprintf("the checkpoint of update %d (digest %08x)", step, h.Sum32())
-}
-
-// checkFinite names the first NaN or infinity of a tensor.
-func checkFinite(path, name string, v []float32) error {
-	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("train: %s: tensor %q holds %v at index %d: the checkpoint is damaged or was written after training diverged; use an earlier checkpoint or start over", path, name, x, i)
+// setParameters writes values read by readParameters into params.
+func setParameters(params []*tensor.Tensor, values []hostValues) error {
+	for i, p := range params {
+		if err := values[i].set(p); err != nil {
+			return fmt.Errorf("train: parameter %s: %w", p.Name, err)
 		}
 	}
 	return nil
 }
 
+// resumeDigest names a restored checkpoint by its update and a CRC-32C of
+// its state.json and the weights read from it, for the ranks to compare.
+func resumeDigest(step int, state []byte, values []hostValues) string {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write(state)
+	var buf []byte
+	for _, v := range values {
+		buf = v.appendBits(buf[:0])
+		h.Write(buf)
+	}
+	return fmt.Sprintf("the checkpoint of update %d (digest %08x)", step, h.Sum32())
+}
+
 // readOptimState reads every state tensor the optimizer set expects, with
-// the lengths it expects (taken from saveState's current copy), and
-// refuses non-finite values.
-func readOptimState(path string, saveState func() (map[string][]float32, map[string]int64)) (map[string][]float32, error) {
+// the lengths and dtypes it expects (from its current state), and refuses
+// non-finite values.
+func readOptimState(path string, opt *optim.Set) (map[string]hostValues, error) {
 	f, err := openTensors(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	want, _ := saveState()
-	names := make([]string, 0, len(want))
-	for name := range want {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	out := make(map[string][]float32, len(want))
-	for _, name := range names {
-		dst := make([]float32, len(want[name]))
-		if err := f.ReadFloat32(name, []int{len(dst)}, dst); err != nil {
+	want, _ := optimState(opt)
+	out := make(map[string]hostValues, len(want))
+	for _, name := range sortedNames(want) {
+		v := want[name]
+		if v.wide() {
+			v = hostValues{f64: make([]float64, v.len())}
+		} else {
+			v = hostValues{f32: make([]float32, v.len())}
+		}
+		if err := v.read(f, name, []int{v.len()}); err != nil {
 			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
 		}
-		if err := checkFinite(path, name, dst); err != nil {
-			return nil, err
-		}
-		out[name] = dst
+		out[name] = v
 	}
 	if n := len(f.Tensors()); n != len(want) {
 		return nil, fmt.Errorf("train: resume: %s holds %d state tensors, the optimizer has %d (another recipe?)", path, n, len(want))

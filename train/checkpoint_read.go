@@ -169,10 +169,7 @@ func (c *Checkpoint) LoadWeights(params []*tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	for i, p := range params {
-		p.SetFloat32(values[i])
-	}
-	return nil
+	return setParameters(params, values)
 }
 
 // Config returns the model part of the run's configuration as the

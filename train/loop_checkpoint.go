@@ -46,7 +46,7 @@ func (l *Loop[B]) Save(root string) error {
 	} else {
 		st.RawCursor = cursor
 	}
-	tensors, counters := l.opt.SaveState()
+	tensors, counters := optimState(l.opt)
 	st.Counters = counters
 	state, _ := json.MarshalIndent(st, "", "  ")
 	return writeCheckpoint(root, l.step, 0, l.model.Parameters(), tensors, state, nil)
@@ -71,7 +71,7 @@ func (l *Loop[B]) Load(root string) error {
 		return fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, statePath, st.Step)
 	}
 	optimPath := filepath.Join(dir, "optim.safetensors")
-	tensors, err := readOptimState(optimPath, l.opt.SaveState)
+	tensors, err := readOptimState(optimPath, l.opt)
 	if err != nil {
 		return err
 	}
@@ -87,11 +87,11 @@ func (l *Loop[B]) Load(root string) error {
 	if err := l.data.Seek(cursor); err != nil {
 		return fmt.Errorf("train: resume: data cursor: %w", err)
 	}
-	if err := l.opt.LoadState(tensors, st.Counters); err != nil {
+	if err := loadOptimState(l.opt, tensors, st.Counters); err != nil {
 		return fmt.Errorf("train: resume: %s: %w", optimPath, err)
 	}
-	for i, p := range params {
-		p.SetFloat32(values[i])
+	if err := setParameters(params, values); err != nil {
+		return err
 	}
 	l.step = st.Step
 	return nil
