@@ -13,16 +13,16 @@
 // it imports train for its record and lock types, and never cmd.
 //
 // Every file is opened through an os.Root of the runs folder, and a run is
-// served only when the listing found it there, so nothing outside the
-// folder is ever served: not through "..", an absolute path or a symbolic
-// link that leads out of it.
+// served only where the listing shows it (its path's folders real ones,
+// not links), so nothing outside the folder is ever served: not through
+// "..", an absolute path or a symbolic link that leads out of it.
 //
 // The JSON API, under /api/:
 //
-//	GET /api/runs                           the runs and comparisons (see Listing)
-//	GET /api/runs/NAME/metrics?from=OFFSET   the records of metrics.jsonl from a byte offset (see Metrics)
+//	GET /api/runs                            the runs and comparisons (see Listing)
+//	GET /api/runs/NAME/metrics?from=N&step=S the records of metrics.jsonl from byte N (see Metrics)
 //	GET /api/runs/NAME/summary               summary.md, as Markdown and as HTML (see Document)
-//	GET /api/compare/NAME                    the compare.md of a comparison folder (NAME empty: the runs folder's own)
+//	GET /api/compare/NAME                    a comparison folder's compare.md (NAME empty: the runs folder's own)
 //	GET /files/PATH                          a PNG under the runs folder (the plots summary.md and compare.md show)
 //
 // NAME is a run's folder relative to the runs folder, with slashes (a

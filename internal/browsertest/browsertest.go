@@ -41,6 +41,23 @@ func Browser() (string, error) {
 	return "", fmt.Errorf("none of %s on $PATH and HILBERT_CHROMIUM unset (Debian: apt-get install chromium)", strings.Join(names, ", "))
 }
 
+// Require returns the browser's binary. It skips the test, saying why,
+// when none is found, and fails it when HILBERT_CHROMIUM names one that
+// is not there (a setting to fix, not a machine without a browser).
+func Require(t testing.TB) string {
+	t.Helper()
+	bin, err := Browser()
+	switch {
+	case err == nil:
+		return bin
+	case os.Getenv("HILBERT_CHROMIUM") != "":
+		t.Fatalf("browser test: %v", err)
+	default:
+		t.Skipf("no browser for this test: %v", err)
+	}
+	return ""
+}
+
 // Page is one browser tab.
 type Page struct {
 	t   testing.TB
@@ -51,14 +68,11 @@ type Page struct {
 }
 
 // Open starts a headless browser with a window of width x height pixels
-// and loads url in it. The test is skipped when no browser is found; the
-// browser stops at the end of the test.
+// and loads url in it. The test is skipped when no browser is found (see
+// Require); the browser stops at the end of the test.
 func Open(t testing.TB, url string, width, height int) *Page {
 	t.Helper()
-	bin, err := Browser()
-	if err != nil {
-		t.Skipf("no browser for this test: %v", err)
-	}
+	bin := Require(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.NoSandbox, // tests often run as root, in a container

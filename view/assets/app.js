@@ -340,7 +340,7 @@
       const a = h('a', { title: 'show summary and settings' }, r.name);
       a.addEventListener('click', () => showRun(r.name));
       nameCell.appendChild(a);
-      td(r.model || '—');
+      td(r.model || '—', 'model');
       td(r.head || '—');
       td(r.seed || '—');
       const st = td(r.status, 'status-' + r.status);

@@ -114,9 +114,7 @@ func TestViewServesARun(t *testing.T) {
 // running with some of its updates drawn, then as finished with all of
 // them, without a reload.
 func TestViewFollowsTraining(t *testing.T) {
-	if _, err := browsertest.Browser(); err != nil {
-		t.Skipf("no browser for this test: %v", err)
-	}
+	browsertest.Require(t) // before training
 	dir := t.TempDir()
 	text := filepath.Join(dir, "slice.txt")
 	if err := os.WriteFile(text, opticksText(t)[:30_000], 0o644); err != nil {
