@@ -426,6 +426,18 @@ func (t *Tensor) Item() float32 {
 	return v[0]
 }
 
+// Item64 is Item in float64: the single value of a one-element float
+// tensor, exact for float32 and float64 alike (a float64 run's loss).
+func (t *Tensor) Item64() float64 {
+	t.readable("Item64", false)
+	if t.Len() != 1 {
+		panic(fmt.Sprintf("tensor: Item64 of %s with %d elements: Item64 reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
+	}
+	var v [1]float64
+	t.dev.CopyFloat64ToHost(v[:], t.buf)
+	return v[0]
+}
+
 // readable panics, naming op and the right reader, when t is released or
 // of the wrong kind for op: int32 for Int32s (ints), float for the others.
 func (t *Tensor) readable(op string, ints bool) {

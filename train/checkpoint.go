@@ -359,6 +359,9 @@ func (t *Trainer) settings() ([]setting, error) {
 		{"val_tokens", i(c.ValTokens)}, {"panel_seqs", i(c.PanelSeqs)}, {"panel_positions", i(c.PanelPositions)},
 		{"autocast", autocast}, {"block_rows", i(c.BlockRows)},
 	}...)
+	if dt, _ := c.ModelDType(); dt == device.Float64 {
+		s = append(s, setting{"dtype", "float64"}) // float32 runs record none, as before
+	}
 	s = append(s, deviceSettings(t.dev)...)
 	// The data: from the sums the loaders computed as they read every
 	// shard in full (see datahash.go).

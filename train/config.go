@@ -47,6 +47,11 @@ type Config struct {
 	// value of the family's config type (models.GPT2Config, say); nil
 	// means the Preset's.
 	Arch any `yaml:"-"`
+	// DType is the model's dtype: "float32" (the default, or "") or
+	// "float64", a reference run on the CPU whose parameters, activations,
+	// gradients, clipping and optimizer state are all float64 (with
+	// autocast off). It sets the DType of the model's configuration.
+	DType string `yaml:"dtype"`
 	// UntieHead gives a model whose head is tied to its embedding (GPT-2's)
 	// a separate head, a copy of the embedding at initialisation, so that
 	// RowNorm can take it and D(S_t) be measured.
@@ -140,6 +145,9 @@ func (c Config) WithDefaults() (Config, error) {
 		c.RunsDir = "runs"
 	}
 	if err := c.resolveModel(); err != nil {
+		return c, err
+	}
+	if err := c.applyDType(); err != nil {
 		return c, err
 	}
 	if c.Head == "" {
@@ -361,8 +369,12 @@ func (c Config) Validate() error {
 	if c.BlockRows < 0 {
 		bad("block_rows = %d: want >= 0 (0: automatic)", c.BlockRows)
 	}
-	if _, err := c.AutocastDType(); err != nil {
+	if ac, err := c.AutocastDType(); err != nil {
 		bad("%v", err)
+	} else if dt, err := c.ModelDType(); err != nil {
+		bad("%v", err)
+	} else if dt == device.Float64 && ac != 0 {
+		bad("dtype = float64 with autocast = %s: a float64 run keeps every product in float64; set autocast off", c.Autocast)
 	}
 	if strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." {
 		bad("name %q: want a plain folder name", c.Name)
@@ -382,6 +394,36 @@ func (c Config) HeadOptimizer() (optim.HeadOptimizer, error) {
 		return optim.HeadAdamW, nil
 	}
 	return 0, fmt.Errorf("head = %q: want rownorm or adamw", c.Head)
+}
+
+// ModelDType parses DType: device.Float32 or device.Float64.
+func (c Config) ModelDType() (device.DType, error) {
+	switch strings.ToLower(c.DType) {
+	case "", "float32", "f32", "fp32":
+		return device.Float32, nil
+	case "float64", "f64", "fp64":
+		return device.Float64, nil
+	}
+	return 0, fmt.Errorf("dtype = %q: want float32 or float64", c.DType)
+}
+
+// applyDType sets the model configuration's DType from DType (float64
+// only: float32 is every configuration's zero value).
+func (c *Config) applyDType() error {
+	dt, err := c.ModelDType()
+	if err != nil || dt != device.Float64 {
+		return nil // Validate names a bad dtype
+	}
+	if c.IsPaper() {
+		c.Model.DType = dt
+		return nil
+	}
+	arch, err := registry.WithDType(c.Arch, dt)
+	if err != nil {
+		return fmt.Errorf("train: config: dtype = float64: %w", err)
+	}
+	c.Arch = arch
+	return nil
 }
 
 // AutocastDType parses Autocast: 0 for off.

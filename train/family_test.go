@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/optim"
+	"github.com/hilbert-ml/hilbert/safetensors"
 )
 
 // familyConfig is tinyConfig with a model of another family.
@@ -302,5 +304,81 @@ func TestOneCheckpointFormat(t *testing.T) {
 	// And the Loop reads its own back at update 5.
 	if err := loop.Load(root); err != nil || loop.Step() != 5 {
 		t.Errorf("Loop.Load of its own checkpoint: update %d, %v", loop.Step(), err)
+	}
+}
+
+// TestFloat64Run: a float64 run (Config.DType) trains the paper's model
+// with every step in float64: interrupted and resumed bit for bit, its
+// checkpoint holds F64 parameters and optimizer state, and its losses and
+// diagnostics agree with the float32 run's to float32 rounding without
+// being equal to them.
+func TestFloat64Run(t *testing.T) {
+	data := t.TempDir()
+	shards, val := writeTinyShards(t, data)
+	c32 := tinyConfig(t, t.TempDir(), shards, val)
+	c32.Steps = 8
+	r32, err := runToEnd(t, c32, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c64 := c32
+	c64.RunsDir, c64.DType = t.TempDir(), "float64"
+	r64, err := runToEnd(t, c64, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := c64
+	cut.RunsDir = t.TempDir()
+	if _, err := runToEnd(t, cut, false, 5); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted float64 run: %v", err)
+	}
+	resumed, err := runToEnd(t, cut, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, f := r64.History(), resumed.History(), r32.History()
+	if len(a) != len(b) || len(a) != len(f) {
+		t.Fatalf("records: %d, %d, %d", len(a), len(b), len(f))
+	}
+	equal := true
+	for i := range a {
+		if !sameRecord(a[i], b[i]) {
+			t.Errorf("update %d differs after the resume:\n%+v\n%+v", a[i].Step, a[i], b[i])
+		}
+		if a[i].Step > 0 {
+			if rel := math.Abs(a[i].Loss-f[i].Loss) / f[i].Loss; rel > 1e-4 {
+				t.Errorf("update %d: float64 loss %v, float32 %v: relative gap %.2g past float32 rounding", a[i].Step, a[i].Loss, f[i].Loss, rel)
+			}
+			equal = equal && a[i].Loss == f[i].Loss
+		}
+		if a[i].Diameter != nil && math.Abs(*a[i].Diameter-*f[i].Diameter) > 1e-3**f[i].Diameter {
+			t.Errorf("update %d: D(S_t) %v in float64, %v in float32", a[i].Step, *a[i].Diameter, *f[i].Diameter)
+		}
+	}
+	if equal {
+		t.Error("the float64 run's losses equal the float32 run's: it did not run in float64")
+	}
+	for _, p := range r64.Model().Parameters() {
+		if p.DType() != device.Float64 {
+			t.Fatalf("parameter %s is %v", p.Name, p.DType())
+		}
+	}
+	for _, file := range []string{"model.safetensors", "optim.safetensors"} {
+		sf, err := safetensors.Open(filepath.Join(resumed.Dir(), "checkpoints", "step-0000008", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range sf.Tensors() {
+			if e.DType != safetensors.F64 {
+				t.Errorf("%s: %s is %s, want F64", file, e.Name, e.DType)
+			}
+		}
+		sf.Close()
+	}
+	// float64 with autocast is refused, naming both.
+	bad := c64
+	bad.Autocast = "bf16"
+	if _, err := bad.WithDefaults(); err == nil || !strings.Contains(err.Error(), "dtype = float64") || !strings.Contains(err.Error(), "autocast") {
+		t.Errorf("float64 with bf16 autocast: %v", err)
 	}
 }

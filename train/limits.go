@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 )
 
@@ -50,18 +51,21 @@ func memoryEstimate(c Config) []memoryPart {
 	} else {
 		logits = math.Min(logits, 64<<20) // the fused head's automatic blocks
 	}
-	const state = 4 * 4 // float32 weights, gradients and two moments
+	state, word := 4.0*4, 4.0 // float32 weights, gradients and two moments
+	if dt, _ := c.ModelDType(); dt == device.Float64 {
+		state, word = 8*4, 8
+	}
 	return []memoryPart{
 		{fmt.Sprintf("the blocks' weights and optimizer state, layers = %d x (4 dim^2 + 3 dim x mlp_hidden) with dim = %d, mlp_hidden = %d", m.Layers, m.Dim, m.MLPHidden),
 			state * layers * (4*dim*dim + 3*dim*mlp)},
 		{fmt.Sprintf("the embedding's and head's weights and optimizer state, 2 x vocab = %d x dim = %d", m.Vocab, m.Dim),
 			state * 2 * vocab * dim},
 		{fmt.Sprintf("the activations of a micro-batch, micro_batch = %d x seq_len = %d positions x layers = %d x (dim = %d, mlp_hidden = %d)", c.MicroBatch, c.SeqLen, m.Layers, m.Dim, m.MLPHidden),
-			4 * rows * (layers*(8*dim+3*mlp) + 2*dim)},
+			word * rows * (layers*(8*dim+3*mlp) + 2*dim)},
 		{fmt.Sprintf("the head's logits and their gradient, micro_batch x seq_len (or block_rows) x vocab = %d", m.Vocab),
-			4 * 2 * logits},
+			word * 2 * logits},
 		{fmt.Sprintf("the RoPE tables, context = %d x head_dim = %d", m.Context, m.HeadDim),
-			4 * 2 * ctx * f(m.HeadDim)},
+			word * 2 * ctx * f(m.HeadDim)},
 		{fmt.Sprintf("the tokens of an update, batch_seqs = %d x seq_len = %d", c.BatchSeqs, c.SeqLen),
 			4 * 2 * f(c.BatchSeqs) * (f(c.SeqLen) + 1)},
 	}

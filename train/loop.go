@@ -194,7 +194,7 @@ func (l *Loop[B]) Update() (Update, error) {
 		if err := l.g.Err(); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}
-		lossSum += float64(loss.Item())
+		lossSum += loss.Item64()
 		if err := l.g.Backward(scaled); err != nil {
 			return u, fmt.Errorf("train: update %d: %w", u.Step, err)
 		}

@@ -132,6 +132,9 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	if lock != nil && !sameDir(lock.Dir(), dir) {
 		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
 	}
+	if dt, _ := cfg.ModelDType(); dt == device.Float64 && device.Describe(dev).Kind != "cpu" {
+		return nil, fmt.Errorf("train: dtype = float64 runs on the CPU (the device is %s)", dev.Name())
+	}
 	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, comm: o.comm, rank: rank}
 	autocast, _ := cfg.AutocastDType()
 	if t.model, err = buildModel(dev, cfg); err != nil {
@@ -497,6 +500,25 @@ func (t *Trainer) headStepTensor() *tensor.Tensor {
 	return t.opt.LastStep(t.model.head)
 }
 
+// float32Step returns the head step s as float32, as the diagnostics
+// take it: s itself, or for a float64 run a float32 copy (the diagnostics
+// are measurements, well within float32's precision), with the function
+// that releases the copy.
+func float32Step(s *tensor.Tensor) (*tensor.Tensor, func(), error) {
+	if s.DType() == device.Float32 {
+		return s, func() {}, nil
+	}
+	c, err := tensor.NewPooled(s.Device(), device.Float32, s.Shape()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.SetFloat32(s.Float32s()); err != nil {
+		c.Release()
+		return nil, nil, err
+	}
+	return c, c.Release, nil
+}
+
 // diagnoseStep computes the exact row diameter of the head step on the
 // device that holds it (no host copy of the V x d step).
 func (t *Trainer) diagnoseStep(r *Record) error {
@@ -507,6 +529,11 @@ func (t *Trainer) diagnoseStep(r *Record) error {
 	if s == nil {
 		return nil
 	}
+	s, release, err := float32Step(s)
+	if err != nil {
+		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
+	}
+	defer release()
 	d, err := geometry.RowDiameterDevice(s.Buffer(), t.model.vocab, t.model.dim)
 	if err != nil {
 		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
@@ -555,8 +582,17 @@ func (t *Trainer) validate(r *Record) error {
 		if err != nil {
 			return fmt.Errorf("train: Hilbert RMS: %w", err)
 		}
-		h.SetFloat32(panel)
-		rms, err := geometry.HilbertRMSDevice(s.Buffer(), t.model.vocab, d, h.Buffer(), n)
+		if err := h.SetFloat32(panel); err != nil {
+			h.Release()
+			return fmt.Errorf("train: Hilbert RMS: %w", err)
+		}
+		s32, release, err := float32Step(s)
+		if err != nil {
+			h.Release()
+			return fmt.Errorf("train: Hilbert RMS: %w", err)
+		}
+		rms, err := geometry.HilbertRMSDevice(s32.Buffer(), t.model.vocab, d, h.Buffer(), n)
+		release()
 		h.Release()
 		if err != nil {
 			return fmt.Errorf("train: Hilbert RMS: %w", err)

@@ -116,5 +116,5 @@ func validationBatch(g *autograd.Graph, m LanguageModel, buf validationBuffers, 
 	if wantHidden && hidden != nil {
 		panel.take(rows, hidden)
 	}
-	return float64(loss.Item()), nil
+	return loss.Item64(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/device"
 )
 
 // Size names the size fields a run layer sets on any family's config by
@@ -55,6 +57,24 @@ func WithSize(cfg any, s Size, v int) (any, error) {
 		return nil, fmt.Errorf("registry: %T has no %s field", cfg, s)
 	}
 	f.SetInt(int64(v))
+	return cp.Interface(), nil
+}
+
+// WithDType returns a copy of cfg (a struct value) with its DType field
+// (a device.DType) set to dt; a config type without one is an error naming
+// the type.
+func WithDType(cfg any, dt device.DType) (any, error) {
+	rv := reflect.ValueOf(cfg)
+	if rv.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("registry: config %T is not a struct", cfg)
+	}
+	cp := reflect.New(rv.Type()).Elem()
+	cp.Set(rv)
+	f := cp.FieldByName("DType")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[device.DType]() {
+		return nil, fmt.Errorf("registry: %T has no DType field (a device.DType) to build the model in %v", cfg, dt)
+	}
+	f.Set(reflect.ValueOf(dt))
 	return cp.Interface(), nil
 }
 

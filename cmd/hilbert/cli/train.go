@@ -127,6 +127,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	fs.StringVar(&c.RunsDir, "runs", c.RunsDir, "folder holding the runs")
 	fs.StringVar(&c.Family, "model", "", "model family: "+strings.Join(registry.Names(), ", ")+" (default paper, the paper's transformer), or one a program registered")
 	fs.StringVar(&c.Preset, "preset", "", "model preset: "+presetsUsage()+" (default: the default job's d 128, 2 layers, context 128; another -model needs one)")
+	fs.StringVar(&c.DType, "dtype", "", "the model's dtype: float32 (default) or float64, a reference run on the CPU with every step in float64")
 	fs.BoolVar(&c.UntieHead, "untie-head", false, "give a model whose head is tied to its embedding (gpt2) a separate head, a copy of the embedding at initialisation, so that RowNorm can take it")
 	positive(fs, &layers, "layers", 0, "override the model's number of blocks")
 	positive(fs, &dim, "dim", 0, "override the model width d (and the MLP to 4d)")
