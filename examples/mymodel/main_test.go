@@ -48,9 +48,6 @@ func records(t *testing.T, path string) []string {
 // 2 lr_t on its head; then sampled and evaluated; and -layers, a size
 // the model does not have, refused naming it.
 func TestMyModel(t *testing.T) {
-	if g := os.Getenv("HILBERT_GEMM"); g != "" {
-		t.Skipf("HILBERT_GEMM=%s: the example's end-to-end test runs on the default GEMM", g)
-	}
 	runs := t.TempDir()
 	common := []string{"train", "-quiet", "-runs", runs, "-model", "mine", "-preset", "mine-tiny", "-schedule-steps", "12",
 		"-micro-batch", "4", "-batch-seqs", "8", "-seq-len", "32", "-val-every", "6", "-val-tokens", "2048", "-diag-every", "3"}

@@ -20,16 +20,6 @@ func gpt2Args(runs, name string) []string {
 		"-diag-every", "5", "-checkpoint-every", "5"}
 }
 
-// runLayerOnly skips a long run-layer test in CI's legs that force
-// another GEMM (HILBERT_GEMM set): what it checks (the run layer over a
-// family) does not depend on the GEMM, and the default leg runs it.
-func runLayerOnly(t *testing.T) {
-	t.Helper()
-	if g := os.Getenv("HILBERT_GEMM"); g != "" {
-		t.Skipf("HILBERT_GEMM=%s: the run layer's end-to-end test runs on the default GEMM", g)
-	}
-}
-
 // metricsWithoutTimes is metrics.jsonl with the timings removed, one
 // record per line.
 func metricsWithoutTimes(t *testing.T, path string) []string {
@@ -55,7 +45,6 @@ func TestGPT2RunKilledResumedSampledEvaluated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts hilbert processes")
 	}
-	runLayerOnly(t)
 	runs := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := Run(gpt2Args(runs, "straight"), &stdout, &stderr); code != 0 {
@@ -156,7 +145,6 @@ func TestCompareGPT2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: trains")
 	}
-	runLayerOnly(t)
 	cfg, runs := tinyRun(t, "")
 	var stdout, stderr bytes.Buffer
 	base := []string{"compare", "-config", cfg, "-model", "gpt2", "-preset", "gpt2-tiny", "-layers", "1", "-context", "16", "-seeds", "0", "-steps", "4", "-quiet"}
