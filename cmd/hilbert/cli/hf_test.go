@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/models/hf"
+	"github.com/hilbert-ml/hilbert/tensor"
+	"github.com/hilbert-ml/hilbert/train"
+)
+
+// hfFixture is the path of a models/hf test fixture (a random-init
+// Hugging Face directory with PyTorch's golden outputs).
+func hfFixture(name string) string {
+	return filepath.Join("..", "..", "..", "models", "hf", "testdata", name)
+}
+
+// hfGolden is the part of a fixture's golden.json these tests read:
+// PyTorch's token rows, their float64 logits [rows, T, vocab] and loss.
+type hfGolden struct {
+	Tokens   [][]int32
+	Logits64 []float64
+	Loss64   float64
+}
+
+func readHFGolden(t *testing.T, dir string) hfGolden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g hfGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// rowLoss is the mean next-token cross-entropy of golden row r computed
+// in float64 from PyTorch's logits of it.
+func (g hfGolden) rowLoss(r int) float64 {
+	T := len(g.Tokens[r])
+	vocab := len(g.Logits64) / (len(g.Tokens) * T)
+	var sum float64
+	for p := 0; p < T-1; p++ {
+		l := g.Logits64[(r*T+p)*vocab : (r*T+p+1)*vocab]
+		m := math.Inf(-1)
+		for _, x := range l {
+			m = max(m, x)
+		}
+		var z float64
+		for _, x := range l {
+			z += math.Exp(x - m)
+		}
+		sum += m + math.Log(z) - l[g.Tokens[r][p+1]]
+	}
+	return sum / float64(T-1)
+}
+
+// runCLI runs the hilbert command and returns its stdout, failing the
+// test on a non-zero exit.
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := Run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("%q: exit %d\nstdout: %s\nstderr: %s", args, code, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// evalLoss parses "val loss L over N tokens" from eval's output.
+func evalLoss(t *testing.T, out string) (float64, int) {
+	t.Helper()
+	i := strings.Index(out, "val loss ")
+	var loss float64
+	var tokens int
+	if i < 0 {
+		t.Fatalf("no val loss in %q", out)
+	}
+	if _, err := fmt.Sscanf(out[i:], "val loss %g over %d tokens", &loss, &tokens); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	return loss, tokens
+}
+
+// float64WindowsLoss is the token-weighted mean loss of the model in dir
+// loaded in float64 over consecutive windows of seqLen+1 tokens of toks
+// sharing one token (as fineweb.Validation cuts a shard), one window at a
+// time: an independent float64 reference for eval.
+func float64WindowsLoss(t *testing.T, dir string, toks []int32, seqLen int) float64 {
+	t.Helper()
+	dev := cpu.New()
+	m, _, err := hf.Load(dev, dir, hf.Options{DType: device.Float64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm := m.(train.LanguageModel)
+	g := autograd.New(dev)
+	g.SetNoGrad(true)
+	var sum float64
+	n := (len(toks) - 1) / seqLen
+	for w := range n {
+		win := toks[w*seqLen : w*seqLen+seqLen+1]
+		in, _ := tensor.FromInt32(dev, win[:seqLen], 1, seqLen)
+		tg, _ := tensor.FromInt32(dev, win[1:], 1, seqLen)
+		loss := lm.Loss(g, in, tg)
+		if err := g.Err(); err != nil {
+			t.Fatal(err)
+		}
+		sum += loss.Float64s()[0]
+		g.Reset()
+	}
+	return sum / float64(n)
+}
+
+// TestEvalHuggingFace: hilbert eval -hf on shards of the fixtures' golden
+// tokens gives the loss train.ValidationLoss gives on the loaded model
+// (to the printed digits), and the reference loss within float32's 1e-5:
+// PyTorch's where the validation window is a golden row exactly (a shard
+// of row 0 and -seq-len 8; both rows cannot be windows, since
+// fineweb.Validation's consecutive windows share a token, the next-token
+// target of one being the first input of the next, and row 0 ends in 56
+// while row 1 starts with 25), and the float64 model's over two windows
+// of both rows. A shard beyond the model's vocabulary and bad flags are
+// errors naming the problem.
+func TestEvalHuggingFace(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"gpt2", "llama"} {
+		fixture := hfFixture(name)
+		g := readHFGolden(t, fixture)
+		// Reading PyTorch's logits as [rows, T, vocab] gives its loss.
+		if whole := (g.rowLoss(0) + g.rowLoss(1)) / 2; math.Abs(whole-g.Loss64) > 1e-12*g.Loss64 {
+			t.Fatalf("%s: the golden rows' losses average to %.15g, golden.json says %.15g", name, whole, g.Loss64)
+		}
+		both := append(append([]int32{}, g.Tokens[0]...), g.Tokens[1]...)
+		for _, c := range []struct {
+			name       string
+			toks       []int32
+			seqLen     int
+			micro      string
+			want       float64
+			wantTokens int
+			reference  string
+		}{
+			{"row 0", g.Tokens[0], 8, "1", g.rowLoss(0), 8, "PyTorch"},
+			{"rows 0 and 1", both, 8, "2", float64WindowsLoss(t, fixture, both, 8), 16, "float64"},
+		} {
+			shard := filepath.Join(dir, name+strings.ReplaceAll(c.name, " ", "")+".bin")
+			if err := fineweb.WriteShard(shard, c.toks, false); err != nil {
+				t.Fatal(err)
+			}
+			out := runCLI(t, "eval", "-hf", fixture, "-val", shard, "-seq-len", fmt.Sprint(c.seqLen), "-micro-batch", c.micro)
+			got, tokens := evalLoss(t, out)
+			if tokens != c.wantTokens {
+				t.Errorf("%s %s: %d tokens, want %d", name, c.name, tokens, c.wantTokens)
+			}
+			if math.Abs(got-c.want) > 1e-5*c.want {
+				t.Errorf("%s %s: eval -hf %.7f, %s %.7f", name, c.name, got, c.reference, c.want)
+			}
+			// The library's validation of the same model and windows.
+			dev := cpu.New()
+			m, _, err := hf.Load(dev, fixture, hf.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var micro int
+			fmt.Sscan(c.micro, &micro)
+			v, err := fineweb.Validation(shard, len(c.toks), c.seqLen, micro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lib, _, err := train.ValidationLoss(autograd.New(dev), m.(train.LanguageModel), v, 0)
+			v.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("val loss %.6f over %d tokens", lib, c.wantTokens); !strings.Contains(out, want) {
+				t.Errorf("%s %s: eval -hf printed %q; train.ValidationLoss gives %q", name, c.name, out, want)
+			}
+			t.Logf("%s %s: eval -hf %.6f, %s %.9f", name, c.name, got, c.reference, c.want)
+		}
+	}
+
+	fixture := hfFixture("gpt2")
+	outside := filepath.Join(dir, "outside.bin")
+	if err := fineweb.WriteShard(outside, []int32{1, 2, 3, 64, 5, 6, 7, 8, 9, 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	ok := filepath.Join(dir, "gpt2row0.bin")
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-hf", fixture, "-val", outside}, []string{"vocabulary of 64", "got 64"}},
+		{[]string{"-hf", fixture, "-val", ok, "-seq-len", "41"}, []string{"-seq-len 41", "context of 40"}},
+		{[]string{"-hf", fixture}, []string{"-val"}},
+		{[]string{"-hf", fixture, "-run", dir, "-val", ok}, []string{"not both"}},
+		{[]string{"-run", dir, "-val", ok, "-seq-len", "8"}, []string{"-seq-len is for -hf"}},
+		{[]string{"-hf", dir, "-val", ok}, []string{"config.json"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(append([]string{"eval"}, c.args...), &stdout, &stderr)
+		for _, w := range c.want {
+			if code == 0 || !strings.Contains(stderr.String(), w) {
+				t.Errorf("eval %q: exit %d, stderr %q; want a failure naming %q", c.args, code, stderr.String(), w)
+			}
+		}
+	}
+}
