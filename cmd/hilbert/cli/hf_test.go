@@ -217,3 +217,116 @@ func TestEvalHuggingFace(t *testing.T) {
 		}
 	}
 }
+
+// initHFArgs trains a run of the Hugging Face directory dir on the tiny
+// shards: 16-token sequences, 2 per update, validation every 2 updates.
+func initHFArgs(runs, name, dir, trainShard, val string, extra ...string) []string {
+	return append([]string{"train", "-quiet", "-runs", runs, "-name", name, "-init-hf", dir,
+		"-train", trainShard, "-val", val, "-seq-len", "16", "-micro-batch", "2", "-batch-seqs", "2",
+		"-schedule-steps", "6", "-val-every", "2", "-val-tokens", "200", "-diag-every", "2",
+		"-panel-seqs", "2", "-panel-positions", "8", "-checkpoint-every", "2"}, extra...)
+}
+
+// TestTrainInitHF: hilbert train -init-hf DIR starts from the directory's
+// model. At update 0 its validation loss is eval -hf's on the same shard
+// and windows (so the weights are the directory's, for GPT-2 with its tied
+// head untied and for a tied Qwen2), and training lowers it. A run
+// stopped at update 2 and resumed ends bit for bit where the straight run
+// does, also from a copy of the directory elsewhere; a resume from other
+// weights is refused naming init_hf. Flags that would change the model,
+// RowNorm on the tied head, and data beyond the model's vocabulary are
+// refused naming the problem.
+func TestTrainInitHF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: trains")
+	}
+	dir := t.TempDir()
+	trainShard, val := writeTinyShards(t, dir) // ids below 61: the fixtures' vocabulary is 64
+	runs := filepath.Join(dir, "runs")
+	for _, name := range []string{"gpt2", "qwen2"} {
+		fixture := hfFixture(name)
+		runCLI(t, initHFArgs(runs, name, fixture, trainShard, val, "-untie-head", "-steps", "6")...)
+		recs := metricsLines(t, filepath.Join(runs, name, "metrics.jsonl"))
+		first, last := recs[0], recs[len(recs)-1]
+		if first["step"].(float64) != 0 || last["step"].(float64) != 6 {
+			t.Fatalf("%s: records from update %v to %v, want 0 to 6", name, first["step"], last["step"])
+		}
+		out := runCLI(t, "eval", "-hf", fixture, "-val", val, "-seq-len", "16", "-micro-batch", "2", "-val-tokens", "200")
+		if want := fmt.Sprintf("val loss %.6f over 192 tokens", first["val_loss"].(float64)); !strings.Contains(out, want) {
+			t.Errorf("%s: update 0 logged %q; eval -hf printed %q", name, want, out)
+		}
+		if v0, v6 := first["val_loss"].(float64), last["val_loss"].(float64); !(v6 < v0) {
+			t.Errorf("%s: val loss %.4f at update 0, %.4f at update 6: want a decrease", name, v0, v6)
+		}
+	}
+
+	// Stopped at update 2 and resumed (from a copy of the directory: the
+	// fingerprint is of the files, not the path).
+	fixture := hfFixture("gpt2")
+	runCLI(t, initHFArgs(runs, "stopped", fixture, trainShard, val, "-untie-head", "-steps", "2")...)
+	moved := t.TempDir()
+	copyDir(t, fixture, moved)
+	runCLI(t, initHFArgs(runs, "stopped", moved, trainShard, val, "-untie-head", "-steps", "6", "-resume")...)
+	a := metricsWithoutTimes(t, filepath.Join(runs, "gpt2", "metrics.jsonl"))
+	b := metricsWithoutTimes(t, filepath.Join(runs, "stopped", "metrics.jsonl"))
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("metrics of the straight and the resumed run differ:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	for _, f := range []string{"model.safetensors", "optim.safetensors"} {
+		x, err1 := os.ReadFile(filepath.Join(runs, "gpt2", "checkpoints", "step-0000006", f))
+		y, err2 := os.ReadFile(filepath.Join(runs, "stopped", "checkpoints", "step-0000006", f))
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+			t.Errorf("%s differs between the straight and the resumed run (%v, %v)", f, err1, err2)
+		}
+	}
+	// The resumed run samples.
+	if out := runCLI(t, "sample", "-run", filepath.Join(runs, "stopped"), "-prompt-ids", "1,2,3", "-tokens", "5", "-temperature", "0"); len(strings.Split(strings.TrimSpace(out), ",")) != 5 {
+		t.Errorf("sample -run of the resumed run: %q, want 5 ids", out)
+	}
+
+	// Other initial weights: one float of the copy changed.
+	st := filepath.Join(moved, "model.safetensors")
+	raw, err := os.ReadFile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-4] ^= 1 // the last float's lowest mantissa byte
+	if err := os.WriteFile(st, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(initHFArgs(runs, "stopped", moved, trainShard, val, "-untie-head", "-steps", "8", "-resume"), &stdout, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "init_hf: checkpoint crc32c:") || !strings.Contains(stderr.String(), "differ from the checkpoint's in 1") {
+		t.Errorf("resume from changed weights: exit %d: %s", code, stderr.String())
+	}
+
+	outside := filepath.Join(t.TempDir(), "outside.bin")
+	toks := make([]int32, 400)
+	for i := range toks {
+		toks[i] = int32(i % 70)
+	}
+	if err := fineweb.WriteShard(outside, toks, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{initHFArgs(runs, "tied", fixture, trainShard, val, "-steps", "2"), exitUsage, []string{"-untie-head", "-head adamw"}},
+		{initHFArgs(runs, "preset", fixture, trainShard, val, "-preset", "gpt2-tiny", "-steps", "2"), exitUsage, []string{"-preset cannot change it"}},
+		{initHFArgs(runs, "dim", fixture, trainShard, val, "-dim", "32", "-steps", "2"), exitUsage, []string{"-dim cannot change it"}},
+		{initHFArgs(runs, "family", fixture, trainShard, val, "-model", "llama", "-steps", "2"), exitUsage, []string{"GPT2LMHeadModel", `model is "llama"`}},
+		{initHFArgs(runs, "outside", fixture, outside, val, "-untie-head", "-steps", "2"), 1, []string{"vocab size 64", "got 64"}},
+		{[]string{"train", "-runs", runs, "-name", "text", "-init-hf", fixture, "-untie-head", "-steps", "2"}, exitUsage, []string{"vocabulary of 64", "GPT-2's 50257"}},
+		{[]string{"train", "-runs", runs, "-name", "none", "-init-hf", dir, "-steps", "2"}, exitUsage, []string{"config.json"}},
+	} {
+		stderr.Reset()
+		code := Run(c.args, &stdout, &stderr)
+		for _, w := range c.want {
+			if code != c.code || !strings.Contains(stderr.String(), w) {
+				t.Errorf("%q: exit %d, stderr %q; want exit %d naming %q", c.args[4:8], code, stderr.String(), c.code, w)
+			}
+		}
+	}
+}
