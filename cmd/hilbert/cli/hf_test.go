@@ -15,6 +15,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models/hf"
+	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -327,6 +328,163 @@ func TestTrainInitHF(t *testing.T) {
 			if code != c.code || !strings.Contains(stderr.String(), w) {
 				t.Errorf("%q: exit %d, stderr %q; want exit %d naming %q", c.args[4:8], code, stderr.String(), c.code, w)
 			}
+		}
+	}
+}
+
+// checkpointModel rebuilds the model of a run's latest checkpoint.
+func checkpointModel(t *testing.T, run string) hf.Model {
+	t.Helper()
+	ck, err := train.OpenCheckpoint(filepath.Join(run, "checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := ck.BuildModel(cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// logits32 are m's float32 logits of one sequence.
+func logits32(t *testing.T, m hf.Model, ids []int32) []float32 {
+	t.Helper()
+	dev := cpu.New()
+	g := autograd.New(dev)
+	g.SetNoGrad(true)
+	in, err := tensor.FromInt32(dev, ids, 1, len(ids))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.ForwardCached(g, in, nil)
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Float32s()
+}
+
+// sameBits reports the first element where a and b differ, or -1.
+func sameBits(a, b []float32) int {
+	if len(a) != len(b) {
+		return 0
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestExport: hilbert export writes a run's latest checkpoint as a
+// Hugging Face directory (a GPT-2 with its head untied and tied, a Qwen2
+// with its q/k/v biases, and a GPT-2 of GPT-2's vocabulary trained on
+// text, which gets GPT-2's tokenizer.json). hf.Load reads it back with
+// every parameter and the logits bit-identical to the checkpoint's model
+// in F32, and each parameter the checkpoint's rounded to nearest even in
+// BF16 and F16; sample -hf on the export gives sample -run's greedy
+// tokens (and text, through the exported tokenizer.json). The paper's
+// transformer, a used -out and a bad -dtype are refused.
+func TestExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: trains")
+	}
+	dir := t.TempDir()
+	trainShard, val := writeTinyShards(t, dir)
+	runs := filepath.Join(dir, "runs")
+	text := filepath.Join(dir, "slice.txt")
+	if err := os.WriteFile(text, opticksText(t)[:20_000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, arch string
+		args       []string
+		prompt     []string // sample's prompt flags
+		tokenizer  bool
+		dtypes     []string
+	}{
+		{"gpt2-untied", hf.GPT2Arch, initHFArgs(runs, "gpt2-untied", hfFixture("gpt2"), trainShard, val, "-untie-head", "-steps", "2"), []string{"-prompt-ids", "1,2,3"}, false, []string{"f32", "bf16", "f16"}},
+		{"gpt2-tied", hf.GPT2Arch, initHFArgs(runs, "gpt2-tied", hfFixture("gpt2"), trainShard, val, "-head", "adamw", "-steps", "2"), []string{"-prompt-ids", "1,2,3"}, false, []string{"f32", "bf16", "f16"}},
+		{"qwen2", hf.Qwen2Arch, initHFArgs(runs, "qwen2", hfFixture("qwen2"), trainShard, val, "-untie-head", "-steps", "2"), []string{"-prompt-ids", "1,2,3"}, false, []string{"f32", "bf16", "f16"}},
+		{"gpt2-text", hf.GPT2Arch, []string{"train", "-quiet", "-runs", runs, "-name", "gpt2-text", "-model", "gpt2", "-preset", "gpt2-tiny", "-layers", "1", "-untie-head",
+			"-text", text, "-text-val-tokens", "200", "-steps", "2", "-micro-batch", "2", "-batch-seqs", "2", "-val-every", "2", "-val-tokens", "100",
+			"-diag-every", "2", "-panel-seqs", "2", "-panel-positions", "8"}, []string{"-prompt", "Light is"}, true, []string{"f32"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runCLI(t, c.args...)
+			run := filepath.Join(runs, c.name)
+			want := checkpointModel(t, run)
+			ids := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+			wantLogits := logits32(t, want, ids)
+			for _, dt := range c.dtypes {
+				out := filepath.Join(dir, c.name+"-"+dt)
+				msg := runCLI(t, "export", "-run", run, "-out", out, "-dtype", dt)
+				if !strings.Contains(msg, "as "+c.arch) {
+					t.Errorf("export printed %q, want %s", msg, c.arch)
+				}
+				got, cfg, err := hf.Load(cpu.New(), out, hf.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg.Architecture != c.arch {
+					t.Errorf("%s: config.json says %s, want %s", dt, cfg.Architecture, c.arch)
+				}
+				ws, gs := want.Parameters(), got.Parameters()
+				if len(ws) != len(gs) {
+					t.Fatalf("%s: %d parameters, the checkpoint's model %d", dt, len(gs), len(ws))
+				}
+				for i, p := range ws {
+					w := p.Float32s()
+					switch dt { // the rounding Save applies
+					case "bf16":
+						safetensors.DecodeBFloat16(w, safetensors.EncodeBFloat16(w))
+					case "f16":
+						safetensors.DecodeFloat16(w, safetensors.EncodeFloat16(w))
+					}
+					if gs[i].Name != p.Name {
+						t.Fatalf("%s: parameter %d is %s, the checkpoint's %s", dt, i, gs[i].Name, p.Name)
+					}
+					if j := sameBits(gs[i].Float32s(), w); j >= 0 {
+						t.Fatalf("%s: %s[%d] differs from the checkpoint's (rounded to %s)", dt, p.Name, j, dt)
+					}
+				}
+				if dt != "f32" {
+					continue
+				}
+				if j := sameBits(logits32(t, got, ids), wantLogits); j >= 0 {
+					t.Errorf("logit %d of the export differs from the checkpoint model's", j)
+				}
+				_, err = os.Stat(filepath.Join(out, "tokenizer.json"))
+				if (err == nil) != c.tokenizer {
+					t.Errorf("tokenizer.json present %v, want %v", err == nil, c.tokenizer)
+				}
+				fromRun := runCLI(t, append([]string{"sample", "-run", run, "-tokens", "6", "-temperature", "0"}, c.prompt...)...)
+				fromHF := runCLI(t, append([]string{"sample", "-hf", out, "-tokens", "6", "-temperature", "0"}, c.prompt...)...)
+				if fromRun != fromHF || len(strings.TrimSpace(fromRun)) == 0 {
+					t.Errorf("greedy sample -run %q, sample -hf of the export %q", fromRun, fromHF)
+				}
+				t.Logf("%s: %d parameters and %d logits bit-identical; greedy %q", c.arch, len(ws), len(wantLogits), strings.TrimSpace(fromHF))
+			}
+		})
+	}
+
+	// The paper's transformer, a used -out, a bad -dtype.
+	cfg, paperRuns := tinyRun(t, "steps: 1\n")
+	runCLI(t, "train", "-config", cfg, "-quiet")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-run", filepath.Join(paperRuns, "tiny"), "-out", filepath.Join(dir, "paper")}, "no Hugging Face architecture"},
+		{[]string{"-run", filepath.Join(runs, "qwen2"), "-out", filepath.Join(dir, "qwen2-f32")}, "holds 2 files already"},
+		{[]string{"-run", filepath.Join(runs, "qwen2"), "-out", filepath.Join(dir, "x"), "-dtype", "f8"}, `-dtype "f8"`},
+		{[]string{"-run", filepath.Join(runs, "qwen2")}, "-out"},
+		{[]string{"-run", filepath.Join(runs, "qwen2"), "-out", filepath.Join(dir, "y"), "-tokenizer", filepath.Join(dir, "gpt2-text-f32", "tokenizer.json")}, "50257 tokens, more than the model's vocabulary of 64"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Run(append([]string{"export"}, c.args...), &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("export %q: exit %d, stderr %q; want a failure naming %q", c.args, code, stderr.String(), c.want)
 		}
 	}
 }
