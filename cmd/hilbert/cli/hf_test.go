@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -19,6 +20,58 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
 )
+
+var updateHF64 = flag.Bool("update-hf64", false, "rewrite testdata/hf64, the README's shards for the Hugging Face fixtures")
+
+// hf64Dir holds the README's shards for the models/hf fixtures, whose
+// vocabulary is 64 (GPT-2-tokenized text does not fit it): token ids
+// below 61 in a learnable pattern, written by TestHF64Shards.
+var hf64Dir = filepath.Join("testdata", "hf64")
+
+// hf64Tokens are n tokens of the pattern (5i + a pseudo-random 0..2) mod
+// 61, from an xorshift generator seeded with seed.
+func hf64Tokens(n int, seed uint32) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		seed ^= seed << 13
+		seed ^= seed >> 17
+		seed ^= seed << 5
+		out[i] = int32((5*i + int(seed%3)) % 61)
+	}
+	return out
+}
+
+// TestHF64Shards: testdata/hf64 holds exactly what hf64Tokens writes (a
+// training shard of 8,000 tokens, a validation shard of 1,000, and their
+// manifest); go test -run TestHF64Shards -update-hf64 rewrites it.
+func TestHF64Shards(t *testing.T) {
+	dir := t.TempDir()
+	if *updateHF64 {
+		if err := os.RemoveAll(hf64Dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(hf64Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir = hf64Dir
+	}
+	for _, s := range []struct {
+		name string
+		n    int
+		seed uint32
+	}{{"hf64_train_000000.bin", 8000, 1}, {"hf64_val_000000.bin", 1000, 2}} {
+		if err := fineweb.WriteShard(filepath.Join(dir, s.name), hf64Tokens(s.n, s.seed), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"hf64_train_000000.bin", "hf64_val_000000.bin", fineweb.ManifestName} {
+		want, err1 := os.ReadFile(filepath.Join(dir, name))
+		have, err2 := os.ReadFile(filepath.Join(hf64Dir, name))
+		if err1 != nil || err2 != nil || !bytes.Equal(want, have) {
+			t.Errorf("%s differs from what hf64Tokens writes (%v, %v): run go test -run TestHF64Shards -update-hf64", filepath.Join(hf64Dir, name), err1, err2)
+		}
+	}
+}
 
 // hfFixture is the path of a models/hf test fixture (a random-init
 // Hugging Face directory with PyTorch's golden outputs).
