@@ -128,7 +128,7 @@ func TestSample(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "-run: name the run's folder"},
+		{[]string{}, "give -run (a run's folder) or -hf"},
 		{[]string{"-run", filepath.Join(empty, "nope")}, "no such run folder"},
 		{[]string{"-run", empty}, "no checkpoint"},
 		{[]string{"-run", run, "-tokens", "40"}, "exceed the model's context of 32"},
