@@ -349,6 +349,7 @@ func (t *Trainer) settings() ([]setting, error) {
 			return nil, err
 		}
 		s = []setting{{"model", c.Family}, {"arch", string(arch)}, {"untie_head", strconv.FormatBool(c.UntieHead)}}
+		s = append(s, setting{"init_hf", t.initHF}) // init_hf.go
 	}
 	s = append(s, []setting{
 		{"head", strings.ToLower(c.Head)}, {"projected", strconv.FormatBool(c.Projected)},

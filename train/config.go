@@ -56,6 +56,12 @@ type Config struct {
 	// a separate head, a copy of the embedding at initialisation, so that
 	// RowNorm can take it and D(S_t) be measured.
 	UntieHead bool `yaml:"untie_head"`
+	// InitHF names a Hugging Face model directory (config.json and
+	// safetensors, as models/hf reads them) that the run starts from: its
+	// config sets Family and Arch (a preset may not be given), and a fresh
+	// run's model is its weights (a resumed one's, the checkpoint's). The
+	// run records the directory's fingerprint as the setting init_hf.
+	InitHF string `yaml:"init_hf"`
 
 	// Head is the LM head's optimizer: "rownorm" (the paper's method) or
 	// "adamw" (the baseline). Default "rownorm".
@@ -218,6 +224,11 @@ func (c Config) IsPaper() bool { return c.FamilyName() == PaperFamily }
 // resolveModel sets the model's configuration from Preset where it is
 // not given: Model for the paper's family, Arch for any other.
 func (c *Config) resolveModel() error {
+	if c.InitHF != "" {
+		if err := c.resolveInitHF(); err != nil { // init_hf.go
+			return err
+		}
+	}
 	if c.IsPaper() {
 		if c.Arch != nil {
 			return fmt.Errorf("train: config: arch is set (%T) for the paper's model, whose configuration is Model", c.Arch)

@@ -57,6 +57,7 @@ type Trainer struct {
 	resumed  bool   // Resume restored a checkpoint
 	resumeAt string // what Resume restored (update and digest), agreed by the ranks
 	dataID   [2]string
+	initHF   string // the init_hf setting: InitHF's fingerprint, or noInitHF
 	warnings []string
 }
 
@@ -139,6 +140,9 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 	autocast, _ := cfg.AutocastDType()
 	if t.model, err = buildModel(dev, cfg); err != nil {
 		return nil, fmt.Errorf("train: model: %w", err)
+	}
+	if err = t.initFromHF(); err != nil {
+		return nil, err
 	}
 	recipe, err := t.model.recipe(cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package hf
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -13,7 +14,8 @@ import (
 
 // Save writes m as a Hugging Face model directory dir (created if need
 // be): model.safetensors with the tensors in dtype (safetensors.F32, or
-// BF16 rounded to nearest even; "" is F32) under transformers' names
+// BF16 or F16 rounded to nearest even, a value beyond F16's range being
+// an error naming the tensor; "" is F32) under transformers' names
 // (transformer.* for GPT-2 with Conv1D weights [in, out] and a fused
 // c_attn; model.* for Llama; lm_head.weight only for an untied head), and
 // then config.json (GPT2LMHeadModel, LlamaForCausalLM, or
@@ -24,8 +26,8 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	if dtype == "" {
 		dtype = safetensors.F32
 	}
-	if dtype != safetensors.F32 && dtype != safetensors.BF16 {
-		return fmt.Errorf("hf: Save %s: dtype %s: want F32 or BF16", dir, dtype)
+	if dtype != safetensors.F32 && dtype != safetensors.BF16 && dtype != safetensors.F16 {
+		return fmt.Errorf("hf: Save %s: dtype %s: want F32, BF16 or F16", dir, dtype)
 	}
 	var (
 		pieces []piece
@@ -45,7 +47,7 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	if err != nil {
 		return fmt.Errorf("hf: Save %s: %w", dir, err)
 	}
-	cfg["torch_dtype"] = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[dtype]
+	cfg["torch_dtype"] = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[dtype]
 	// One stored tensor per distinct source, in the pieces' order.
 	var order []string
 	bySrc := map[string][]piece{}
@@ -75,9 +77,18 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	for _, src := range order {
 		v := assemble(bySrc[src])
 		var data []byte
-		if dtype == safetensors.BF16 {
+		switch dtype {
+		case safetensors.BF16:
 			data = safetensors.EncodeBFloat16(v)
-		} else {
+		case safetensors.F16:
+			for _, x := range v {
+				if math.Abs(float64(x)) >= f16Overflow {
+					w.Abort()
+					return fmt.Errorf("hf: Save %s: tensor %s holds %g, beyond float16's largest finite value 65504: save it as F32 or BF16", dir, stored(src), x)
+				}
+			}
+			data = safetensors.EncodeFloat16(v)
+		default:
 			data = safetensors.EncodeFloat32(v)
 		}
 		if err := w.WriteTensor(stored(src), data); err != nil {
@@ -97,6 +108,10 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	}
 	return nil
 }
+
+// f16Overflow is the smallest magnitude that rounds to float16's
+// infinity (65504 plus half its last step).
+const f16Overflow = 65520
 
 // assemble builds one stored tensor from the parameters mapped to it
 // (the inverse of arrange), as float32.

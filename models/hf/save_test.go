@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -79,11 +80,17 @@ func TestSaveRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSaveBF16Layout: a BF16 checkpoint loaded and saved as BF16 stores
-// every tensor with the bytes of the original (GPT-2's c_attn fused and
-// its Conv1D weights transposed back exactly), under the original names.
-func TestSaveBF16Layout(t *testing.T) {
-	for _, fixture := range []string{"gpt2-bf16", "llama-bf16"} {
+// TestSaveHalfLayout: a BF16 checkpoint loaded and saved as BF16, and
+// an F16 one (Qwen2's) saved as F16, store every tensor with the bytes of
+// the original (GPT-2's c_attn fused and its Conv1D weights transposed
+// back exactly), under the original names; a value beyond F16's range is
+// an error naming the tensor, and nothing is written.
+func TestSaveHalfLayout(t *testing.T) {
+	for _, c := range []struct {
+		fixture string
+		dtype   safetensors.DType
+	}{{"gpt2-bf16", safetensors.BF16}, {"llama-bf16", safetensors.BF16}, {"qwen2", safetensors.F16}} {
+		fixture := c.fixture
 		t.Run(fixture, func(t *testing.T) {
 			src := filepath.Join("testdata", fixture)
 			m, _, err := Load(cpu.New(), src, Options{})
@@ -91,7 +98,7 @@ func TestSaveBF16Layout(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			if err := Save(dir, m, safetensors.BF16); err != nil {
+			if err := Save(dir, m, c.dtype); err != nil {
 				t.Fatal(err)
 			}
 			orig, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
@@ -109,7 +116,7 @@ func TestSaveBF16Layout(t *testing.T) {
 			}
 			for _, in := range out.Tensors() {
 				want, ok := orig.Info(in.Name)
-				if !ok || in.DType != safetensors.BF16 || !slices.Equal(in.Shape, want.Shape) {
+				if !ok || in.DType != c.dtype || !slices.Equal(in.Shape, want.Shape) {
 					t.Fatalf("exported %s %s %v; the original has %+v (present %v)", in.Name, in.DType, in.Shape, want, ok)
 				}
 				a, b := make([]byte, in.End-in.Begin), make([]byte, want.End-want.Begin)
@@ -125,6 +132,22 @@ func TestSaveBF16Layout(t *testing.T) {
 			}
 			t.Logf("%d tensors byte-identical", len(out.Tensors()))
 		})
+	}
+	m, _, err := Load(cpu.New(), filepath.Join("testdata", "gpt2"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := m.(*models.GPT2).Blocks[1].LN2.Weight
+	v := ln.Float32s()
+	v[3] = 70000
+	ln.SetFloat32(v)
+	dir := t.TempDir()
+	err = Save(dir, m, safetensors.F16)
+	if err == nil || !strings.Contains(err.Error(), "transformer.h.1.ln_2.weight holds 70000") {
+		t.Errorf("F16 of 70000: %v; want an error naming the tensor", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		t.Error("the failed F16 save left a model.safetensors")
 	}
 }
 

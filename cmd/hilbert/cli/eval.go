@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/models/hf"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/train"
 
@@ -23,12 +25,13 @@ import (
 func init() {
 	register(subcommand{
 		name:    "eval",
-		summary: "print the validation loss of a run's latest checkpoint",
+		summary: "print the validation loss of a run's latest checkpoint or a Hugging Face model",
 		run:     runEval,
 	})
 }
 
 const evalUsage = `usage: hilbert eval -run DIR -val FILE [flags]
+       hilbert eval -hf DIR -val FILE [-seq-len N -micro-batch M -val-tokens K]
 
 Loads the latest checkpoint of the run in DIR and prints its mean token
 cross-entropy on the first -val-tokens tokens of the validation shard FILE
@@ -37,6 +40,11 @@ RUNS/NAME/data/text_val_000000.bin), in sequences of the run's length and
 micro-batches of its size, as training validates; nothing is trained. When
 the run's metrics.jsonl has the checkpoint's update, its D(S_t) and Hilbert
 RMS (the last logged at or before it) are printed too.
+
+With -hf, the model is the Hugging Face directory DIR (GPT2LMHeadModel,
+Llama, Mistral, Qwen2), in sequences of -seq-len tokens (default its
+context) and micro-batches of -micro-batch; the shard's token ids must be
+below the model's vocabulary.
 
 flags:
 `
@@ -49,12 +57,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	var (
-		runDir, valPath, devName string
-		valTokens                int
+		runDir, hfDir, valPath, devName string
+		valTokens, seqLen, micro        int
 	)
 	fs.StringVar(&runDir, "run", "", "the run's folder (RUNS/NAME)")
+	fs.StringVar(&hfDir, "hf", "", "a Hugging Face model `directory` (config.json, model.safetensors) instead of -run")
 	fs.StringVar(&valPath, "val", "", "validation shard `file`")
-	nonNegative(fs, &valTokens, "val-tokens", 0, "validation prefix length in tokens (0: the run's val_tokens; cut to the shard)")
+	nonNegative(fs, &valTokens, "val-tokens", 0, "validation prefix length in tokens (0: the run's val_tokens, with -hf the whole shard; cut to the shard)")
+	nonNegative(fs, &seqLen, "seq-len", 0, "with -hf: sequence length (0: the model's context)")
+	positive(fs, &micro, "micro-batch", 8, "with -hf: sequences per forward pass")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -65,6 +76,19 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
+	if runDir != "" && hfDir != "" {
+		return usageErr(fs.Name(), errors.New("give -run (a run's folder) or -hf (a Hugging Face model directory), not both"))
+	}
+	if hfDir != "" {
+		return evalHF(hfDir, valPath, devName, valTokens, seqLen, micro, stdout)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range []string{"seq-len", "micro-batch"} {
+		if given[name] {
+			return usageErr(fs.Name(), fmt.Errorf("-%s is for -hf: a run is evaluated in its own sequences and micro-batches", name))
+		}
+	}
 	ck, err := readRunCheckpoint(runDir)
 	if err != nil {
 		return err
@@ -73,12 +97,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if valPath == "" {
 		return fmt.Errorf("-val: name the validation shard (for a -text run: %s)", filepath.Join(runDir, "data", "text_val_000000.bin"))
 	}
-	seqLen, err := ck.intSetting("seq_len")
-	if err != nil {
+	if seqLen, err = ck.intSetting("seq_len"); err != nil {
 		return err
 	}
-	micro, err := ck.intSetting("micro_batch")
-	if err != nil {
+	if micro, err = ck.intSetting("micro_batch"); err != nil {
 		return err
 	}
 	if valTokens == 0 {
@@ -126,6 +148,41 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// evalHF prints the validation loss of the Hugging Face directory dir.
+func evalHF(dir, valPath, devName string, valTokens, seqLen, micro int, stdout io.Writer) error {
+	if valPath == "" {
+		return errors.New("-val: name the validation shard (an llm.c shard of the model's token ids)")
+	}
+	cfg, err := hf.ReadConfig(dir, device.Float32)
+	if err != nil {
+		return err
+	}
+	size := registry.SizesOf(cfg.Model)
+	if seqLen == 0 {
+		seqLen = size.Context
+	}
+	if seqLen > size.Context {
+		return fmt.Errorf("-seq-len %d exceeds the model's context of %d (%s)", seqLen, size.Context, cfg.Path)
+	}
+	if valTokens == 0 {
+		valTokens = math.MaxInt // the whole shard
+	}
+	dev, err := openDevice(devName)
+	if err != nil {
+		return err
+	}
+	m, _, err := hf.Load(dev, dir, hf.Options{})
+	if err != nil {
+		return err
+	}
+	loss, tokens, err := validationLoss(dev, m, size.Vocab, valPath, valTokens, seqLen, micro, 0, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "hf %s (%s): val loss %.6f over %d tokens of %s\n", dir, cfg.Architecture, loss, tokens, valPath)
+	return nil
+}
+
 // validationLoss is the mean token cross-entropy of m (of vocab tokens)
 // over the first nTokens tokens of the shard at path, in micro-batches of micro
 // sequences of seqLen tokens, weighted by tokens (as the trainer
@@ -137,6 +194,11 @@ func validationLoss(dev device.Device, model registry.Model, vocab int, path str
 	}
 	sh, err := fineweb.OpenShard(path, vocab)
 	if err != nil {
+		if s, err0 := fineweb.OpenShard(path, 0); err0 == nil {
+			// The file reads; its token ids do not fit the model.
+			s.Close()
+			return 0, 0, fmt.Errorf("-val: the model's vocabulary of %d does not hold the shard's tokens: %w", vocab, err)
+		}
 		return 0, 0, fmt.Errorf("-val: %w", err)
 	}
 	have := sh.Len()

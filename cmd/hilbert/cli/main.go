@@ -1,7 +1,8 @@
 // Package cli is the whole hilbert command as a library: cmd/hilbert's main
 // is one call to Main, and a user's own program that registers its model
 // family with models/registry and calls Main gets every subcommand (train,
-// sample, eval, compare, view, bench, mpirun through the same flags) for it.
+// sample, eval, export, compare, view, bench, mpirun through the same
+// flags) for it.
 //
 // Each subcommand lives in its own file and registers itself in init with
 // register, so that independent parts of the tool (data preparation,

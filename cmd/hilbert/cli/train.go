@@ -24,6 +24,7 @@ import (
 	"github.com/hilbert-ml/hilbert/dist/nccl"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/models/registry"
+	"github.com/hilbert-ml/hilbert/tokenizer"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -128,6 +129,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	fs.StringVar(&c.Family, "model", "", "model family: "+strings.Join(registry.Names(), ", ")+" (default paper, the paper's transformer), or one a program registered")
 	fs.StringVar(&c.Preset, "preset", "", "model preset: "+presetsUsage()+" (default: the default job's d 128, 2 layers, context 128; another -model needs one)")
 	fs.StringVar(&c.DType, "dtype", "", "the model's dtype: float32 (default) or float64, a reference run on the CPU with every step in float64")
+	fs.StringVar(&c.InitHF, "init-hf", "", "start from the Hugging Face model `directory` DIR (config.json and safetensors: GPT-2, Llama, Mistral, Qwen2): it sets -model and the configuration (no -preset), and a fresh run's weights; the data must be the model's token ids (-text tokenizes with GPT-2's tokenizer)")
 	fs.BoolVar(&c.UntieHead, "untie-head", false, "give a model whose head is tied to its embedding (gpt2) a separate head, a copy of the embedding at initialisation, so that RowNorm can take it")
 	positive(fs, &layers, "layers", 0, "override the model's number of blocks")
 	positive(fs, &dim, "dim", 0, "override the model width d (and the MLP to 4d)")
@@ -277,8 +279,16 @@ func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, co
 	if check.Autocast == "auto" {
 		check.Autocast = ""
 	}
-	if _, err := check.WithDefaults(); err != nil {
+	resolved, err := check.WithDefaults()
+	if err != nil {
 		return nil, err
+	}
+	if c.InitHF != "" {
+		// The directory's model, as train.New will resolve it.
+		c.Family, c.Arch, c.UntieHead = resolved.Family, resolved.Arch, resolved.UntieHead
+		if v := resolved.Sizes().Vocab; !set["train"] && v < tokenizer.VocabSize {
+			return nil, fmt.Errorf("-init-hf %s: the model's vocabulary of %d is smaller than GPT-2's %d, whose token ids -text (or the default job) trains on: give -train and -val shards of the model's token ids", c.InitHF, v, tokenizer.VocabSize)
+		}
 	}
 	return &trainSetup{job: *job, set: set, command: strings.TrimSpace("hilbert " + name + " " + strings.Join(args, " "))}, nil
 }
@@ -288,6 +298,9 @@ func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, co
 // -dim (with the MLP at 4d unless the section gives mlp_hidden) and
 // -context.
 func resolveModel(c *train.Config, set map[string]bool, sec *modelSection, layers, dim, context_ int) error {
+	if c.InitHF != "" {
+		return resolveInitHF(c, set, sec)
+	}
 	if !c.IsPaper() {
 		return resolveFamily(c, set, sec, layers, dim, context_)
 	}
@@ -383,6 +396,29 @@ func resolveFamily(c *train.Config, set map[string]bool, sec *modelSection, laye
 		// head takes the paper's rule for its width (and a tied head,
 		// which trains as the embedding, none of its own).
 		c.HeadLR = 0
+	}
+	return nil
+}
+
+// resolveInitHF prepares the model of a run started from a Hugging
+// Face directory, whose config.json gives the family and configuration
+// (train.Config.InitHF; setupTrain resolves it): the flags that would
+// change the model are refused.
+func resolveInitHF(c *train.Config, set map[string]bool, sec *modelSection) error {
+	for _, f := range []string{"preset", "layers", "dim", "context"} {
+		if set[f] {
+			return fmt.Errorf("-init-hf %s: the model is the directory's (its config.json); -%s cannot change it", c.InitHF, f)
+		}
+	}
+	if sec != nil {
+		return fmt.Errorf("-init-hf %s: the model is the directory's (its config.json); a config file's model section cannot change it", c.InitHF)
+	}
+	c.Model, c.Arch, c.Preset = models.Config{}, nil, ""
+	if !set["model"] {
+		c.Family = "" // the directory's
+	}
+	if !set["head-lr"] {
+		c.HeadLR = 0 // the paper's rule for the width, as for -model
 	}
 	return nil
 }
@@ -913,6 +949,9 @@ func trainOne(ctx context.Context, st *trainSetup, c train.Config, lock *train.R
 	fmt.Fprintf(stderr, "hilbert: %s on %s: %s d %d, %d layers, vocab %d, %d params; head %s; %d updates of %d x %d tokens\n",
 		cfg.Name, dev.Name(), cfg.FamilyName(), size.Dim, size.Layers, size.Vocab, params, cfg.Head,
 		cfg.Steps, cfg.BatchSeqs, cfg.SeqLen)
+	if cfg.InitHF != "" && !resume {
+		fmt.Fprintf(stderr, "hilbert: initialised from %s (init_hf %s)\n", cfg.InitHF, tr.InitHF())
+	}
 	if resume {
 		note := ""
 		if cfg.Steps > cfg.ScheduleSteps {
