@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 )
 
@@ -387,19 +388,14 @@ func LinePlot(path, title, xLabel, yLabel string, logY bool, series []Series) er
 	p.Draw(draw.Crop(dc, 0, -(legendW + 2*pad), 0, 0))
 	titleH := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
 	legend.Draw(draw.Crop(dc, width-legendW-pad, 0, 0, -(titleH + pad)))
-	f, err := createTemp(filepath.Dir(path), ".tmp-")
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		_, err := cw.WriteTo(w)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("train: plot: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := cw.WriteTo(f); err != nil {
-		f.Close()
 		return fmt.Errorf("train: plot %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 // logTicks labels a logarithmic axis at 1, 2 and 5 times each power of ten

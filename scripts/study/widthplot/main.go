@@ -34,6 +34,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -319,7 +320,7 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(*out, "width.md"), []byte(md.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(md.String())); err != nil {
 		log.Fatal(err)
 	}
 	perSeed := func(get func(w *width) []float64) plotter.XYs {
