@@ -89,19 +89,9 @@ func opticks() (string, error) {
 	return "", fmt.Errorf("no Isaac.Newton-Opticks.txt under the Go roots %q: pass -text FILE", roots)
 }
 
-func run(dev device.Device, o options) ([]logLine, error) {
-	var head optim.HeadOptimizer
-	switch o.head {
-	case "rownorm":
-		head = optim.HeadRowNorm
-	case "adamw":
-		head = optim.HeadAdamW
-	default:
-		return nil, fmt.Errorf("-head %q: want rownorm or adamw", o.head)
-	}
-	if o.batch <= 0 || o.steps < 2 || o.logEvery <= 0 {
-		return nil, fmt.Errorf("-batch %d, -steps %d, -log-every %d: want batch, log-every > 0 and steps >= 2", o.batch, o.steps, o.logEvery)
-	}
+// readBytes reads -text (default Opticks) as byte tokens, at least a
+// window of -context+1 of them.
+func readBytes(o options) ([]int32, error) {
 	path := o.text
 	if path == "" {
 		var err error
@@ -114,19 +104,16 @@ func run(dev device.Device, o options) ([]logLine, error) {
 		return nil, fmt.Errorf("-text: %w", err)
 	}
 	data := bytelevel.Encode(string(raw))
-	t := o.context
-	if len(data) <= t+1 {
-		return nil, fmt.Errorf("-text %s: %d bytes, fewer than a window of -context+1 = %d", path, len(data), t+1)
+	if len(data) <= o.context+1 {
+		return nil, fmt.Errorf("-text %s: %d bytes, fewer than a window of -context+1 = %d", path, len(data), o.context+1)
 	}
+	return data, nil
+}
 
-	cfg := models.Config{Layers: o.layers, Dim: o.dim, HeadDim: 64, MLPHidden: 4 * o.dim, Vocab: bytelevel.VocabSize,
-		Context: t, RoPEBase: 10000, InitStd: 0.02}
-	model, err := models.New(dev, cfg, o.seed)
-	if err != nil {
-		return nil, err
-	}
-	// The paper's groups: blocks.* to Muon, embed.weight to AdamW,
-	// head.weight to RowNorm (or AdamW), each with its own peak LR.
+// paperOptimizers is the paper's recipe over the model: blocks.* to Muon,
+// embed.weight to AdamW, head.weight to RowNorm (or AdamW), each with its
+// own peak LR; it prints the groups.
+func paperOptimizers(o options, head optim.HeadOptimizer, model *models.Transformer) (*optim.Set, error) {
 	recipe := optim.PaperRecipe(optim.PaperOptions{Head: head, Width: o.dim, HeadLR: o.headLR})
 	for i := range recipe.Groups {
 		switch g := &recipe.Groups[i]; c := g.Config.(type) {
@@ -146,6 +133,37 @@ func run(dev device.Device, o options) ([]logLine, error) {
 	}
 	for _, g := range opt.Groups() {
 		fmt.Printf("%-6s %-7s %d tensors\n", g.Name, g.Optimizer.Kind(), len(g.Optimizer.Params()))
+	}
+	return opt, nil
+}
+
+func run(dev device.Device, o options) ([]logLine, error) {
+	var head optim.HeadOptimizer
+	switch o.head {
+	case "rownorm":
+		head = optim.HeadRowNorm
+	case "adamw":
+		head = optim.HeadAdamW
+	default:
+		return nil, fmt.Errorf("-head %q: want rownorm or adamw", o.head)
+	}
+	if o.batch <= 0 || o.steps < 2 || o.logEvery <= 0 {
+		return nil, fmt.Errorf("-batch %d, -steps %d, -log-every %d: want batch, log-every > 0 and steps >= 2", o.batch, o.steps, o.logEvery)
+	}
+	data, err := readBytes(o)
+	if err != nil {
+		return nil, err
+	}
+	t := o.context
+	cfg := models.Config{Layers: o.layers, Dim: o.dim, HeadDim: 64, MLPHidden: 4 * o.dim, Vocab: bytelevel.VocabSize,
+		Context: t, RoPEBase: 10000, InitStd: 0.02}
+	model, err := models.New(dev, cfg, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := paperOptimizers(o, head, model)
+	if err != nil {
+		return nil, err
 	}
 	headLR := o.headLR
 	if headLR <= 0 {
