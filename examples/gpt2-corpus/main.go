@@ -283,16 +283,20 @@ func run(dev device.Device, o options) (result, error) {
 		return res, err
 	}
 
+	if res.Sample, err = sample(dev, model, prompt, o); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.out, "--- sample ---\n%s%s\n", o.prompt, res.Sample)
+	return res, nil
+}
+
+// sample continues the prompt with the trained model in eval mode.
+func sample(dev device.Device, model *models.GPT2, prompt []int32, o options) (string, error) {
 	nn.SetTraining(model, false)
 	out, err := models.Generate(dev, model, prompt, models.GenerateOptions{Tokens: o.tokens, Temperature: o.temp, TopK: o.topK, Seed: o.seed})
 	if err != nil {
-		return res, err
+		return "", err
 	}
 	b, err := bytelevel.Decode(out)
-	if err != nil {
-		return res, err
-	}
-	res.Sample = string(b)
-	fmt.Fprintf(o.out, "--- sample ---\n%s%s\n", o.prompt, res.Sample)
-	return res, nil
+	return string(b), err
 }

@@ -213,20 +213,29 @@ func run(dev device.Device, o options) ([]logLine, error) {
 			return logs, err
 		}
 		if done := step + 1; done == 1 || done%o.logEvery == 0 || done == o.steps {
-			// S_t, the step the head optimizer just applied (V x d).
-			s := opt.LastStep(model.Head.Weight)
-			d, err := geometry.RowDiameter(cpu.New(), s.Float32s(), cfg.Vocab, cfg.Dim)
+			ln, err := logUpdate(opt, model, done, l, headLR*scale)
 			if err != nil {
 				return logs, err
 			}
-			ln := logLine{Step: done, Loss: l, LR: headLR * scale, D: d.D}
 			logs = append(logs, ln)
-			ratio := 0.0
-			if ln.LR > 0 {
-				ratio = ln.D / ln.LR
-			}
-			fmt.Printf("update %4d  loss %.4f  head lr %.3g  D(S_t) %.4g  D/lr %.4f\n", done, l, ln.LR, ln.D, ratio)
 		}
 	}
 	return logs, nil
+}
+
+// logUpdate measures D(S_t) of S_t, the step the head optimizer just
+// applied (V x d), and prints the update's line.
+func logUpdate(opt *optim.Set, model *models.Transformer, done int, loss, lr float64) (logLine, error) {
+	s := opt.LastStep(model.Head.Weight)
+	d, err := geometry.RowDiameter(cpu.New(), s.Float32s(), s.Dim(0), s.Dim(1))
+	if err != nil {
+		return logLine{}, err
+	}
+	ln := logLine{Step: done, Loss: loss, LR: lr, D: d.D}
+	ratio := 0.0
+	if ln.LR > 0 {
+		ratio = ln.D / ln.LR
+	}
+	fmt.Printf("update %4d  loss %.4f  head lr %.3g  D(S_t) %.4g  D/lr %.4f\n", done, loss, ln.LR, ln.D, ratio)
+	return ln, nil
 }
