@@ -138,14 +138,9 @@ func paperOptimizers(o options, head optim.HeadOptimizer, model *models.Transfor
 }
 
 func run(dev device.Device, o options) ([]logLine, error) {
-	var head optim.HeadOptimizer
-	switch o.head {
-	case "rownorm":
-		head = optim.HeadRowNorm
-	case "adamw":
-		head = optim.HeadAdamW
-	default:
-		return nil, fmt.Errorf("-head %q: want rownorm or adamw", o.head)
+	head, err := headOptimizer(o.head)
+	if err != nil {
+		return nil, err
 	}
 	if o.batch <= 0 || o.steps < 2 || o.logEvery <= 0 {
 		return nil, fmt.Errorf("-batch %d, -steps %d, -log-every %d: want batch, log-every > 0 and steps >= 2", o.batch, o.steps, o.logEvery)
@@ -188,11 +183,7 @@ func run(dev device.Device, o options) ([]logLine, error) {
 	defer g.Reset()
 	var logs []logLine
 	for step := range o.steps {
-		for s := range o.batch {
-			at := rng.IntN(len(data) - t)
-			copy(in[s*t:(s+1)*t], data[at:at+t])
-			copy(tg[s*t:(s+1)*t], data[at+1:at+t+1])
-		}
+		randomWindows(rng, data, in, tg, o.batch, t)
 		inputs.SetInt32(in)
 		targets.SetInt32(tg)
 		opt.ZeroGrad()
@@ -238,4 +229,25 @@ func logUpdate(opt *optim.Set, model *models.Transformer, done int, loss, lr flo
 	}
 	fmt.Printf("update %4d  loss %.4f  head lr %.3g  D(S_t) %.4g  D/lr %.4f\n", done, loss, ln.LR, ln.D, ratio)
 	return ln, nil
+}
+
+// randomWindows fills in with batch windows of t bytes at random offsets
+// of data, and tg with the bytes that follow each.
+func randomWindows(rng *rand.Rand, data, in, tg []int32, batch, t int) {
+	for s := range batch {
+		at := rng.IntN(len(data) - t)
+		copy(in[s*t:(s+1)*t], data[at:at+t])
+		copy(tg[s*t:(s+1)*t], data[at+1:at+t+1])
+	}
+}
+
+// headOptimizer reads -head.
+func headOptimizer(name string) (optim.HeadOptimizer, error) {
+	switch name {
+	case "rownorm":
+		return optim.HeadRowNorm, nil
+	case "adamw":
+		return optim.HeadAdamW, nil
+	}
+	return 0, fmt.Errorf("-head %q: want rownorm or adamw", name)
 }
