@@ -476,6 +476,11 @@ func (g *Graph) sumTo(full *tensor.Tensor, shape tensor.Shape) *tensor.Tensor {
 	return moved
 }
 
+// unaryBackward accumulates the gradient of a unary op's input.
+//
+// funclen: one case per device.UnaryOp, a few lines each; issue 25's
+// built-in ops as values, each carrying its own backward, replace the
+// switch (splitting it now would only move it).
 func (g *Graph) unaryBackward(n *node, gout *tensor.Tensor) {
 	x, y := n.in[0], n.out
 	var d *tensor.Tensor
@@ -562,6 +567,11 @@ func (g *Graph) unaryBackward(n *node, gout *tensor.Tensor) {
 	g.accumulate(x, d)
 }
 
+// broadcastBackward accumulates the gradients of a broadcasting binary
+// op's inputs, reduced to their shapes.
+//
+// funclen: one case per device.BinaryOp, as unaryBackward; issue 25's ops
+// as values replace the switch.
 func (g *Graph) broadcastBackward(n *node, gout *tensor.Tensor) {
 	a, b, out := n.in[0], n.in[1], n.out
 	var da, db *tensor.Tensor // full-shape gradients, nil when not wanted

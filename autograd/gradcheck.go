@@ -34,110 +34,149 @@ type GradCheckOptions struct {
 // counts as a zero gradient. It returns nil, or an error listing the
 // elements whose gradients disagree.
 func GradCheck(dev device.Device, f func(g *Graph, inputs []*tensor.Tensor) *tensor.Tensor, inputs []*tensor.Tensor, opt GradCheckOptions) error {
-	if opt.Step == 0 {
-		opt.Step = 1e-6
-	}
-	if opt.RTol == 0 {
-		opt.RTol = 1e-6
-	}
-	if opt.ATol == 0 {
-		opt.ATol = 1e-8
-	}
-	if opt.MaxElements == 0 {
-		opt.MaxElements = 64
-	}
-	if opt.Seed == 0 {
-		opt.Seed = 1
-	}
+	opt = opt.withDefaults()
 	for i, x := range inputs {
 		if x.DType() != device.Float64 {
 			return fmt.Errorf("autograd: GradCheck: input %d is %v, want float64", i, x.DType())
 		}
 		x.SetGrad(nil)
 	}
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x5eed))
-	g := New(dev)
-	defer g.Reset()
-	out := f(g, inputs)
-	if err := g.Err(); err != nil {
-		return fmt.Errorf("autograd: GradCheck: forward: %w", err)
-	}
-	if out == nil || out.DType() != device.Float64 {
-		return errors.New("autograd: GradCheck: f returned no float64 tensor")
-	}
-	r := make([]float64, out.Len())
-	for j := range r {
-		r[j] = rng.NormFloat64()
-	}
-	rt, err := tensor.FromFloat64(dev, r, out.Shape()...)
-	if err != nil {
+	c := &gradChecker{f: f, inputs: inputs, opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), g: New(dev)}
+	defer c.g.Reset()
+	if err := c.backward(dev); err != nil {
 		return err
-	}
-	if err := g.Backward(g.Sum(g.Mul(out, rt))); err != nil {
-		return fmt.Errorf("autograd: GradCheck: backward: %w", err)
-	}
-	eval := func() (float64, error) {
-		g.Reset()
-		g.SetNoGrad(true)
-		defer g.SetNoGrad(false)
-		o := f(g, inputs)
-		if err := g.Err(); err != nil {
-			return 0, err
-		}
-		v := o.Float64s()
-		var s float64
-		for j := range v {
-			s += v[j] * r[j]
-		}
-		return s, nil
 	}
 	var errs []error
 	for i, x := range inputs {
 		if !x.RequiresGrad() {
 			continue
 		}
-		host := x.Float64s()
-		analytic := make([]float64, len(host)) // no gradient: zero
-		if x.Grad() != nil {
-			analytic = x.Grad().Float64s()
+		var err error
+		if errs, err = c.check(i, x, errs); err != nil {
+			return err
 		}
-		idx := rng.Perm(len(host))
-		if len(idx) > opt.MaxElements {
-			idx = idx[:opt.MaxElements]
-		}
-		for _, j := range idx {
-			orig := host[j]
-			at := func(v float64) (float64, error) {
-				host[j] = v
-				if err := x.SetFloat64(host); err != nil {
-					return 0, fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
-				}
-				return eval()
-			}
-			plus, err := at(orig + opt.Step)
-			if err != nil {
-				return err
-			}
-			minus, err := at(orig - opt.Step)
-			if err != nil {
-				return err
-			}
-			host[j] = orig
-			if err := x.SetFloat64(host); err != nil {
-				return fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
-			}
-			num := (plus - minus) / (2 * opt.Step)
-			got := analytic[j]
-			if !(math.Abs(got-num) <= opt.ATol+opt.RTol*math.Max(math.Abs(got), math.Abs(num))) {
-				errs = append(errs, fmt.Errorf("input %d %v element %d: analytic %.10g, finite difference %.10g", i, x.Shape(), j, got, num))
-				if len(errs) >= 8 {
-					return fmt.Errorf("autograd: GradCheck: %w", errors.Join(errs...))
-				}
-			}
+		if len(errs) >= 8 {
+			break
 		}
 	}
 	if errs != nil {
 		return fmt.Errorf("autograd: GradCheck: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// withDefaults fills in the options left zero.
+func (o GradCheckOptions) withDefaults() GradCheckOptions {
+	if o.Step == 0 {
+		o.Step = 1e-6
+	}
+	if o.RTol == 0 {
+		o.RTol = 1e-6
+	}
+	if o.ATol == 0 {
+		o.ATol = 1e-8
+	}
+	if o.MaxElements == 0 {
+		o.MaxElements = 64
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// gradChecker is one GradCheck: f, its inputs and the projection R.
+type gradChecker struct {
+	f      func(g *Graph, inputs []*tensor.Tensor) *tensor.Tensor
+	inputs []*tensor.Tensor
+	opt    GradCheckOptions
+	rng    *rand.Rand
+	g      *Graph
+	r      []float64 // L = sum(f(inputs) * r)
+}
+
+// backward runs f with gradients, draws R and backpropagates L.
+func (c *gradChecker) backward(dev device.Device) error {
+	out := c.f(c.g, c.inputs)
+	if err := c.g.Err(); err != nil {
+		return fmt.Errorf("autograd: GradCheck: forward: %w", err)
+	}
+	if out == nil || out.DType() != device.Float64 {
+		return errors.New("autograd: GradCheck: f returned no float64 tensor")
+	}
+	c.r = make([]float64, out.Len())
+	for j := range c.r {
+		c.r[j] = c.rng.NormFloat64()
+	}
+	rt, err := tensor.FromFloat64(dev, c.r, out.Shape()...)
+	if err != nil {
+		return err
+	}
+	if err := c.g.Backward(c.g.Sum(c.g.Mul(out, rt))); err != nil {
+		return fmt.Errorf("autograd: GradCheck: backward: %w", err)
+	}
+	return nil
+}
+
+// eval computes L without gradients.
+func (c *gradChecker) eval() (float64, error) {
+	c.g.Reset()
+	c.g.SetNoGrad(true)
+	defer c.g.SetNoGrad(false)
+	o := c.f(c.g, c.inputs)
+	if err := c.g.Err(); err != nil {
+		return 0, err
+	}
+	v := o.Float64s()
+	var s float64
+	for j := range v {
+		s += v[j] * c.r[j]
+	}
+	return s, nil
+}
+
+// check compares input i's gradient with central differences at a sample
+// of its elements, appending disagreements to errs (it stops at 8); the
+// error is a failure to evaluate.
+func (c *gradChecker) check(i int, x *tensor.Tensor, errs []error) ([]error, error) {
+	host := x.Float64s()
+	analytic := make([]float64, len(host)) // no gradient: zero
+	if x.Grad() != nil {
+		analytic = x.Grad().Float64s()
+	}
+	idx := c.rng.Perm(len(host))
+	if len(idx) > c.opt.MaxElements {
+		idx = idx[:c.opt.MaxElements]
+	}
+	at := func(j int, v float64) (float64, error) {
+		host[j] = v
+		if err := x.SetFloat64(host); err != nil {
+			return 0, fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
+		}
+		return c.eval()
+	}
+	for _, j := range idx {
+		orig := host[j]
+		plus, err := at(j, orig+c.opt.Step)
+		if err != nil {
+			return errs, err
+		}
+		minus, err := at(j, orig-c.opt.Step)
+		if err != nil {
+			return errs, err
+		}
+		host[j] = orig
+		if err := x.SetFloat64(host); err != nil {
+			return errs, fmt.Errorf("autograd: GradCheck: input %d: %w", i, err)
+		}
+		num := (plus - minus) / (2 * c.opt.Step)
+		got := analytic[j]
+		if !(math.Abs(got-num) <= c.opt.ATol+c.opt.RTol*math.Max(math.Abs(got), math.Abs(num))) {
+			errs = append(errs, fmt.Errorf("input %d %v element %d: analytic %.10g, finite difference %.10g", i, x.Shape(), j, got, num))
+			if len(errs) >= 8 {
+				return errs, nil
+			}
+		}
+	}
+	return errs, nil
 }

@@ -84,14 +84,8 @@ const linearCEBlockElems = 1 << 26
 // scales them by the upstream gradient.
 func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) *tensor.Tensor {
 	const op = "LinearCrossEntropy"
-	if !g.ok(op, h, w, targets) {
+	if !g.checkLinearCE(op, h, w, targets) {
 		return nil
-	}
-	if w.Rank() != 2 || h.Rank() < 1 || h.Dim(-1) != w.Dim(1) {
-		return g.failf("%s: hidden %v and head %v: want [..., d] and [vocab, d]", op, h.Shape(), w.Shape())
-	}
-	if !isFloat(h) || w.DType() != h.DType() {
-		return g.failf("%s: hidden %v and head %v: want one float dtype (float32 or float64)", op, h.DType(), w.DType())
 	}
 	// Float32 runs on the backend (its fused cross-entropy when it has
 	// one); float64 on the core's compositions, with float64 products.
@@ -99,19 +93,7 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	k := g.kernels(dt)
 	vocab, d := w.Dim(0), w.Dim(1)
 	rows := h.Len() / max(d, 1)
-	if targets.Len() != rows || rows == 0 {
-		return g.failf("%s: %d targets %v for %d rows of hidden %v", op, targets.Len(), targets.Shape(), rows, h.Shape())
-	}
-	if !g.checkIDs(op, "targets", targets, vocab) {
-		return nil
-	}
-	if blockRows <= 0 {
-		// Equal blocks: the fewest that keep a block within the bound.
-		most := max(1, linearCEBlockElems/max(vocab, 1))
-		blocks := (rows + most - 1) / most
-		blockRows = (rows + blocks - 1) / blocks
-	}
-	blockRows = min(blockRows, rows)
+	blockRows = linearCEBlockRows(blockRows, rows, vocab)
 	grad := g.wantsGrad(h, w)
 
 	losses := g.allocOf(op, dt, rows)
@@ -167,6 +149,40 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 	}
 	return out
+}
+
+// checkLinearCE checks LinearCrossEntropy's operands: shapes, one float
+// dtype, a target in [0, vocab) per row of h.
+func (g *Graph) checkLinearCE(op string, h, w, targets *tensor.Tensor) bool {
+	if !g.ok(op, h, w, targets) {
+		return false
+	}
+	if w.Rank() != 2 || h.Rank() < 1 || h.Dim(-1) != w.Dim(1) {
+		g.failf("%s: hidden %v and head %v: want [..., d] and [vocab, d]", op, h.Shape(), w.Shape())
+		return false
+	}
+	if !isFloat(h) || w.DType() != h.DType() {
+		g.failf("%s: hidden %v and head %v: want one float dtype (float32 or float64)", op, h.DType(), w.DType())
+		return false
+	}
+	rows := h.Len() / max(w.Dim(1), 1)
+	if targets.Len() != rows || rows == 0 {
+		g.failf("%s: %d targets %v for %d rows of hidden %v", op, targets.Len(), targets.Shape(), rows, h.Shape())
+		return false
+	}
+	return g.checkIDs(op, "targets", targets, w.Dim(0))
+}
+
+// linearCEBlockRows is the rows of logits one block holds: blockRows, or
+// for 0 equal blocks, the fewest that keep a block within
+// linearCEBlockElems logits; at most rows.
+func linearCEBlockRows(blockRows, rows, vocab int) int {
+	if blockRows <= 0 {
+		most := max(1, linearCEBlockElems/max(vocab, 1))
+		blocks := (rows + most - 1) / most
+		blockRows = (rows + blocks - 1) / blocks
+	}
+	return min(blockRows, rows)
 }
 
 func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {

@@ -102,60 +102,16 @@ func NewReducer(c Communicator, params []*tensor.Tensor, opts ReducerOptions) (*
 		limit = DefaultBucketBytes
 	}
 	r := &Reducer{comm: c, params: params, index: make(map[*tensor.Tensor]int, len(params)), noop: c.Size() == 1}
-	var dev device.Device
-	for i, p := range params {
-		if p == nil {
-			return nil, fmt.Errorf("dist: reducer: parameter %d is nil", i)
-		}
-		if p.DType() != device.Float32 {
-			return nil, fmt.Errorf("dist: reducer: parameter %d %v is %v; gradients are all-reduced in float32", i, p.Shape(), p.DType())
-		}
-		if dev == nil {
-			dev = p.Device()
-		} else if p.Device() != dev {
-			return nil, fmt.Errorf("dist: reducer: parameter %d %v is on %s, parameter 0 on %s", i, p.Shape(), p.Device().Name(), dev.Name())
-		}
-		if j, dup := r.index[p]; dup {
-			return nil, fmt.Errorf("dist: reducer: parameter %d %v is parameter %d again", i, p.Shape(), j)
-		}
-		r.index[p] = i
+	dev, err := r.indexParams()
+	if err != nil {
+		return nil, err
 	}
 	if r.noop {
 		return r, nil
 	}
-	r.bucket = make([]int, len(params))
-	r.ready = make([]bool, len(params))
-	var cur bucket
-	size := 0
-	closeBucket := func() error {
-		if len(cur.params) > 1 {
-			buf, err := dev.Alloc(device.Float32, size)
-			if err != nil {
-				return fmt.Errorf("dist: reducer: bucket of %d gradients (%d floats): %w", len(cur.params), size, err)
-			}
-			cur.flat = buf
-		}
-		r.buckets = append(r.buckets, cur)
-		cur, size = bucket{}, 0
-		return nil
-	}
-	for i := len(params) - 1; i >= 0; i-- {
-		r.bucket[i] = len(r.buckets)
-		cur.params = append(cur.params, i)
-		cur.offsets = append(cur.offsets, size)
-		size += params[i].Len()
-		if 4*size >= limit {
-			if err := closeBucket(); err != nil {
-				r.free()
-				return nil, err
-			}
-		}
-	}
-	if len(cur.params) > 0 {
-		if err := closeBucket(); err != nil {
-			r.free()
-			return nil, err
-		}
+	if err := r.makeBuckets(dev, limit); err != nil {
+		r.free()
+		return nil, err
 	}
 	r.reset()
 	// The goroutine holds its own copies of the channels: Close clears the
@@ -173,6 +129,67 @@ func NewReducer(c Communicator, params []*tensor.Tensor, opts ReducerOptions) (*
 		}
 	}()
 	return r, nil
+}
+
+// indexParams checks the parameters (distinct float32 tensors of one
+// device), indexes them and returns their device.
+func (r *Reducer) indexParams() (device.Device, error) {
+	var dev device.Device
+	for i, p := range r.params {
+		if p == nil {
+			return nil, fmt.Errorf("dist: reducer: parameter %d is nil", i)
+		}
+		if p.DType() != device.Float32 {
+			return nil, fmt.Errorf("dist: reducer: parameter %d %v is %v; gradients are all-reduced in float32", i, p.Shape(), p.DType())
+		}
+		if dev == nil {
+			dev = p.Device()
+		} else if p.Device() != dev {
+			return nil, fmt.Errorf("dist: reducer: parameter %d %v is on %s, parameter 0 on %s", i, p.Shape(), p.Device().Name(), dev.Name())
+		}
+		if j, dup := r.index[p]; dup {
+			return nil, fmt.Errorf("dist: reducer: parameter %d %v is parameter %d again", i, p.Shape(), j)
+		}
+		r.index[p] = i
+	}
+	return dev, nil
+}
+
+// makeBuckets groups the parameters, last first (the order backward
+// produces their gradients), into buckets of about limit bytes; a bucket
+// of several gradients gets a flat buffer on dev.
+func (r *Reducer) makeBuckets(dev device.Device, limit int) error {
+	r.bucket = make([]int, len(r.params))
+	r.ready = make([]bool, len(r.params))
+	var cur bucket
+	size := 0
+	closeBucket := func() error {
+		if len(cur.params) > 1 {
+			buf, err := dev.Alloc(device.Float32, size)
+			if err != nil {
+				return fmt.Errorf("dist: reducer: bucket of %d gradients (%d floats): %w", len(cur.params), size, err)
+			}
+			cur.flat = buf
+		}
+		r.buckets = append(r.buckets, cur)
+		cur, size = bucket{}, 0
+		return nil
+	}
+	for i := len(r.params) - 1; i >= 0; i-- {
+		r.bucket[i] = len(r.buckets)
+		cur.params = append(cur.params, i)
+		cur.offsets = append(cur.offsets, size)
+		size += r.params[i].Len()
+		if 4*size >= limit {
+			if err := closeBucket(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(cur.params) > 0 {
+		return closeBucket()
+	}
+	return nil
 }
 
 // Buckets returns the number of buckets (0 with one rank, where nothing is

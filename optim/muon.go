@@ -14,7 +14,7 @@ import (
 var NewtonSchulzCoefficients = [3]float64{3.4445, -4.7750, 2.0315}
 
 // MuonConfig holds Muon's hyper-parameters. The zero value is not useful
-// (zero Newton-Schulz steps); start from PaperMuon.
+// (zero Newton-Schulz iterations); start from PaperMuon.
 type MuonConfig struct {
 	// LR is the peak learning rate; a step uses LR * the schedule multiplier.
 	LR float64
@@ -24,9 +24,10 @@ type MuonConfig struct {
 	Nesterov bool
 	// WeightDecay is decoupled, with the scheduled LR: p *= 1 - lr_t*WeightDecay.
 	WeightDecay float64
-	// Steps is the number of Newton-Schulz iterations (0: only the
-	// Frobenius normalisation).
-	Steps int
+	// NSIterations is the number of Newton-Schulz iterations (0: only
+	// the Frobenius normalisation). It was Steps; "step" is the update's
+	// change S_t (see the README's glossary).
+	NSIterations int
 	// Eps is added to the Frobenius norm before dividing by it.
 	Eps float64
 	// KeepStep keeps the last applied step per parameter (LastStep).
@@ -34,10 +35,10 @@ type MuonConfig struct {
 }
 
 // PaperMuon returns the paper's Muon settings at peak learning rate lr:
-// momentum 0.95 with Nesterov, weight decay 0.1, 5 Newton-Schulz steps,
+// momentum 0.95 with Nesterov, weight decay 0.1, 5 Newton-Schulz iterations,
 // eps 1e-5.
 func PaperMuon(lr float64) MuonConfig {
-	return MuonConfig{LR: lr, Momentum: 0.95, Nesterov: true, WeightDecay: 0.1, Steps: 5, Eps: 1e-5}
+	return MuonConfig{LR: lr, Momentum: 0.95, Nesterov: true, WeightDecay: 0.1, NSIterations: 5, Eps: 1e-5}
 }
 
 func (c MuonConfig) validate() error {
@@ -48,8 +49,8 @@ func (c MuonConfig) validate() error {
 		return fmt.Errorf("optim: muon: momentum %v must lie in [0, 1)", c.Momentum)
 	case !(c.WeightDecay >= 0):
 		return fmt.Errorf("optim: muon: weight decay %v", c.WeightDecay)
-	case c.Steps < 0:
-		return fmt.Errorf("optim: muon: %d Newton-Schulz steps", c.Steps)
+	case c.NSIterations < 0:
+		return fmt.Errorf("optim: muon: %d Newton-Schulz iterations", c.NSIterations)
 	case !(c.Eps >= 0):
 		return fmt.Errorf("optim: muon: eps %v", c.Eps)
 	}
@@ -126,7 +127,7 @@ func (r muonRule) update(u *paramUpdate) error {
 		return err
 	}
 	defer x.Release()
-	if err := orthogonalize(u.P.Device(), x, u.Rows, u.Cols, r.cfg.Steps, r.cfg.Eps); err != nil {
+	if err := orthogonalize(u.P.Device(), x, u.Rows, u.Cols, r.cfg.NSIterations, r.cfg.Eps); err != nil {
 		return err
 	}
 	return r.apply(u, x.Buffer())
@@ -182,25 +183,25 @@ func (r muonRule) apply(u *paramUpdate, out device.Buffer) error {
 
 // NewtonSchulz orthogonalises x (rows x cols, the leading dimension
 // against the rest) in place the way Muon does: X = X / (||X||_F + eps),
-// then steps iterations of X = a X + (b A + c A A) X with A = X X^T (on the
+// then iterations times X = a X + (b A + c A A) X with A = X X^T (on the
 // transpose when rows > cols), in x's dtype on x's device.
-func NewtonSchulz(x *tensor.Tensor, steps int, eps float64) error {
+func NewtonSchulz(x *tensor.Tensor, iterations int, eps float64) error {
 	rows, cols, err := matrixShape("NewtonSchulz", x)
 	if err != nil {
 		return err
 	}
-	if steps < 0 || !(eps >= 0) {
-		return fmt.Errorf("optim: NewtonSchulz: %d steps, eps %v", steps, eps)
+	if iterations < 0 || !(eps >= 0) {
+		return fmt.Errorf("optim: NewtonSchulz: %d iterations, eps %v", iterations, eps)
 	}
 	if x.Len() == 0 {
 		return nil
 	}
-	return orthogonalize(x.Device(), x, rows, cols, steps, eps)
+	return orthogonalize(x.Device(), x, rows, cols, iterations, eps)
 }
 
 // orthogonalize normalises x by its Frobenius norm (plus eps) and runs
 // the Newton-Schulz iteration on it.
-func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, steps int, eps float64) error {
+func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, iterations int, eps float64) error {
 	// X = X / (||X||_F + eps), the norm read to the host.
 	ss, err := sumSquares(dev, x.Buffer(), rows*cols, cols)
 	if err != nil {
@@ -214,13 +215,13 @@ func orthogonalize(dev device.Device, x *tensor.Tensor, rows, cols, steps int, e
 			return err
 		}
 	}
-	return newtonSchulz(dev, x, rows, cols, steps)
+	return newtonSchulz(dev, x, rows, cols, iterations)
 }
 
-// newtonSchulz runs steps iterations in place on x (rows x cols, already
+// newtonSchulz runs the iterations in place on x (rows x cols, already
 // normalised), with pooled scratch.
-func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) error {
-	if steps == 0 {
+func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, iterations int) error {
+	if iterations == 0 {
 		return nil
 	}
 	m := min(rows, cols) // A is m x m
@@ -244,7 +245,7 @@ func newtonSchulz(dev device.Device, x *tensor.Tensor, rows, cols, steps int) er
 
 	cur, next := x, y
 	wide := rows <= cols
-	for range steps {
+	for range iterations {
 		// A = X X^T (rows x rows) or X^T X (cols x cols)
 		ga := device.GemmArgs{TransB: true, M: m, N: m, K: cols,
 			A: cur.Buffer(), LDA: cols, B: cur.Buffer(), LDB: cols, C: A.Buffer(), LDC: m}

@@ -148,7 +148,7 @@ func (o *Muon) shardedStep(lr float64) error {
 		if err != nil {
 			return err
 		}
-		if err := orthogonalize(dev, x, st.rows, st.cols, o.cfg.Steps, o.cfg.Eps); err != nil {
+		if err := orthogonalize(dev, x, st.rows, st.cols, o.cfg.NSIterations, o.cfg.Eps); err != nil {
 			flag, failure = float32(i+1), err
 		} else {
 			dev.Copy(send.Buffer().Slice(sh.offset[i], st.p.Len()), x.Buffer())

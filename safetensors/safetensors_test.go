@@ -260,3 +260,30 @@ func TestChecksumsAbsentOrMalformed(t *testing.T) {
 		}
 	}
 }
+
+// A Writer commits once: a second Commit, or a tensor written after it,
+// is an error naming the file, and the committed file stands.
+func TestWriterCommitOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "once.safetensors")
+	w, err := Create(path, []Info{{Name: "a", DType: F32, Shape: []int{1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTensor("a", make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("second Commit: %v, want an error naming %s", err, path)
+	}
+	if err := w.WriteTensor("a", make([]byte, 4)); err == nil {
+		t.Error("WriteTensor after Commit: no error")
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatalf("the committed file: %v", err)
+	}
+	f.Close()
+}

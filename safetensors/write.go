@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 )
 
 // Tensor is one named tensor held in memory, for Save.
@@ -45,13 +44,13 @@ func Save(path string, tensors []Tensor, metadata map[string]string) error {
 // Writer streams tensors into a new safetensors file without holding them
 // all in memory. The target appears only when Commit succeeds.
 type Writer struct {
-	path, tmp string
-	f         *os.File
-	infos     []Info
-	sums      []uint32 // CRC-32C of each tensor written
-	sumsAt    int64    // file offset of the checksum placeholder
-	next      int
-	err       error
+	path   string
+	f      *atomicfile.File // nil after Commit or Abort
+	infos  []Info
+	sums   []uint32 // CRC-32C of each tensor written
+	sumsAt int64    // file offset of the checksum placeholder
+	next   int
+	err    error
 }
 
 // Create validates infos (unique non-empty names, known dtypes,
@@ -87,20 +86,20 @@ func Create(path string, infos []Info, metadata map[string]string) (*Writer, err
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	w := &Writer{path: path, tmp: f.Name(), f: f, infos: laid, sums: make([]uint32, len(laid)), sumsAt: 8 + int64(sumsAt)}
+	w := &Writer{path: path, f: f, infos: laid, sums: make([]uint32, len(laid)), sumsAt: 8 + int64(sumsAt)}
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(header)))
 	if _, err := f.Write(lenBuf[:]); err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("safetensors: writing %s: %w", w.tmp, err)
+		return nil, fmt.Errorf("safetensors: writing %s: %w", path, err)
 	}
 	if _, err := f.Write(header); err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("safetensors: writing %s: %w", w.tmp, err)
+		return nil, fmt.Errorf("safetensors: writing %s: %w", path, err)
 	}
 	return w, nil
 }
@@ -189,7 +188,7 @@ func (w *Writer) WriteTensor(name string, data []byte) error {
 		return w.err
 	}
 	if _, err := w.f.Write(data); err != nil {
-		w.err = fmt.Errorf("safetensors: writing tensor %q to %s: %w", name, w.tmp, err)
+		w.err = fmt.Errorf("safetensors: writing tensor %q to %s: %w", name, w.path, err)
 		return w.err
 	}
 	w.sums[w.next] = crc32.Checksum(data, castagnoli)
@@ -197,9 +196,10 @@ func (w *Writer) WriteTensor(name string, data []byte) error {
 	return nil
 }
 
-// Commit checks that every declared tensor was written, fsyncs the
-// temporary file, renames it to the target path and fsyncs the directory.
-// On error the temporary file is removed and the target is untouched.
+// Commit checks that every declared tensor was written and commits the
+// file (internal/atomicfile: fsync, rename over the target, fsync of the
+// directory). On error the temporary file is removed and the target is
+// untouched.
 func (w *Writer) Commit() error {
 	if w.err == nil && w.next != len(w.infos) {
 		w.err = fmt.Errorf("safetensors: %s: %d of %d tensors written (next: %q)", w.path, w.next, len(w.infos), w.infos[w.next].Name)
@@ -208,27 +208,17 @@ func (w *Writer) Commit() error {
 		w.Abort()
 		return w.err
 	}
-	_, err := w.f.WriteAt([]byte(formatSums(w.sums)), w.sumsAt)
-	if err == nil {
-		err = w.f.Sync()
+	if w.f == nil {
+		return fmt.Errorf("safetensors: %s: already committed", w.path)
 	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
+	f := w.f
 	w.f = nil
-	if err == nil {
-		err = os.Rename(w.tmp, w.path)
-	}
-	if err != nil {
-		os.Remove(w.tmp)
+	if _, err := f.WriteAt([]byte(formatSums(w.sums)), w.sumsAt); err != nil {
+		f.Abort()
 		return fmt.Errorf("safetensors: saving %s: %w", w.path, err)
 	}
-	if d, err := os.Open(filepath.Dir(w.path)); err == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil && !errors.Is(serr, os.ErrInvalid) {
-			return fmt.Errorf("safetensors: syncing the directory of %s: %w", w.path, serr)
-		}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
 	}
 	return nil
 }
@@ -236,10 +226,9 @@ func (w *Writer) Commit() error {
 // Abort discards the temporary file; the target is untouched.
 func (w *Writer) Abort() {
 	if w.f != nil {
-		w.f.Close()
+		w.f.Abort()
 		w.f = nil
 	}
-	os.Remove(w.tmp)
 	if w.err == nil {
 		w.err = fmt.Errorf("safetensors: %s: writer aborted", w.path)
 	}

@@ -10,7 +10,8 @@
 //
 // This package sits on top: it depends on models, optim, data/fineweb and
 // the layers below them, and nothing depends on it but commands, examples
-// and the run dashboard (package view, which reads what it writes).
+// and the run dashboard (package view, which reads what it writes), and
+// the studies under study/ (which train and measure).
 package train
 
 import (

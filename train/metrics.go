@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 )
 
 // Record is one logged update: one JSON line of metrics.jsonl. Optional
@@ -279,42 +279,11 @@ func (m *metricsWriter) Close() error {
 	return err
 }
 
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, so a crash leaves either the old or the new file.
-// The file is created 0644 (less the umask), like any output file.
+// writeFileAtomic writes data to path through internal/atomicfile, so a
+// crash leaves either the old or the new file (mode 0644 less the umask).
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := createTemp(filepath.Dir(path), ".tmp-")
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("train: writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("train: writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("train: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
-}
-
-// createTemp creates a new file in dir with a random name after prefix,
-// mode 0644 less the umask (os.CreateTemp's files are 0600).
-func createTemp(dir, prefix string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("creating a temporary file in %s: too many collisions", dir)
 }

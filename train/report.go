@@ -3,17 +3,12 @@ package train
 import (
 	"cmp"
 	"fmt"
-	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/hilbert-ml/hilbert/models"
 )
@@ -130,26 +125,12 @@ var modelWords = map[string]string{"paper": "transformer", "gpt2": "transformer 
 
 // summaryMarkdown explains the run to someone who has not read the paper.
 func (t *Trainer) summaryMarkdown() string {
-	c, m := t.cfg, t.cfg.Model
+	c := t.cfg
 	s := t.Summary()
-	g := func(v float64) string {
-		if math.IsNaN(v) {
-			return "—"
-		}
-		return strconv.FormatFloat(v, 'g', 4, 64)
-	}
-	loss := func(v float64) string {
-		if math.IsNaN(v) {
-			return "—"
-		}
-		return fmt.Sprintf("%.4f", v)
-	}
 	params := 0
 	for _, p := range t.model.Parameters() {
 		params += p.Len()
 	}
-	vocab := t.model.vocab
-	tokensPerUpdate := c.BatchSeqs * c.SeqLen
 	headName := map[string]string{"rownorm": "RowNorm (the paper's method)", "adamw": "AdamW (the baseline)"}[strings.ToLower(c.Head)]
 	if headName == "" {
 		headName = c.Head
@@ -162,9 +143,33 @@ func (t *Trainer) summaryMarkdown() string {
 	fmt.Fprintf(&b, "A decoder-only %s (%s parameters) trained for %d updates of %d sequences × %d tokens (%s tokens) "+
 		"with Muon on its blocks, AdamW on its embedding and %s on its LM head, the layer that turns the last hidden state into next-token logits.\n\n",
 		cmp.Or(modelWords[c.FamilyName()], "model"), thousands(int64(params)), s.Steps, c.BatchSeqs, c.SeqLen, thousands(s.Tokens), headName)
+	t.writeSettings(&b, headName)
+	t.writeResults(&b, s, params)
+	writeMeanings(&b, t.model.vocab)
+	return b.String()
+}
 
+// summaryG formats a summary's number to 4 significant digits, NaN as a dash.
+func summaryG(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// summaryLoss formats a loss to 4 decimals, NaN as a dash.
+func summaryLoss(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+// writeSettings writes the summary's settings table.
+func (t *Trainer) writeSettings(b *strings.Builder, headName string) {
+	c, m := t.cfg, t.cfg.Model
 	b.WriteString("## Settings\n\n| setting | value |\n|---|---|\n")
-	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
+	row := func(k, format string, args ...any) { fmt.Fprintf(b, "| %s | %s |\n", k, fmt.Sprintf(format, args...)) }
 	if !c.IsPaper() {
 		z := c.Sizes()
 		what := fmt.Sprintf("%s (%T)", c.Family, c.Arch)
@@ -183,7 +188,7 @@ func (t *Trainer) summaryMarkdown() string {
 		row("model", "d %d, %d layers, heads of %d, MLP %d, vocabulary %d, context %d", m.Dim, m.Layers, m.HeadDim, m.MLPHidden, m.Vocab, m.Context)
 	}
 	row("head optimizer", "%s", headName)
-	row("peak learning rates", "Muon %s, embedding AdamW %s, head %s", g(t.opt.PeakLR("blocks")), g(t.opt.PeakLR("embed")), g(t.opt.PeakLR("head")))
+	row("peak learning rates", "Muon %s, embedding AdamW %s, head %s", summaryG(t.opt.PeakLR("blocks")), summaryG(t.opt.PeakLR("embed")), summaryG(t.opt.PeakLR("head")))
 	sched := fmt.Sprintf("linear warmup over %d updates, then cosine decay to 0.1 of the peak at update %d", c.WarmupSteps(), c.ScheduleSteps)
 	if c.WarmupSteps() == 0 {
 		sched = fmt.Sprintf("no warmup; cosine decay to 0.1 of the peak at update %d", c.ScheduleSteps)
@@ -192,8 +197,8 @@ func (t *Trainer) summaryMarkdown() string {
 		sched += fmt.Sprintf("; updates %d to %d at 0.1 of the peak", c.ScheduleSteps+1, c.Steps)
 	}
 	row("schedule", "%s", sched)
-	row("batch", "%d sequences × %d tokens per update (%s tokens), in micro-batches of %d", c.BatchSeqs, c.SeqLen, thousands(int64(tokensPerUpdate)), c.MicroBatch)
-	row("gradient clip", "global norm %s", g(c.ClipNorm))
+	row("batch", "%d sequences × %d tokens per update (%s tokens), in micro-batches of %d", c.BatchSeqs, c.SeqLen, thousands(int64(c.BatchSeqs*c.SeqLen)), c.MicroBatch)
+	row("gradient clip", "global norm %s", summaryG(c.ClipNorm))
 	row("seeds", "model %d, data order %d", c.Seed, c.DataSeed)
 	row("training data", "%s", strings.Join(shortPaths(c.TrainShards, 3), ", "))
 	row("validation", "the first %s tokens of %s, every %d updates, before the first and after the last", thousands(int64(c.ValTokens)), filepath.Base(c.ValShard), c.ValEvery)
@@ -203,38 +208,46 @@ func (t *Trainer) summaryMarkdown() string {
 		autocast = "bf16 autocast of the blocks' matrix products"
 	}
 	row("device", "%s, %s", t.dev.Name(), autocast)
+}
 
+// writeResults writes the start and end values and the caveats of an
+// interrupted or short run.
+func (t *Trainer) writeResults(b *strings.Builder, s Summary, params int) {
+	c := t.cfg
 	b.WriteString("\n## Results\n\n| | start | end |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| validation loss | %s (initial model) | %s (update %d) |\n", loss(s.StartValLoss), loss(s.ValLoss), s.Steps)
-	fmt.Fprintf(&b, "| training loss | %s (update 1) | %s (update %d) |\n", loss(s.FirstLoss), loss(s.FinalLoss), s.Steps)
+	fmt.Fprintf(b, "| validation loss | %s (initial model) | %s (update %d) |\n", summaryLoss(s.StartValLoss), summaryLoss(s.ValLoss), s.Steps)
+	fmt.Fprintf(b, "| training loss | %s (update 1) | %s (update %d) |\n", summaryLoss(s.FirstLoss), summaryLoss(s.FinalLoss), s.Steps)
 	boundNote := ""
 	if strings.EqualFold(c.Head, "rownorm") && !math.IsNaN(s.HeadLR) {
-		boundNote = fmt.Sprintf(" (RowNorm bound 2·lr_T = %s)", g(2*s.HeadLR))
+		boundNote = fmt.Sprintf(" (RowNorm bound 2·lr_T = %s)", summaryG(2*s.HeadLR))
 	}
-	fmt.Fprintf(&b, "| D(S_T) | | %s%s |\n", g(s.Diameter), boundNote)
-	fmt.Fprintf(&b, "| Hilbert RMS | | %s |\n\n", g(s.HilbertRMS))
-	fmt.Fprintf(&b, "%.0f tokens/s on average, %.0f s of training.\n\n", s.TokensPerS, s.ElapsedS)
+	fmt.Fprintf(b, "| D(S_T) | | %s%s |\n", summaryG(s.Diameter), boundNote)
+	fmt.Fprintf(b, "| Hilbert RMS | | %s |\n\n", summaryG(s.HilbertRMS))
+	fmt.Fprintf(b, "%.0f tokens/s on average, %.0f s of training.\n\n", s.TokensPerS, s.ElapsedS)
 
 	if t.step < c.Steps {
-		fmt.Fprintf(&b, "> **Interrupted at update %d of %d.** A checkpoint was written; the same command with `-resume` continues the run. "+
+		fmt.Fprintf(b, "> **Interrupted at update %d of %d.** A checkpoint was written; the same command with `-resume` continues the run. "+
 			"The end values above are the last ones logged; the validation loss and D(S_T) come from the last update that computed them.\n\n", t.step, c.Steps)
 	}
 	if perParam := float64(s.Tokens) / float64(params); perParam < shortRunTokensPerParam {
-		fmt.Fprintf(&b, "> **A short run.** %s tokens are %.2g tokens per parameter; the paper trains on %d. "+
+		fmt.Fprintf(b, "> **A short run.** %s tokens are %.2g tokens per parameter; the paper trains on %d. "+
 			"Its losses are far from converged and its geometry is that of an early head, so compare it with runs like it "+
 			"(`hilbert compare` trains both heads on the same data) rather than with the paper's tables.\n\n",
 			thousands(s.Tokens), perParam, shortRunTokensPerParam)
 	}
+}
 
+// writeMeanings writes the summary's explanation of its numbers and its
+// plots.
+func writeMeanings(b *strings.Builder, vocab int) {
 	b.WriteString("## What the numbers mean\n\n")
-	fmt.Fprintf(&b, "- **Loss** is the mean cross-entropy of the next token, in nats per token. A model that guesses uniformly over the %d-token vocabulary scores ln %d = %.2f.\n", vocab, vocab, math.Log(float64(vocab)))
+	fmt.Fprintf(b, "- **Loss** is the mean cross-entropy of the next token, in nats per token. A model that guesses uniformly over the %d-token vocabulary scores ln %d = %.2f.\n", vocab, vocab, math.Log(float64(vocab)))
 	b.WriteString("- **D(S_T)** is the row diameter of the LM head's last update S_T (one row per vocabulary token): the largest distance ‖s_i − s_j‖ between two rows, computed exactly over all pairs. " +
 		"An update S moves the logits at a hidden state h by S h, and the softmax distribution by ‖S h‖_var = max_i (S h)_i − min_i (S h)_i (the Hilbert distance, which ignores shifts that softmax ignores) — at most D(S)·‖h‖. So D bounds how far one update can move any prediction.\n")
 	b.WriteString("- **The RowNorm bound**: RowNorm scales every row of the head's update to the length lr_t, so no two rows are more than 2·lr_t apart: D(S_t) ≤ 2·lr_t, where lr_t is the head's scheduled learning rate and lr_T its value at the last update. AdamW's update has no such bound.\n")
 	b.WriteString("- **Hilbert RMS** is the typical rather than the worst-case move: the root mean square of ‖S_T h‖_var over a fixed panel of validation positions.\n")
 	b.WriteString("- `metrics.jsonl` holds one JSON line per logged update (update 0: the initial model's validation loss only); `checkpoints/` the latest checkpoint.\n\n")
 	b.WriteString("![loss](loss.png)\n\n![diameter](diameter.png)\n\n![Hilbert RMS](hilbert_rms.png)\n")
-	return b.String()
 }
 
 func mustPreset(name string) models.Config {
@@ -266,223 +279,4 @@ func thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
-}
-
-// Series is one line of a plot: Points draws markers instead of a line,
-// Dashed a dashed line; Color (nil: the palette's next) is its colour; a
-// series with an empty Label has no legend entry.
-type Series struct {
-	Label  string
-	XY     plotter.XYs
-	Points bool
-	Dashed bool
-	Color  color.Color
-}
-
-var palette = []color.RGBA{{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {148, 103, 189, 255}, {255, 127, 14, 255}, {140, 86, 75, 255}}
-
-// boundColor draws RowNorm's bound: dark grey, dashed, over the data.
-var boundColor = color.RGBA{80, 80, 80, 255}
-
-// LinePlot writes a PNG line plot of the non-empty series to path
-// (atomically), with a logarithmic y axis when logY is set. The legend
-// sits in a column right of the data, never over it; dashed series (a
-// bound) are drawn last and thinner, so a solid curve on the bound shows
-// through their gaps.
-func LinePlot(path, title, xLabel, yLabel string, logY bool, series []Series) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-	} else {
-		p.Y.Tick.Marker = distinctTicks{}
-	}
-	p.Add(plotter.NewGrid())
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	drawn := 0
-	order := make([]int, 0, len(series))
-	for i, s := range series {
-		if !s.Dashed {
-			order = append(order, i)
-		}
-	}
-	for i, s := range series {
-		if s.Dashed {
-			order = append(order, i)
-		}
-	}
-	thumbs := make([]plot.Thumbnailer, len(series))
-	for _, i := range order {
-		s := series[i]
-		if len(s.XY) == 0 {
-			continue
-		}
-		var c color.Color = palette[i%len(palette)]
-		if s.Color != nil {
-			c = s.Color
-		}
-		if s.Points || len(s.XY) == 1 {
-			sc, err := plotter.NewScatter(s.XY)
-			if err != nil {
-				return fmt.Errorf("train: plot %s: %w", path, err)
-			}
-			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Radius = vg.Points(2.5)
-			p.Add(sc)
-			thumbs[i] = sc
-		} else {
-			l, err := plotter.NewLine(s.XY)
-			if err != nil {
-				return fmt.Errorf("train: plot %s: %w", path, err)
-			}
-			l.Color = c
-			l.Width = vg.Points(1.8)
-			if s.Dashed {
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(4)}
-				l.Width = vg.Points(1)
-			}
-			p.Add(l)
-			thumbs[i] = l
-		}
-		drawn++
-	}
-	if drawn == 0 {
-		return nil // nothing measured (for example no head step yet)
-	}
-	for i, s := range series { // legend in the caller's order
-		if thumbs[i] != nil && s.Label != "" {
-			legend.Add(s.Label, thumbs[i])
-		}
-	}
-	if logY {
-		// Fix a positive range (one point, or equal values, would
-		// otherwise give the log axis a range through zero).
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, s := range series {
-			for _, xy := range s.XY {
-				if xy.Y > 0 {
-					lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
-				}
-			}
-		}
-		if hi <= 0 || math.IsInf(lo, 0) {
-			return nil
-		}
-		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
-	}
-	const width, height = 8 * vg.Inch, 4 * vg.Inch
-	cw, err := draw.NewFormattedCanvas(width, height, "png")
-	if err != nil {
-		return fmt.Errorf("train: plot %s: %w", path, err)
-	}
-	dc := draw.New(cw)
-	legendW := legend.Rectangle(dc).Size().X
-	pad := vg.Points(10)
-	// The plot on the left, the legend in a column on the right at the
-	// height of the data's top.
-	p.Draw(draw.Crop(dc, 0, -(legendW + 2*pad), 0, 0))
-	titleH := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
-	legend.Draw(draw.Crop(dc, width-legendW-pad, 0, 0, -(titleH + pad)))
-	f, err := createTemp(filepath.Dir(path), ".tmp-")
-	if err != nil {
-		return fmt.Errorf("train: plot: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := cw.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("train: plot %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-// logTicks labels a logarithmic axis at 1, 2 and 5 times each power of ten
-// (every mark 1..9 when the range spans less than a decade, the powers of
-// ten alone beyond five decades, and linear ticks when even 1..9 would
-// label fewer than two), so that even a narrow range has labels.
-type logTicks struct{}
-
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
-	if !(lo > 0) || !(hi > lo) {
-		return nil
-	}
-	decades := math.Log10(hi / lo)
-	labelled := map[int]bool{1: true, 2: true, 5: true}
-	switch {
-	case decades < 1:
-		labelled = map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
-	case decades > 5:
-		labelled = map[int]bool{1: true}
-	}
-	var ticks []plot.Tick
-	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
-		p := math.Pow(10, float64(e))
-		for k := 1; k <= 9; k++ {
-			v := float64(k) * p
-			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if labelled[k] {
-				t.Label = strconv.FormatFloat(v, 'g', 3, 64)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	n := 0
-	for _, t := range ticks {
-		if t.Label != "" {
-			n++
-		}
-	}
-	if n < 2 {
-		// Less than a step of the 1..9 marks: linear ticks, which over so
-		// narrow a range look evenly spaced on the log axis too.
-		ticks = ticks[:0]
-		for _, t := range (distinctTicks{}).Ticks(lo, hi) {
-			if t.Value > 0 {
-				ticks = append(ticks, t)
-			}
-		}
-	}
-	return ticks
-}
-
-// distinctTicks are gonum's default linear ticks, labelled with as many
-// digits as it takes to tell neighbours apart (a loss axis from 10.6 to
-// 10.9 would otherwise read 11, 11, 11).
-type distinctTicks struct{}
-
-func (distinctTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
-	for prec := 1; prec <= 12; prec++ {
-		seen := map[string]bool{}
-		ok := true
-		for _, t := range ticks {
-			if t.Label == "" {
-				continue
-			}
-			l := strconv.FormatFloat(t.Value, 'g', prec, 64)
-			if seen[l] {
-				ok = false
-				break
-			}
-			seen[l] = true
-		}
-		if ok {
-			for i := range ticks {
-				if ticks[i].Label != "" {
-					ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', prec, 64)
-				}
-			}
-			break
-		}
-	}
-	return ticks
 }

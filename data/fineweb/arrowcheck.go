@@ -328,64 +328,14 @@ func checkField(t fbTable, depth int, s *arrowSchema) (arrowLayout, error) {
 	if typ > maxArrowType {
 		return l, fmt.Errorf("type %d is not a member of Arrow's Type union", typ)
 	}
-	var unionMode int16
-	if ty, ok, err := t.sub(10, "type", depth+1); err != nil {
+	unionMode, err := checkFieldType(t, typ, depth)
+	if err != nil {
 		return l, err
-	} else if ok {
-		if err := ty.scalars("type", typeScalars[typ]...); err != nil {
-			return l, err
-		}
-		switch typ {
-		case 10:
-			if err := ty.str(6, "timezone"); err != nil {
-				return l, err
-			}
-		case 14:
-			if off := ty.field(4); off != 0 {
-				unionMode = int16(binary.LittleEndian.Uint16(ty.f.b[ty.pos+off:]))
-			}
-			if _, _, err := ty.vector(6, 4, "union typeIds"); err != nil {
-				return l, err
-			}
-		}
 	}
-	l = arrowLayout{nodes: 1}
-	switch typ {
-	case 1: // Null: no buffers
-	case 4, 5, 19, 20, 25, 26: // (large) binary, utf8, list view: validity, offsets, data or sizes
-		l.buffers = 3
-	case 13, 16: // struct, fixed-size list: validity
-		l.buffers = 1
-	case 14: // union: type ids, dense offsets; a validity bitmap before V5
-		l.buffers, l.preV5 = 1, 1
-		if unionMode == 1 {
-			l.buffers++
-		}
-	case 22: // run-end encoded: none; a validity bitmap before V5
-		l.preV5 = 1
-	case 23, 24: // binary and utf8 views: validity, views, variadic data
-		l.buffers, l.views = 2, 1
-	case 0: // no type: arrow-go refuses it; counted as the most
-		l.buffers = 3
-	default: // primitives, fixed-size binary, list, map: validity and one more
-		l.buffers = 2
-	}
-	var dictID int64
-	dictionary := false
-	if d, ok, err := t.sub(12, "dictionary", depth+1); err != nil {
+	l = typeLayout(typ, unionMode)
+	dictionary, dictID, err := checkDictionary(t, depth)
+	if err != nil {
 		return l, err
-	} else if ok {
-		if err := d.scalars("dictionary", 4, 8, 8, 1, 10, 2); err != nil {
-			return l, err
-		}
-		if it, ok, err := d.sub(6, "dictionary indexType", depth+2); err != nil {
-			return l, err
-		} else if ok {
-			if err := it.scalars("dictionary indexType", 4, 4, 6, 1); err != nil {
-				return l, err
-			}
-		}
-		dictionary, dictID = true, d.i64(4)
 	}
 	if err := t.tables(14, "child", "children", depth+1, func(_ int64, c fbTable) error {
 		cl, err := checkField(c, depth+1, s)
@@ -406,6 +356,79 @@ func checkField(t fbTable, depth int, s *arrowSchema) (arrowLayout, error) {
 		l = arrowLayout{nodes: 1, buffers: 2}
 	}
 	return l, nil
+}
+
+// checkFieldType checks a Field's type table (of Type union member typ)
+// and returns a union's mode (0 for any other type).
+func checkFieldType(t fbTable, typ uint8, depth int) (unionMode int16, err error) {
+	ty, ok, err := t.sub(10, "type", depth+1)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if err := ty.scalars("type", typeScalars[typ]...); err != nil {
+		return 0, err
+	}
+	switch typ {
+	case 10:
+		if err := ty.str(6, "timezone"); err != nil {
+			return 0, err
+		}
+	case 14:
+		if off := ty.field(4); off != 0 {
+			unionMode = int16(binary.LittleEndian.Uint16(ty.f.b[ty.pos+off:]))
+		}
+		if _, _, err := ty.vector(6, 4, "union typeIds"); err != nil {
+			return 0, err
+		}
+	}
+	return unionMode, nil
+}
+
+// typeLayout is the nodes and buffers a field of Type union member typ
+// takes in a record batch, its children not counted.
+func typeLayout(typ uint8, unionMode int16) arrowLayout {
+	l := arrowLayout{nodes: 1}
+	switch typ {
+	case 1: // Null: no buffers
+	case 4, 5, 19, 20, 25, 26: // (large) binary, utf8, list view: validity, offsets, data or sizes
+		l.buffers = 3
+	case 13, 16: // struct, fixed-size list: validity
+		l.buffers = 1
+	case 14: // union: type ids, dense offsets; a validity bitmap before V5
+		l.buffers, l.preV5 = 1, 1
+		if unionMode == 1 {
+			l.buffers++
+		}
+	case 22: // run-end encoded: none; a validity bitmap before V5
+		l.preV5 = 1
+	case 23, 24: // binary and utf8 views: validity, views, variadic data
+		l.buffers, l.views = 2, 1
+	case 0: // no type: arrow-go refuses it; counted as the most
+		l.buffers = 3
+	default: // primitives, fixed-size binary, list, map: validity and one more
+		l.buffers = 2
+	}
+	return l
+}
+
+// checkDictionary checks a Field's dictionary encoding, if it has one,
+// and returns its id.
+func checkDictionary(t fbTable, depth int) (dictionary bool, id int64, err error) {
+	d, ok, err := t.sub(12, "dictionary", depth+1)
+	if err != nil || !ok {
+		return false, 0, err
+	}
+	if err := d.scalars("dictionary", 4, 8, 8, 1, 10, 2); err != nil {
+		return false, 0, err
+	}
+	if it, ok, err := d.sub(6, "dictionary indexType", depth+2); err != nil {
+		return false, 0, err
+	} else if ok {
+		if err := it.scalars("dictionary indexType", 4, 4, 6, 1); err != nil {
+			return false, 0, err
+		}
+	}
+	return true, d.i64(4), nil
 }
 
 // arrowBuffer is a RecordBatch buffer: its offset and length in the body.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 )
 
 // ManifestName is the file, in a folder of shards, that lists them. A
@@ -106,8 +108,8 @@ func (m *Manifest) put(e ManifestShard) {
 	m.Shards = append(m.Shards, e)
 }
 
-// writeManifest writes m as dir's manifest.json atomically (temporary
-// file, fsync, rename, fsync of the folder), shards sorted by name; with
+// writeManifest writes m as dir's manifest.json atomically
+// (internal/atomicfile), shards sorted by name; with
 // no shards it removes the file.
 func writeManifest(dir string, m *Manifest) error {
 	path := filepath.Join(dir, ManifestName)
@@ -123,31 +125,8 @@ func writeManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("fineweb: manifest %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, "."+ManifestName+".tmp*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("fineweb: manifest: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("fineweb: manifest %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
 
@@ -283,11 +284,11 @@ func (s *Shard) Close() error {
 }
 
 // ShardWriter writes one shard. Tokens go to a temporary file in the same
-// directory; Close writes the header, syncs and renames it into place, so a
-// crash never leaves a half-written shard under the final name.
+// directory; Close writes the header and commits it (internal/atomicfile),
+// so a crash never leaves a half-written shard under the final name.
 type ShardWriter struct {
 	path  string
-	f     *os.File
+	f     *atomicfile.File // nil after Close or Abort
 	w     *bufio.Writer
 	count int64
 	sum   uint32 // crc32c of the token bytes written
@@ -303,7 +304,7 @@ func CreateShard(path string, overwrite bool) (*ShardWriter, error) {
 			return nil, fmt.Errorf("fineweb: shard %s: %w", path, os.ErrExist)
 		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
 	}
@@ -355,12 +356,15 @@ func (w *ShardWriter) Write(tokens []int32) error {
 	return nil
 }
 
-// Close finishes the shard: header, fsync, rename into place, fsync of the
-// directory. After an error the temporary file is removed.
+// Close finishes the shard: the header, then the commit (fsync, rename
+// into place, fsync of the directory). After an error the temporary file
+// is removed.
 func (w *ShardWriter) Close() error {
 	if w.f == nil {
 		return w.err
 	}
+	f := w.f
+	w.f = nil
 	err := w.err
 	if err == nil {
 		err = w.w.Flush()
@@ -370,29 +374,14 @@ func (w *ShardWriter) Close() error {
 		binary.LittleEndian.PutUint32(hdr[0:], Magic)
 		binary.LittleEndian.PutUint32(hdr[4:], Version)
 		binary.LittleEndian.PutUint32(hdr[8:], uint32(w.count))
-		_, err = w.f.WriteAt(hdr[:], 0)
-	}
-	if err == nil {
-		err = w.f.Chmod(0o644)
-	}
-	if err == nil {
-		err = w.f.Sync()
-	}
-	tmp := w.f.Name()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	w.f = nil
-	if err == nil {
-		err = os.Rename(tmp, w.path)
+		_, err = f.WriteAt(hdr[:], 0)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		f.Abort()
 		return fmt.Errorf("fineweb: shard %s: %w", w.path, err)
 	}
-	if d, derr := os.Open(filepath.Dir(w.path)); derr == nil {
-		d.Sync()
-		d.Close()
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("fineweb: shard: %w", err)
 	}
 	return nil
 }
@@ -402,9 +391,7 @@ func (w *ShardWriter) Abort() {
 	if w.f == nil {
 		return
 	}
-	tmp := w.f.Name()
-	w.f.Close()
-	os.Remove(tmp)
+	w.f.Abort()
 	w.f = nil
 	if w.err == nil {
 		w.err = errors.New("fineweb: shard " + w.path + ": aborted")

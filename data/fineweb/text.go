@@ -208,26 +208,9 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 	}
 	defer r.Close()
 	chk := &textChecker{path: path}
+	s := &textStream{b: b}
 	raw := make([]byte, textChunk)
-	var carry, pending []byte // raw bytes held back; normalized text not yet encoded
-	var paras []string
-	inDoc, toVal := false, false // a document begun by a partial paragraph
-	// held are the tokens of the white space that begins a paragraph longer
-	// than a chunk, heldBytes its length: written if the paragraph turns out
-	// not to be blank, dropped with it if it is.
-	var held []int32
-	var heldBytes int64
-	begin := func() error { // begins the document of a partial paragraph
-		var err error
-		if toVal, err = b.beginDocument(); err != nil {
-			return err
-		}
-		inDoc = true
-		b.sum.TextBytes += heldBytes
-		err = b.emit(held, toVal)
-		held, heldBytes = held[:0], 0
-		return err
-	}
+	var carry []byte // raw bytes held back: an incomplete UTF-8 or "\r\n" tail
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -246,100 +229,154 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 		if err := chk.check(body); err != nil {
 			return err
 		}
-		pending = append(pending, bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))...)
+		s.pending = append(s.pending, bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))...)
 		carry = append(carry[:0], chunk[len(chunk)-keep:]...)
-
-		// Complete paragraphs.
-		paras = paras[:0]
-		for {
-			i := bytes.Index(pending, []byte("\n\n"))
-			if i < 0 {
-				break
-			}
-			para := pending[:i]
-			pending = pending[i+2:]
-			if heldBytes > 0 {
-				// A paragraph that began with a long blank part.
-				if isBlank(para) {
-					held, heldBytes = held[:0], 0
-					continue
-				}
-				if err := b.flushParagraphs(paras); err != nil {
-					return err
-				}
-				paras = paras[:0]
-				if err := begin(); err != nil {
-					return err
-				}
-			}
-			if inDoc {
-				// The end of a paragraph begun in an earlier chunk.
-				if err := b.flushParagraphs(paras); err != nil {
-					return err
-				}
-				paras = paras[:0]
-				if err := b.emitText(string(para), toVal); err != nil {
-					return err
-				}
-				inDoc = false
-				continue
-			}
-			if !isBlank(para) {
-				paras = append(paras, string(para))
-			}
-		}
-		if eof {
-			if heldBytes > 0 && !isBlank(pending) {
-				if err := b.flushParagraphs(paras); err != nil {
-					return err
-				}
-				paras = paras[:0]
-				if err := begin(); err != nil {
-					return err
-				}
-			}
-			if inDoc {
-				if err := b.flushParagraphs(paras); err != nil {
-					return err
-				}
-				return b.emitText(string(pending), toVal)
-			}
-			if !isBlank(pending) {
-				paras = append(paras, string(pending))
-			}
-			return b.flushParagraphs(paras)
-		}
-		if err := b.flushParagraphs(paras); err != nil {
+		if err := s.paragraphs(); err != nil {
 			return err
 		}
-		// A paragraph longer than a chunk: encode what can be cut off (there
-		// is always a cut but in a single piece, of at most
-		// tokenizer.MaxPieceRunes characters), so pending stays about a
-		// chunk long and each byte is copied a bounded number of times. The
-		// last byte stays, as it may be the first '\n' of "\n\n". A blank
-		// start is held until the paragraph shows whether it is blank.
-		if len(pending) >= textChunk {
-			text := string(pending[:len(pending)-1])
-			if cut := tokenizer.SafeCut(text); cut > 0 {
-				switch {
-				case inDoc:
-				case isBlank(pending[:cut]):
-					held = b.tok.AppendEncode(held, text[:cut])
-					heldBytes += int64(cut)
-				default:
-					if err := begin(); err != nil {
-						return err
-					}
-				}
-				if inDoc {
-					if err := b.emitText(text[:cut], toVal); err != nil {
-						return err
-					}
-				}
-				pending = append(pending[:0], pending[cut:]...)
-			}
+		if eof {
+			return s.finish()
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if err := s.cutLong(); err != nil {
+			return err
 		}
 	}
+}
+
+// textStream is AddTextFile's state from one chunk to the next.
+type textStream struct {
+	b       *Builder
+	pending []byte   // normalized text not yet encoded
+	paras   []string // complete paragraphs not yet written
+	// inDoc: a document begun by a partial paragraph is open; toVal: it
+	// goes to validation.
+	inDoc, toVal bool
+	// held are the tokens of the white space that begins a paragraph
+	// longer than a chunk, heldBytes its length: written if the paragraph
+	// turns out not to be blank, dropped with it if it is.
+	held      []int32
+	heldBytes int64
+}
+
+// begin begins the document of a partial paragraph, writing what is held.
+func (s *textStream) begin() error {
+	var err error
+	if s.toVal, err = s.b.beginDocument(); err != nil {
+		return err
+	}
+	s.inDoc = true
+	s.b.sum.TextBytes += s.heldBytes
+	err = s.b.emit(s.held, s.toVal)
+	s.held, s.heldBytes = s.held[:0], 0
+	return err
+}
+
+// flush writes the complete paragraphs collected so far.
+func (s *textStream) flush() error {
+	err := s.b.flushParagraphs(s.paras)
+	s.paras = s.paras[:0]
+	return err
+}
+
+// paragraphs takes the complete paragraphs off pending: a paragraph that
+// ends one begun in an earlier chunk closes its document, the others are
+// collected for flush.
+func (s *textStream) paragraphs() error {
+	for {
+		i := bytes.Index(s.pending, []byte("\n\n"))
+		if i < 0 {
+			return nil
+		}
+		para := s.pending[:i]
+		s.pending = s.pending[i+2:]
+		if s.heldBytes > 0 {
+			// A paragraph that began with a long blank part.
+			if isBlank(para) {
+				s.held, s.heldBytes = s.held[:0], 0
+				continue
+			}
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if err := s.begin(); err != nil {
+				return err
+			}
+		}
+		if s.inDoc {
+			// The end of a paragraph begun in an earlier chunk.
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if err := s.b.emitText(string(para), s.toVal); err != nil {
+				return err
+			}
+			s.inDoc = false
+			continue
+		}
+		if !isBlank(para) {
+			s.paras = append(s.paras, string(para))
+		}
+	}
+}
+
+// finish writes what is left at the end of the file: the last paragraph,
+// which no blank line ends.
+func (s *textStream) finish() error {
+	if s.heldBytes > 0 && !isBlank(s.pending) {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	if s.inDoc {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		return s.b.emitText(string(s.pending), s.toVal)
+	}
+	if !isBlank(s.pending) {
+		s.paras = append(s.paras, string(s.pending))
+	}
+	return s.flush()
+}
+
+// cutLong handles a paragraph longer than a chunk: it encodes what can be
+// cut off (there is always a cut but in a single piece, of at most
+// tokenizer.MaxPieceRunes characters), so pending stays about a chunk long
+// and each byte is copied a bounded number of times. The last byte stays,
+// as it may be the first '\n' of "\n\n". A blank start is held until the
+// paragraph shows whether it is blank.
+func (s *textStream) cutLong() error {
+	if len(s.pending) < textChunk {
+		return nil
+	}
+	text := string(s.pending[:len(s.pending)-1])
+	cut := tokenizer.SafeCut(text)
+	if cut == 0 {
+		return nil
+	}
+	switch {
+	case s.inDoc:
+	case isBlank(s.pending[:cut]):
+		s.held = s.b.tok.AppendEncode(s.held, text[:cut])
+		s.heldBytes += int64(cut)
+	default:
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	if s.inDoc {
+		if err := s.b.emitText(text[:cut], s.toVal); err != nil {
+			return err
+		}
+	}
+	s.pending = append(s.pending[:0], s.pending[cut:]...)
+	return nil
 }
 
 // flushParagraphs writes complete paragraphs as documents, encoded in

@@ -146,6 +146,11 @@ func is32[T float]() bool {
 	return v == 1<<30 // 2^30 + 1 rounds to 2^30 only in float32
 }
 
+// unaryVV computes z = op(x) elementwise.
+//
+// funclen: one case per op, each with its own loop, so that every loop is
+// a plain, monomorphic pass the compiler keeps tight; split into a
+// function per op it would only add a table beside the switch.
 func unaryVV[T float](op device.UnaryOp, z, x []T) {
 	x = x[:len(z)]
 	f := func(g func(float64) float64) {
@@ -435,59 +440,62 @@ func reduceAxis[T float](op device.ReduceOp, z []T, zi []int32, x []T, outer, n,
 		for u := lo; u < hi; u++ {
 			o, c0 := u/blocks, (u%blocks)*coreChunk
 			w := min(coreChunk, inner-c0)
-			base := o*n*inner + c0
-			switch op {
-			case device.Sum, device.SumSquares:
-				a := acc[:w]
-				clear(a)
-				for j := range n {
-					row := x[base+j*inner : base+j*inner+w]
-					if op == device.Sum {
-						for i, v := range row {
-							a[i] += float64(v)
-						}
-					} else {
-						for i, v := range row {
-							a[i] += float64(v) * float64(v)
-						}
-					}
-				}
-				out := z[o*inner+c0 : o*inner+c0+w]
-				for i, v := range a {
-					out[i] = T(v)
-				}
-			case device.Max, device.Min:
-				b := best[:w]
-				copy(b, x[base:base+w])
-				for j := 1; j < n; j++ {
-					row := x[base+j*inner : base+j*inner+w]
-					if op == device.Max {
-						for i, v := range row {
-							b[i] = max(b[i], v)
-						}
-					} else {
-						for i, v := range row {
-							b[i] = min(b[i], v)
-						}
-					}
-				}
-				copy(z[o*inner+c0:o*inner+c0+w], b)
-			default: // ArgMax, ArgMin
-				b, ix := best[:w], idx[:w]
-				copy(b, x[base:base+w])
-				clear(ix)
-				for j := 1; j < n; j++ {
-					row := x[base+j*inner : base+j*inner+w]
-					for i, v := range row {
-						if better(op, v, b[i]) {
-							b[i], ix[i] = v, int32(j)
-						}
-					}
-				}
-				copy(zi[o*inner+c0:o*inner+c0+w], ix)
-			}
+			reduceColumns(op, z, zi, x, o*n*inner+c0, o*inner+c0, w, n, inner, acc[:w], best[:w], idx[:w])
 		}
 	})
+}
+
+// reduceColumns reduces w adjacent columns over n rows of stride inner,
+// starting at x[base], into z[at:at+w] (zi for ArgMax and ArgMin); acc,
+// best and idx are w-long scratch.
+func reduceColumns[T float](op device.ReduceOp, z []T, zi []int32, x []T, base, at, w, n, inner int, acc []float64, best []T, idx []int32) {
+	switch op {
+	case device.Sum, device.SumSquares:
+		clear(acc)
+		for j := range n {
+			row := x[base+j*inner : base+j*inner+w]
+			if op == device.Sum {
+				for i, v := range row {
+					acc[i] += float64(v)
+				}
+			} else {
+				for i, v := range row {
+					acc[i] += float64(v) * float64(v)
+				}
+			}
+		}
+		out := z[at : at+w]
+		for i, v := range acc {
+			out[i] = T(v)
+		}
+	case device.Max, device.Min:
+		copy(best, x[base:base+w])
+		for j := 1; j < n; j++ {
+			row := x[base+j*inner : base+j*inner+w]
+			if op == device.Max {
+				for i, v := range row {
+					best[i] = max(best[i], v)
+				}
+			} else {
+				for i, v := range row {
+					best[i] = min(best[i], v)
+				}
+			}
+		}
+		copy(z[at:at+w], best)
+	default: // ArgMax, ArgMin
+		copy(best, x[base:base+w])
+		clear(idx)
+		for j := 1; j < n; j++ {
+			row := x[base+j*inner : base+j*inner+w]
+			for i, v := range row {
+				if better(op, v, best[i]) {
+					best[i], idx[i] = v, int32(j)
+				}
+			}
+		}
+		copy(zi[at:at+w], idx)
+	}
 }
 
 // better reports whether v displaces the running best of an ArgMax or

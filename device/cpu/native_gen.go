@@ -64,6 +64,10 @@ func aAddr(r int) string {
 // beta C, where A is a 12-row micro-panel with row stride rs and k stride
 // cs (bytes), B a packed 32-column panel (128 bytes per k), and the 12x32
 // product lives in Z0-Z23 (row r in Z(2r), Z(2r+1)).
+//
+// funclen: it writes one kernel's instructions in order; the register
+// assignment spans the whole of it, so pieces of it would only make sense
+// together.
 func avx512Kernel() {
 	p(`
 // func sgemmKernel12x32(k int, a *float32, rs, cs uintptr, b, c *float32, ldc int, alpha, beta float32, mr int, mask uint32)
@@ -178,6 +182,8 @@ TEXT ·sgemmKernel12x32(SB), NOSPLIT, $0-76
 // avx2Kernel writes sgemmKernel6x16: the AVX2+FMA kernel on a full 6 x 16
 // block, A addressed as in the AVX-512 kernel (rows 0-3 from SI, 4-5 from
 // R10), B packed 16 columns (64 bytes per k), rows in Y(2r), Y(2r+1).
+//
+// funclen: as avx512Kernel, one kernel's instructions in order.
 func avx2Kernel() {
 	p(`
 // func sgemmKernel6x16(k int, a *float32, rs, cs uintptr, b, c *float32, ldc int, alpha, beta float32)

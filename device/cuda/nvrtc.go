@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 )
 
 // CacheDirEnv names the environment variable that overrides CacheDir.
@@ -107,10 +109,7 @@ func (n *nvrtcAPI) cubin(source, arch string) ([]byte, error) {
 	}
 	if path != "" {
 		if os.MkdirAll(dir, 0o755) == nil {
-			tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-			if os.WriteFile(tmp, b, 0o644) == nil {
-				os.Rename(tmp, path) //nolint:errcheck // best effort cache
-			}
+			atomicfile.WriteFile(path, b) //nolint:errcheck // best effort cache
 		}
 	}
 	return b, nil

@@ -129,6 +129,11 @@ func ropeTables(seq, half int) (c, s []float64) {
 	return c, s
 }
 
+// capCases lists the capability checks, one entry (or one loop over ops)
+// per capability.
+//
+// funclen: a table; each entry is a few lines and reads on its own, and
+// split across functions the list would no longer be seen whole.
 func capCases() []capCase {
 	r := func(seed uint64, n int) hostData { return floats(randoms(seed, n, 1)) }
 	var cs []capCase

@@ -85,72 +85,81 @@ func castsInt32(t *testing.T, dev device.Core, has func(device.DType) bool) {
 			if !has(dt) {
 				t.Skipf("no %v storage", dt)
 			}
-			// float -> int32: the stored source values (read back
-			// exactly) against the reference, and the fixed cases.
-			src := make([]float64, 0, len(int32CastCases)+400)
-			for _, c := range int32CastCases {
-				src = append(src, c.in)
-			}
-			src = append(src, randoms(91, 200, 10)...)
-			src = append(src, randoms(92, 200, 3e9)...)
-			src = append(src, 2147483520, -2147483904, 2147483647.9, -2147483648.9, 2147483647, -2147483649, 16777217.5)
-			sb := h.alloc(t, dt, len(src))
-			dev.CopyFloat64FromHost(sb, src)
-			h.sync(t)
-			stored := make([]float64, len(src))
-			dev.CopyFloat64ToHost(stored, sb)
-			ib := h.alloc(t, device.Int32, len(src))
-			dev.Cast(ib, sb)
-			got := h.downloadInt32(t, ib)
-			for i, x := range stored {
-				want := int32CastReference(x)
-				if i < len(int32CastCases) {
-					want = int32CastCases[i].want
-				}
-				if got[i] != want {
-					t.Errorf("Cast %v %v -> int32 = %d, want %d", dt, x, got[i], want)
-				}
-			}
-			// int32 -> float.
-			ints := make([]int32, 0, len(int32FloatCases)+300)
-			for _, c := range int32FloatCases {
-				ints = append(ints, c.in)
-			}
-			for _, r := range randoms(93, 300, 1e9) {
-				ints = append(ints, int32CastReference(r))
-			}
-			is := h.uploadInt32(t, ints)
-			fb := h.alloc(t, dt, len(ints))
-			dev.Cast(fb, is)
-			h.sync(t)
-			back := make([]float64, len(ints))
-			dev.CopyFloat64ToHost(back, fb)
-			for i, v := range ints {
-				var want float64
-				switch dt {
-				case device.Float64:
-					want = float64(v)
-				case device.BFloat16:
-					want = intToFloatReference(v, 8)
-				default:
-					want = intToFloatReference(v, 24)
-				}
-				if i < len(int32FloatCases) && dt != device.Float64 {
-					want = int32FloatCases[i].f32
-					if dt == device.BFloat16 {
-						want = int32FloatCases[i].bf
-					}
-				}
-				if back[i] != want {
-					t.Errorf("Cast int32 %d -> %v = %v, want %v", v, dt, back[i], want)
-				}
-			}
+			h.castsToInt32(t, dt)
+			h.castsFromInt32(t, dt)
 			// Empty casts do nothing, without error.
 			e, ei := h.alloc(t, dt, 0), h.alloc(t, device.Int32, 0)
 			dev.Cast(ei, e)
 			dev.Cast(e, ei)
 			h.sync(t)
 		})
+	}
+}
+
+// castsToInt32 checks float -> int32: the stored source values (read back
+// exactly) against the reference, and the fixed cases.
+func (h *harness) castsToInt32(t *testing.T, dt device.DType) {
+	src := make([]float64, 0, len(int32CastCases)+400)
+	for _, c := range int32CastCases {
+		src = append(src, c.in)
+	}
+	src = append(src, randoms(91, 200, 10)...)
+	src = append(src, randoms(92, 200, 3e9)...)
+	src = append(src, 2147483520, -2147483904, 2147483647.9, -2147483648.9, 2147483647, -2147483649, 16777217.5)
+	sb := h.alloc(t, dt, len(src))
+	h.dev.CopyFloat64FromHost(sb, src)
+	h.sync(t)
+	stored := make([]float64, len(src))
+	h.dev.CopyFloat64ToHost(stored, sb)
+	ib := h.alloc(t, device.Int32, len(src))
+	h.dev.Cast(ib, sb)
+	got := h.downloadInt32(t, ib)
+	for i, x := range stored {
+		want := int32CastReference(x)
+		if i < len(int32CastCases) {
+			want = int32CastCases[i].want
+		}
+		if got[i] != want {
+			t.Errorf("Cast %v %v -> int32 = %d, want %d", dt, x, got[i], want)
+		}
+	}
+}
+
+// castsFromInt32 checks int32 -> float against the rounding reference and
+// the fixed cases.
+func (h *harness) castsFromInt32(t *testing.T, dt device.DType) {
+	ints := make([]int32, 0, len(int32FloatCases)+300)
+	for _, c := range int32FloatCases {
+		ints = append(ints, c.in)
+	}
+	for _, r := range randoms(93, 300, 1e9) {
+		ints = append(ints, int32CastReference(r))
+	}
+	is := h.uploadInt32(t, ints)
+	fb := h.alloc(t, dt, len(ints))
+	h.dev.Cast(fb, is)
+	h.sync(t)
+	back := make([]float64, len(ints))
+	h.dev.CopyFloat64ToHost(back, fb)
+	for i, v := range ints {
+		var want float64
+		switch dt {
+		case device.Float64:
+			want = float64(v)
+		case device.BFloat16:
+			want = intToFloatReference(v, 8)
+		default:
+			want = intToFloatReference(v, 24)
+		}
+		if i < len(int32FloatCases) && dt != device.Float64 {
+			want = int32FloatCases[i].f32
+			if dt == device.BFloat16 {
+				want = int32FloatCases[i].bf
+			}
+		}
+		if back[i] != want {
+			t.Errorf("Cast int32 %d -> %v = %v, want %v", v, dt, back[i], want)
+		}
 	}
 }
 

@@ -124,154 +124,173 @@ func (h *harness) gemm(t *testing.T) {
 	if h.dt == device.Float64 {
 		u = 0x1p-53
 	}
+	for i, c := range h.gemmCases(t) {
+		c.layout()
+		t.Run(c.String(), func(t *testing.T) { h.gemmCase(t, i, c, u) })
+	}
+}
+
+// gemmCases are gemmCases, and for float32 on a device that stores
+// bfloat16 the first 24 again with bfloat16 A and B (the autocast
+// products).
+func (h *harness) gemmCases(t *testing.T) []gemmCase {
 	cases := gemmCases()
-	if h.dt == device.Float32 {
-		// BFloat16 A and B with a float32 C, where the device stores
-		// bfloat16 (the autocast products).
-		if buf, err := h.dev.Alloc(device.BFloat16, 1); err == nil {
-			h.dev.Free(buf)
-			for _, c := range gemmCases()[:24] {
-				c.bf16 = true
-				cases = append(cases, c)
+	if h.dt != device.Float32 {
+		return cases
+	}
+	buf, err := h.dev.Alloc(device.BFloat16, 1)
+	if err != nil {
+		t.Logf("%s declares no bfloat16 (Alloc: %v): no bfloat16 Gemm operands checked", h.dev.Name(), err)
+		return cases
+	}
+	h.dev.Free(buf)
+	for _, c := range gemmCases()[:24] {
+		c.bf16 = true
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+// inside marks the elements of one stored operand (rows x cols of pitch
+// ld, entries of stride st) that belong to its matrices.
+func inside(n, entries, st, rows, cols, ld int) []bool {
+	in := make([]bool, n)
+	for e := range entries {
+		for r := range rows {
+			for q := range cols {
+				in[e*st+r*ld+q] = true
 			}
-		} else {
-			t.Logf("%s declares no bfloat16 (Alloc: %v): no bfloat16 Gemm operands checked", h.dev.Name(), err)
 		}
 	}
-	for i, c := range cases {
-		c.layout()
-		t.Run(c.String(), func(t *testing.T) {
-			operand := h.roundAll
-			if c.bf16 {
-				operand = func(v []float64) []float64 {
-					out := make([]float64, len(v))
-					for i, x := range v {
-						out[i] = float64(bf16Reference(float32(x)))
-					}
-					return out
-				}
+	return in
+}
+
+// operands draws case i's A, B and C (rounded to the dtype, or to
+// bfloat16), with NaN in A's and B's padding and gaps and a sentinel in
+// C's, and returns which elements of C are inside its matrices.
+func (h *harness) operands(i int, c gemmCase) (a, b, cv []float64, inC []bool) {
+	operand := h.roundAll
+	if c.bf16 {
+		operand = func(v []float64) []float64 {
+			out := make([]float64, len(v))
+			for i, x := range v {
+				out[i] = float64(bf16Reference(float32(x)))
 			}
-			a := operand(randoms(uint64(1000+i), c.lenA, 1))
-			b := operand(randoms(uint64(2000+i), c.lenB, 1))
-			cv := h.roundAll(randoms(uint64(3000+i), c.lenC, 1))
-			nan := math.NaN()
-			// Padding and gaps of A and B are NaN; of C a sentinel.
-			const sentinel = 7
-			inA := make([]bool, len(a))
-			inB := make([]bool, len(b))
-			inC := make([]bool, len(cv))
-			for e := range c.entries {
-				for r := range c.storedA[0] {
-					for q := range c.storedA[1] {
-						inA[e*c.sa+r*c.lda+q] = true
-					}
-				}
-				for r := range c.storedB[0] {
-					for q := range c.storedB[1] {
-						inB[e*c.sb+r*c.ldb+q] = true
-					}
-				}
-				for r := range c.m {
-					for q := range c.n {
-						inC[e*c.sc+r*c.ldc+q] = true
-					}
-				}
-			}
-			for j := range a {
-				if !inA[j] {
-					a[j] = nan
-				}
-			}
-			for j := range b {
-				if !inB[j] {
-					b[j] = nan
-				}
-			}
-			for j := range cv {
-				switch {
-				case !inC[j]:
-					cv[j] = sentinel
-				case c.nanC:
-					cv[j] = nan
-				}
-			}
-			if c.special {
-				a[1] = nan                 // op(A) row or column: NaN must spread
-				b[len(b)-1] = math.Inf(1)  // one element of B
-				a[len(a)-1] = math.Inf(-1) // and of A
-			}
-			A, B, C := h.upload(t, a), h.upload(t, b), h.upload(t, cv)
-			if c.bf16 {
-				A, B = h.alloc(t, device.BFloat16, len(a)), h.alloc(t, device.BFloat16, len(b))
-				h.dev.CopyFloat64FromHost(A, a) // exact: the values are bfloat16
-				h.dev.CopyFloat64FromHost(B, b)
-			}
-			h.dev.Gemm(device.GemmArgs{TransA: c.tA, TransB: c.tB, M: c.m, N: c.n, K: c.k,
-				Alpha: c.alpha, Beta: c.beta,
-				A: A, LDA: c.lda, StrideA: c.sa, B: B, LDB: c.ldb, StrideB: c.sb,
-				C: C, LDC: c.ldc, StrideC: c.sc, Batch: c.batch})
-			got := h.download(t, C)
-			alpha, beta := float64(c.alpha), float64(c.beta)
-			opA := func(e, i, p int) float64 {
-				if c.tA {
-					return a[e*c.sa+p*c.lda+i]
-				}
-				return a[e*c.sa+i*c.lda+p]
-			}
-			opB := func(e, p, j int) float64 {
-				if c.tB {
-					return b[e*c.sb+j*c.ldb+p]
-				}
-				return b[e*c.sb+p*c.ldb+j]
-			}
-			bad := 0
-			for j := range cv {
-				want, bound := cv[j], 0.0
-				if inC[j] {
-					e, r := j/max(c.sc, 1), j%max(c.sc, 1)
-					row, col := r/c.ldc, r%c.ldc
-					var sum, mag float64
-					for p := range c.k {
-						x := opA(e, row, p) * opB(e, p, col)
-						sum += x
-						mag += math.Abs(x)
-					}
-					want = alpha * sum
-					mag = math.Abs(alpha) * mag
-					if c.alpha == 0 || c.k == 0 {
-						want, mag = 0, 0
-					}
-					if c.beta != 0 {
-						want += beta * cv[j]
-						mag += math.Abs(beta * cv[j])
-					}
-					bound = float64(c.k+2)*u*mag + 1e-300
-				}
-				ok := false
-				switch {
-				case math.IsNaN(want):
-					ok = math.IsNaN(got[j])
-				case math.IsInf(want, 0):
-					ok = got[j] == want
-				case !inC[j]:
-					ok = math.Float64bits(got[j]) == math.Float64bits(want)
-				default:
-					ok = math.Abs(got[j]-want) <= bound
-				}
-				if !ok {
-					if bad < 5 {
-						where := "element"
-						if !inC[j] {
-							where = "padding element (must be left alone)"
-						}
-						t.Errorf("C %s %d = %v, want %v (bound %.3g)", where, j, got[j], want, bound)
-					}
-					bad++
-				}
-			}
-			if bad > 5 {
-				t.Errorf("%d of %d elements of C differ", bad, len(cv))
-			}
-		})
+			return out
+		}
 	}
+	a = operand(randoms(uint64(1000+i), c.lenA, 1))
+	b = operand(randoms(uint64(2000+i), c.lenB, 1))
+	cv = h.roundAll(randoms(uint64(3000+i), c.lenC, 1))
+	nan := math.NaN()
+	const sentinel = 7
+	inA := inside(len(a), c.entries, c.sa, c.storedA[0], c.storedA[1], c.lda)
+	inB := inside(len(b), c.entries, c.sb, c.storedB[0], c.storedB[1], c.ldb)
+	inC = inside(len(cv), c.entries, c.sc, c.m, c.n, c.ldc)
+	for j := range a {
+		if !inA[j] {
+			a[j] = nan
+		}
+	}
+	for j := range b {
+		if !inB[j] {
+			b[j] = nan
+		}
+	}
+	for j := range cv {
+		switch {
+		case !inC[j]:
+			cv[j] = sentinel
+		case c.nanC:
+			cv[j] = nan
+		}
+	}
+	if c.special {
+		a[1] = nan                 // op(A) row or column: NaN must spread
+		b[len(b)-1] = math.Inf(1)  // one element of B
+		a[len(a)-1] = math.Inf(-1) // and of A
+	}
+	return a, b, cv, inC
+}
+
+// gemmCase runs case i and checks every element of C.
+func (h *harness) gemmCase(t *testing.T, i int, c gemmCase, u float64) {
+	a, b, cv, inC := h.operands(i, c)
+	A, B, C := h.upload(t, a), h.upload(t, b), h.upload(t, cv)
+	if c.bf16 {
+		A, B = h.alloc(t, device.BFloat16, len(a)), h.alloc(t, device.BFloat16, len(b))
+		h.dev.CopyFloat64FromHost(A, a) // exact: the values are bfloat16
+		h.dev.CopyFloat64FromHost(B, b)
+	}
+	h.dev.Gemm(device.GemmArgs{TransA: c.tA, TransB: c.tB, M: c.m, N: c.n, K: c.k,
+		Alpha: c.alpha, Beta: c.beta,
+		A: A, LDA: c.lda, StrideA: c.sa, B: B, LDB: c.ldb, StrideB: c.sb,
+		C: C, LDC: c.ldc, StrideC: c.sc, Batch: c.batch})
+	got := h.download(t, C)
+	bad := 0
+	for j := range cv {
+		want, bound := cv[j], 0.0
+		if inC[j] {
+			want, bound = c.reference(a, b, cv[j], j, u)
+		}
+		ok := false
+		switch {
+		case math.IsNaN(want):
+			ok = math.IsNaN(got[j])
+		case math.IsInf(want, 0):
+			ok = got[j] == want
+		case !inC[j]:
+			ok = math.Float64bits(got[j]) == math.Float64bits(want)
+		default:
+			ok = math.Abs(got[j]-want) <= bound
+		}
+		if !ok {
+			if bad < 5 {
+				where := "element"
+				if !inC[j] {
+					where = "padding element (must be left alone)"
+				}
+				t.Errorf("C %s %d = %v, want %v (bound %.3g)", where, j, got[j], want, bound)
+			}
+			bad++
+		}
+	}
+	if bad > 5 {
+		t.Errorf("%d of %d elements of C differ", bad, len(cv))
+	}
+}
+
+// reference returns element j of alpha op(A) op(B) + beta C in float64
+// (c0 its starting value) and the error bound of a float sum of it.
+func (c gemmCase) reference(a, b []float64, c0 float64, j int, u float64) (want, bound float64) {
+	opA := func(e, i, p int) float64 {
+		if c.tA {
+			return a[e*c.sa+p*c.lda+i]
+		}
+		return a[e*c.sa+i*c.lda+p]
+	}
+	opB := func(e, p, j int) float64 {
+		if c.tB {
+			return b[e*c.sb+j*c.ldb+p]
+		}
+		return b[e*c.sb+p*c.ldb+j]
+	}
+	e, r := j/max(c.sc, 1), j%max(c.sc, 1)
+	row, col := r/c.ldc, r%c.ldc
+	var sum, mag float64
+	for p := range c.k {
+		x := opA(e, row, p) * opB(e, p, col)
+		sum += x
+		mag += math.Abs(x)
+	}
+	want = float64(c.alpha) * sum
+	mag = math.Abs(float64(c.alpha)) * mag
+	if c.alpha == 0 || c.k == 0 {
+		want, mag = 0, 0
+	}
+	if c.beta != 0 {
+		want += float64(c.beta) * c0
+		mag += math.Abs(float64(c.beta) * c0)
+	}
+	return want, float64(c.k+2)*u*mag + 1e-300
 }

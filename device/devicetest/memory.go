@@ -132,63 +132,19 @@ func casts(t *testing.T, dev device.Core) {
 		return true
 	}
 	vals := castF32Values()
-	n := len(vals)
-	f32 := h.alloc(t, device.Float32, n)
+	f32 := h.alloc(t, device.Float32, len(vals))
 	dev.CopyFromHost(f32, vals)
-	readF32 := func(b device.Buffer) []float32 {
-		h.sync(t)
-		out := make([]float32, b.Len())
-		dev.CopyToHost(out, b)
-		h.sync(t)
-		return out
-	}
-	same := func(a, b float32) bool {
-		return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-	}
 	t.Run("float32_bfloat16", func(t *testing.T) {
 		if !has(device.BFloat16) {
 			t.Skip("no bfloat16 storage")
 		}
-		bf := h.alloc(t, device.BFloat16, n)
-		dev.Cast(bf, f32)
-		// bfloat16 -> float32 is exact: read back through a Cast, too.
-		back := h.alloc(t, device.Float32, n)
-		dev.Cast(back, bf)
-		got := readF32(back)
-		for i, v := range vals {
-			if want := bf16Reference(v); !same(got[i], want) {
-				t.Errorf("Cast float32 %#08x (%v) -> bfloat16 -> float32 = %v (%#08x), want %v (%#08x)",
-					math.Float32bits(v), v, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-			}
-		}
+		h.castsFloat32BF16(t, f32, vals)
 	})
 	t.Run("float32_float64", func(t *testing.T) {
 		if !has(device.Float64) {
 			t.Skip("no float64")
 		}
-		f64 := h.alloc(t, device.Float64, n)
-		dev.Cast(f64, f32)
-		h.sync(t)
-		wide := make([]float64, n)
-		dev.CopyFloat64ToHost(wide, f64)
-		for i, v := range vals {
-			if !(float64(v) == wide[i] && math.Signbit(wide[i]) == math.Signbit(float64(v))) && !(v != v && wide[i] != wide[i]) {
-				t.Errorf("Cast float32 %v -> float64 = %v (must be exact)", v, wide[i])
-			}
-		}
-		// float64 -> float32 rounds to nearest, overflowing to Inf.
-		src := append(randoms(78, 200, 1e3), 1e300, -1e300, 1e-300, -1e-300, 3.4028235677973366e38,
-			math.Inf(1), math.Inf(-1), math.NaN(), 1+0x1p-24, 1+0x1p-24+0x1p-50, 1+3*0x1p-24)
-		s64 := h.alloc(t, device.Float64, len(src))
-		dev.CopyFloat64FromHost(s64, src)
-		d32 := h.alloc(t, device.Float32, len(src))
-		dev.Cast(d32, s64)
-		got := readF32(d32)
-		for i, v := range src {
-			if want := float32(v); !same(got[i], want) {
-				t.Errorf("Cast float64 %v -> float32 = %v, want %v", v, got[i], want)
-			}
-		}
+		h.castsFloat32Float64(t, f32, vals)
 	})
 	t.Run("bfloat16_float64", func(t *testing.T) {
 		if !has(device.BFloat16) || !has(device.Float64) {
@@ -197,23 +153,86 @@ func casts(t *testing.T, dev device.Core) {
 		castsBF16Float64(t, dev)
 	})
 	t.Run("int32", func(t *testing.T) { castsInt32(t, dev, has) })
-	t.Run("equal", func(t *testing.T) {
-		out := h.alloc(t, device.Float32, n)
-		dev.Cast(out, f32)
-		got := readF32(out)
-		for i, v := range vals {
-			if !same(got[i], v) {
-				t.Fatalf("Cast float32 -> float32: element %d = %v, want %v", i, got[i], v)
-			}
+	t.Run("equal", func(t *testing.T) { h.castsEqual(t, f32, vals) })
+}
+
+// readF32 returns a float32 buffer's values, after the device's pending
+// work.
+func (h *harness) readF32(t *testing.T, b device.Buffer) []float32 {
+	h.sync(t)
+	out := make([]float32, b.Len())
+	h.dev.CopyToHost(out, b)
+	h.sync(t)
+	return out
+}
+
+// sameF32 reports whether a and b have the same bits or are both NaN.
+func sameF32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// castsFloat32BF16 checks float32 -> bfloat16 (round to nearest even)
+// through the exact way back.
+func (h *harness) castsFloat32BF16(t *testing.T, f32 device.Buffer, vals []float32) {
+	bf := h.alloc(t, device.BFloat16, len(vals))
+	h.dev.Cast(bf, f32)
+	// bfloat16 -> float32 is exact: read back through a Cast, too.
+	back := h.alloc(t, device.Float32, len(vals))
+	h.dev.Cast(back, bf)
+	got := h.readF32(t, back)
+	for i, v := range vals {
+		if want := bf16Reference(v); !sameF32(got[i], want) {
+			t.Errorf("Cast float32 %#08x (%v) -> bfloat16 -> float32 = %v (%#08x), want %v (%#08x)",
+				math.Float32bits(v), v, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
 		}
-		ints := []int32{0, -1, 1 << 30, -1 << 31, 1<<31 - 1, 12345}
-		is, id := h.uploadInt32(t, ints), h.alloc(t, device.Int32, len(ints))
-		dev.Cast(id, is)
-		gi := h.downloadInt32(t, id)
-		for i, v := range ints {
-			if gi[i] != v {
-				t.Fatalf("Cast int32 -> int32: element %d = %d, want %d", i, gi[i], v)
-			}
+	}
+}
+
+// castsFloat32Float64 checks float32 -> float64 (exact) and float64 ->
+// float32 (nearest, overflowing to Inf).
+func (h *harness) castsFloat32Float64(t *testing.T, f32 device.Buffer, vals []float32) {
+	n := len(vals)
+	f64 := h.alloc(t, device.Float64, n)
+	h.dev.Cast(f64, f32)
+	h.sync(t)
+	wide := make([]float64, n)
+	h.dev.CopyFloat64ToHost(wide, f64)
+	for i, v := range vals {
+		if !(float64(v) == wide[i] && math.Signbit(wide[i]) == math.Signbit(float64(v))) && !(v != v && wide[i] != wide[i]) {
+			t.Errorf("Cast float32 %v -> float64 = %v (must be exact)", v, wide[i])
 		}
-	})
+	}
+	src := append(randoms(78, 200, 1e3), 1e300, -1e300, 1e-300, -1e-300, 3.4028235677973366e38,
+		math.Inf(1), math.Inf(-1), math.NaN(), 1+0x1p-24, 1+0x1p-24+0x1p-50, 1+3*0x1p-24)
+	s64 := h.alloc(t, device.Float64, len(src))
+	h.dev.CopyFloat64FromHost(s64, src)
+	d32 := h.alloc(t, device.Float32, len(src))
+	h.dev.Cast(d32, s64)
+	got := h.readF32(t, d32)
+	for i, v := range src {
+		if want := float32(v); !sameF32(got[i], want) {
+			t.Errorf("Cast float64 %v -> float32 = %v, want %v", v, got[i], want)
+		}
+	}
+}
+
+// castsEqual checks that a cast between equal dtypes copies.
+func (h *harness) castsEqual(t *testing.T, f32 device.Buffer, vals []float32) {
+	out := h.alloc(t, device.Float32, len(vals))
+	h.dev.Cast(out, f32)
+	got := h.readF32(t, out)
+	for i, v := range vals {
+		if !sameF32(got[i], v) {
+			t.Fatalf("Cast float32 -> float32: element %d = %v, want %v", i, got[i], v)
+		}
+	}
+	ints := []int32{0, -1, 1 << 30, -1 << 31, 1<<31 - 1, 12345}
+	is, id := h.uploadInt32(t, ints), h.alloc(t, device.Int32, len(ints))
+	h.dev.Cast(id, is)
+	gi := h.downloadInt32(t, id)
+	for i, v := range ints {
+		if gi[i] != v {
+			t.Fatalf("Cast int32 -> int32: element %d = %d, want %d", i, gi[i], v)
+		}
+	}
 }

@@ -87,6 +87,20 @@ func main() {
 	}
 }
 
+// syntheticBatch fills in and tg with batch sequences of seq tokens of
+// the synthetic data: token t is followed by (3t + 1) mod vocab, from
+// random starting tokens; tg is in shifted by one.
+func syntheticBatch(rng *rand.Rand, in, tg []int32, batch, seq, vocab int) {
+	for b := range batch {
+		tok := int32(rng.IntN(vocab))
+		for t := range seq {
+			in[b*seq+t] = tok
+			tok = (3*tok + 1) % int32(vocab)
+			tg[b*seq+t] = tok
+		}
+	}
+}
+
 // run trains the model and returns the losses of the first and last
 // steps.
 func run(dev device.Device, o options) (first, last float64, err error) {
@@ -112,8 +126,6 @@ func run(dev device.Device, o options) (first, last float64, err error) {
 		return 0, 0, err
 	}
 
-	// Synthetic data: token t is followed by (3t + 1) mod vocab, from
-	// random starting tokens.
 	rng := rand.New(rand.NewPCG(o.seed, 2))
 	in, tg := make([]int32, o.batch*o.seq), make([]int32, o.batch*o.seq)
 	ids, err := tensor.FromInt32(dev, in, o.batch, o.seq)
@@ -127,14 +139,7 @@ func run(dev device.Device, o options) (first, last float64, err error) {
 	g := autograd.New(dev)
 	defer g.Reset()
 	for step := range o.steps {
-		for b := range o.batch {
-			tok := int32(rng.IntN(o.vocab))
-			for t := range o.seq {
-				in[b*o.seq+t] = tok
-				tok = (3*tok + 1) % int32(o.vocab)
-				tg[b*o.seq+t] = tok
-			}
-		}
+		syntheticBatch(rng, in, tg, o.batch, o.seq, o.vocab)
 		ids.SetInt32(in)
 		targets.SetInt32(tg)
 

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/data/fineweb"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
@@ -149,6 +150,71 @@ func (b *batcher) fill(batch, t int) {
 	}
 }
 
+// nanoGPTOptimizers is nanoGPT's AdamW split: weight decay on the
+// matrices and embeddings, none on biases and norms.
+func nanoGPTOptimizers(lr float64, model *models.GPT2) (*optim.Set, error) {
+	decay, noDecay := optim.PaperAdamW(lr), optim.PaperAdamW(lr)
+	decay.Beta2, noDecay.Beta2 = 0.95, 0.95
+	decay.Eps, noDecay.Eps = 1e-8, 1e-8
+	noDecay.WeightDecay = 0
+	matrices := func(name string) bool {
+		return strings.HasSuffix(name, ".weight") && !strings.Contains(name, ".ln") && name != "norm.weight"
+	}
+	return optim.NewSet(optim.Recipe{Groups: []optim.GroupSpec{
+		{Name: "decay", Match: matrices, Config: decay, Required: true},
+		{Name: "no-decay", Match: func(name string) bool { return !matrices(name) }, Config: noDecay},
+	}}, model.Parameters())
+}
+
+// validator measures the validation loss: the same 8 windows of the
+// held-out text every time.
+type validator struct {
+	model           *models.GPT2
+	g               *autograd.Graph
+	val             *batcher
+	inputs, targets *tensor.Tensor
+	batch, t        int
+	seed            uint64
+}
+
+func newValidator(dev device.Device, model *models.GPT2, g *autograd.Graph, data []int32, batch, t int, seed uint64) (*validator, error) {
+	n := batch * t
+	v := &validator{model: model, g: g, batch: batch, t: t, seed: seed,
+		val: &batcher{data: data, in: make([]int32, n), tgt: make([]int32, n)}}
+	var err error
+	if v.inputs, err = tensor.FromInt32(dev, v.val.in, batch, t); err != nil {
+		return nil, err
+	}
+	if v.targets, err = tensor.FromInt32(dev, v.val.tgt, batch, t); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// loss is the mean loss over the validation windows, in eval mode and
+// without gradients.
+func (v *validator) loss() (float64, error) {
+	nn.SetTraining(v.model, false)
+	defer nn.SetTraining(v.model, true)
+	v.g.SetNoGrad(true)
+	defer v.g.SetNoGrad(false)
+	v.val.rng = rand.New(rand.NewPCG(v.seed, 8))
+	var sum float64
+	for range 8 {
+		v.val.fill(v.batch, v.t)
+		v.inputs.SetInt32(v.val.in)
+		v.targets.SetInt32(v.val.tgt)
+		v.g.Reset()
+		loss := v.model.Loss(v.g, v.inputs, v.targets)
+		if err := v.g.Err(); err != nil {
+			return 0, err
+		}
+		sum += float64(loss.Item())
+	}
+	v.g.Reset()
+	return sum / 8, nil
+}
+
 func run(dev device.Device, o options) (result, error) {
 	var res result
 	cfg, t := o.model, o.model.Context
@@ -169,19 +235,7 @@ func run(dev device.Device, o options) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	// nanoGPT's split: weight decay on the matrices and embeddings, none
-	// on biases and norms.
-	decay, noDecay := optim.PaperAdamW(o.lr), optim.PaperAdamW(o.lr)
-	decay.Beta2, noDecay.Beta2 = 0.95, 0.95
-	decay.Eps, noDecay.Eps = 1e-8, 1e-8
-	noDecay.WeightDecay = 0
-	matrices := func(name string) bool {
-		return strings.HasSuffix(name, ".weight") && !strings.Contains(name, ".ln") && name != "norm.weight"
-	}
-	opt, err := optim.NewSet(optim.Recipe{Groups: []optim.GroupSpec{
-		{Name: "decay", Match: matrices, Config: decay, Required: true},
-		{Name: "no-decay", Match: func(name string) bool { return !matrices(name) }, Config: noDecay},
-	}}, model.Parameters())
+	opt, err := nanoGPTOptimizers(o.lr, model)
 	if err != nil {
 		return res, err
 	}
@@ -204,39 +258,11 @@ func run(dev device.Device, o options) (result, error) {
 		return res, err
 	}
 
-	// Validation: the same 8 windows of the held-out text every time.
-	n := o.batch * t
-	val := &batcher{data: data[cut:], in: make([]int32, n), tgt: make([]int32, n)}
-	inputs, err := tensor.FromInt32(dev, val.in, o.batch, t)
+	val, err := newValidator(dev, model, loop.Graph(), data[cut:], o.batch, t, o.seed)
 	if err != nil {
 		return res, err
 	}
-	targets, err := tensor.FromInt32(dev, val.tgt, o.batch, t)
-	if err != nil {
-		return res, err
-	}
-	g := loop.Graph()
-	valLoss := func() (float64, error) {
-		nn.SetTraining(model, false)
-		defer nn.SetTraining(model, true)
-		g.SetNoGrad(true)
-		defer g.SetNoGrad(false)
-		val.rng = rand.New(rand.NewPCG(o.seed, 8))
-		var sum float64
-		for range 8 {
-			val.fill(o.batch, t)
-			inputs.SetInt32(val.in)
-			targets.SetInt32(val.tgt)
-			g.Reset()
-			loss := model.Loss(g, inputs, targets)
-			if err := g.Err(); err != nil {
-				return 0, err
-			}
-			sum += float64(loss.Item())
-		}
-		g.Reset()
-		return sum / 8, nil
-	}
+	valLoss := val.loss
 	if res.FirstVal, err = valLoss(); err != nil {
 		return res, err
 	}
@@ -257,16 +283,20 @@ func run(dev device.Device, o options) (result, error) {
 		return res, err
 	}
 
+	if res.Sample, err = sample(dev, model, prompt, o); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.out, "--- sample ---\n%s%s\n", o.prompt, res.Sample)
+	return res, nil
+}
+
+// sample continues the prompt with the trained model in eval mode.
+func sample(dev device.Device, model *models.GPT2, prompt []int32, o options) (string, error) {
 	nn.SetTraining(model, false)
 	out, err := models.Generate(dev, model, prompt, models.GenerateOptions{Tokens: o.tokens, Temperature: o.temp, TopK: o.topK, Seed: o.seed})
 	if err != nil {
-		return res, err
+		return "", err
 	}
 	b, err := bytelevel.Decode(out)
-	if err != nil {
-		return res, err
-	}
-	res.Sample = string(b)
-	fmt.Fprintf(o.out, "--- sample ---\n%s%s\n", o.prompt, res.Sample)
-	return res, nil
+	return string(b), err
 }

@@ -89,19 +89,9 @@ func opticks() (string, error) {
 	return "", fmt.Errorf("no Isaac.Newton-Opticks.txt under the Go roots %q: pass -text FILE", roots)
 }
 
-func run(dev device.Device, o options) ([]logLine, error) {
-	var head optim.HeadOptimizer
-	switch o.head {
-	case "rownorm":
-		head = optim.HeadRowNorm
-	case "adamw":
-		head = optim.HeadAdamW
-	default:
-		return nil, fmt.Errorf("-head %q: want rownorm or adamw", o.head)
-	}
-	if o.batch <= 0 || o.steps < 2 || o.logEvery <= 0 {
-		return nil, fmt.Errorf("-batch %d, -steps %d, -log-every %d: want batch, log-every > 0 and steps >= 2", o.batch, o.steps, o.logEvery)
-	}
+// readBytes reads -text (default Opticks) as byte tokens, at least a
+// window of -context+1 of them.
+func readBytes(o options) ([]int32, error) {
 	path := o.text
 	if path == "" {
 		var err error
@@ -114,19 +104,16 @@ func run(dev device.Device, o options) ([]logLine, error) {
 		return nil, fmt.Errorf("-text: %w", err)
 	}
 	data := bytelevel.Encode(string(raw))
-	t := o.context
-	if len(data) <= t+1 {
-		return nil, fmt.Errorf("-text %s: %d bytes, fewer than a window of -context+1 = %d", path, len(data), t+1)
+	if len(data) <= o.context+1 {
+		return nil, fmt.Errorf("-text %s: %d bytes, fewer than a window of -context+1 = %d", path, len(data), o.context+1)
 	}
+	return data, nil
+}
 
-	cfg := models.Config{Layers: o.layers, Dim: o.dim, HeadDim: 64, MLPHidden: 4 * o.dim, Vocab: bytelevel.VocabSize,
-		Context: t, RoPEBase: 10000, InitStd: 0.02}
-	model, err := models.New(dev, cfg, o.seed)
-	if err != nil {
-		return nil, err
-	}
-	// The paper's groups: blocks.* to Muon, embed.weight to AdamW,
-	// head.weight to RowNorm (or AdamW), each with its own peak LR.
+// paperOptimizers is the paper's recipe over the model: blocks.* to Muon,
+// embed.weight to AdamW, head.weight to RowNorm (or AdamW), each with its
+// own peak LR; it prints the groups.
+func paperOptimizers(o options, head optim.HeadOptimizer, model *models.Transformer) (*optim.Set, error) {
 	recipe := optim.PaperRecipe(optim.PaperOptions{Head: head, Width: o.dim, HeadLR: o.headLR})
 	for i := range recipe.Groups {
 		switch g := &recipe.Groups[i]; c := g.Config.(type) {
@@ -146,6 +133,32 @@ func run(dev device.Device, o options) ([]logLine, error) {
 	}
 	for _, g := range opt.Groups() {
 		fmt.Printf("%-6s %-7s %d tensors\n", g.Name, g.Optimizer.Kind(), len(g.Optimizer.Params()))
+	}
+	return opt, nil
+}
+
+func run(dev device.Device, o options) ([]logLine, error) {
+	head, err := headOptimizer(o.head)
+	if err != nil {
+		return nil, err
+	}
+	if o.batch <= 0 || o.steps < 2 || o.logEvery <= 0 {
+		return nil, fmt.Errorf("-batch %d, -steps %d, -log-every %d: want batch, log-every > 0 and steps >= 2", o.batch, o.steps, o.logEvery)
+	}
+	data, err := readBytes(o)
+	if err != nil {
+		return nil, err
+	}
+	t := o.context
+	cfg := models.Config{Layers: o.layers, Dim: o.dim, HeadDim: 64, MLPHidden: 4 * o.dim, Vocab: bytelevel.VocabSize,
+		Context: t, RoPEBase: 10000, InitStd: 0.02}
+	model, err := models.New(dev, cfg, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := paperOptimizers(o, head, model)
+	if err != nil {
+		return nil, err
 	}
 	headLR := o.headLR
 	if headLR <= 0 {
@@ -170,11 +183,7 @@ func run(dev device.Device, o options) ([]logLine, error) {
 	defer g.Reset()
 	var logs []logLine
 	for step := range o.steps {
-		for s := range o.batch {
-			at := rng.IntN(len(data) - t)
-			copy(in[s*t:(s+1)*t], data[at:at+t])
-			copy(tg[s*t:(s+1)*t], data[at+1:at+t+1])
-		}
+		randomWindows(rng, data, in, tg, o.batch, t)
 		inputs.SetInt32(in)
 		targets.SetInt32(tg)
 		opt.ZeroGrad()
@@ -195,20 +204,50 @@ func run(dev device.Device, o options) ([]logLine, error) {
 			return logs, err
 		}
 		if done := step + 1; done == 1 || done%o.logEvery == 0 || done == o.steps {
-			// S_t, the step the head optimizer just applied (V x d).
-			s := opt.LastStep(model.Head.Weight)
-			d, err := geometry.RowDiameter(cpu.New(), s.Float32s(), cfg.Vocab, cfg.Dim)
+			ln, err := logUpdate(opt, model, done, l, headLR*scale)
 			if err != nil {
 				return logs, err
 			}
-			ln := logLine{Step: done, Loss: l, LR: headLR * scale, D: d.D}
 			logs = append(logs, ln)
-			ratio := 0.0
-			if ln.LR > 0 {
-				ratio = ln.D / ln.LR
-			}
-			fmt.Printf("update %4d  loss %.4f  head lr %.3g  D(S_t) %.4g  D/lr %.4f\n", done, l, ln.LR, ln.D, ratio)
 		}
 	}
 	return logs, nil
+}
+
+// logUpdate measures D(S_t) of S_t, the step the head optimizer just
+// applied (V x d), and prints the update's line.
+func logUpdate(opt *optim.Set, model *models.Transformer, done int, loss, lr float64) (logLine, error) {
+	s := opt.LastStep(model.Head.Weight)
+	d, err := geometry.RowDiameter(cpu.New(), s.Float32s(), s.Dim(0), s.Dim(1))
+	if err != nil {
+		return logLine{}, err
+	}
+	ln := logLine{Step: done, Loss: loss, LR: lr, D: d.D}
+	ratio := 0.0
+	if ln.LR > 0 {
+		ratio = ln.D / ln.LR
+	}
+	fmt.Printf("update %4d  loss %.4f  head lr %.3g  D(S_t) %.4g  D/lr %.4f\n", done, loss, ln.LR, ln.D, ratio)
+	return ln, nil
+}
+
+// randomWindows fills in with batch windows of t bytes at random offsets
+// of data, and tg with the bytes that follow each.
+func randomWindows(rng *rand.Rand, data, in, tg []int32, batch, t int) {
+	for s := range batch {
+		at := rng.IntN(len(data) - t)
+		copy(in[s*t:(s+1)*t], data[at:at+t])
+		copy(tg[s*t:(s+1)*t], data[at+1:at+t+1])
+	}
+}
+
+// headOptimizer reads -head.
+func headOptimizer(name string) (optim.HeadOptimizer, error) {
+	switch name {
+	case "rownorm":
+		return optim.HeadRowNorm, nil
+	case "adamw":
+		return optim.HeadAdamW, nil
+	}
+	return 0, fmt.Errorf("-head %q: want rownorm or adamw", name)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/safetensors"
 )
@@ -103,7 +104,7 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	if err != nil {
 		return fmt.Errorf("hf: Save %s: config: %w", dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n')); err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
 	return nil

@@ -94,88 +94,123 @@ func HilbertRMSDevice(s device.Buffer, v, d int, h device.Buffer, n int) (float6
 // hilbertRMS is HilbertRMSDevice on dev, with op naming the caller in
 // errors.
 func hilbertRMS(dev device.Core, op string, s device.Buffer, v, d int, h device.Buffer, n int) (float64, error) {
-	rows := min(n, panelChunk)
-	var bufs []device.Buffer
-	defer func() {
-		_ = dev.Synchronize()
-		for _, b := range bufs {
-			dev.Free(b)
-		}
-	}()
-	alloc := func(k int) (device.Buffer, error) {
-		b, err := dev.Alloc(device.Float32, k)
-		if err != nil {
-			return nil, fmt.Errorf("geometry: %s: scratch of %d float32 on %s: %w", op, k, dev.Name(), err)
-		}
-		bufs = append(bufs, b)
-		return b, nil
-	}
-	col, err := alloc(d)
-	if err != nil {
+	r := &rmsRun{dev: dev, op: op, s: s, v: v, d: d, h: h, n: n, rows: min(n, panelChunk)}
+	defer r.release()
+	if err := r.setup(); err != nil {
 		return 0, err
 	}
-	centre := commonRow(dev, s, v, d, col)
-	// rowsOf returns rows [r0, r0+m) of s as the products take them: s
-	// itself, or a copy less the common row.
-	blockRows := v
-	rowsOf := func(r0, m int) device.Buffer { return s.Slice(r0*d, m*d) }
-	if centre != nil {
-		blockRows = min(v, stepBlock)
-		block, err := alloc(blockRows * d)
-		if err != nil {
-			return 0, err
-		}
-		dev.CopyFromHost(col, centre)
-		rowsOf = func(r0, m int) device.Buffer {
-			blk := block.Slice(0, m*d)
-			dev.Copy(blk, s.Slice(r0*d, m*d))
-			compose.AddRow(dev, blk, col, m, d, -1)
-			return blk
-		}
-	}
-	z, err := alloc(rows * blockRows)
-	if err != nil {
-		return 0, err
-	}
-	hi, err := alloc(rows)
-	if err != nil {
-		return 0, err
-	}
-	negLo, err := alloc(rows)
-	if err != nil {
-		return 0, err
-	}
-	top, bottom := make([]float32, n), make([]float32, n) // max and -min of each panel row
-	hh, hl := make([]float32, rows), make([]float32, rows)
-	for r0 := 0; r0 < v; r0 += blockRows {
-		m := min(blockRows, v-r0)
-		blk := rowsOf(r0, m)
-		for k0 := 0; k0 < n; k0 += rows {
-			c := min(rows, n-k0)
-			zm := z.Slice(0, c*m)
-			// z (c x m) = h[k0:k0+c] (c x d) * blk^T (d x m)
-			dev.Gemm(device.GemmArgs{TransB: true, M: c, N: m, K: d, Alpha: 1,
-				A: h.Slice(k0*d, c*d), LDA: max(d, 1), B: blk, LDB: max(d, 1), C: zm, LDC: m})
-			compose.Reduce(dev, device.Max, 1, hi.Slice(0, c), zm, c, m)
-			compose.Scale(dev, zm, zm, -1)
-			compose.Reduce(dev, device.Max, 1, negLo.Slice(0, c), zm, c, m)
-			dev.CopyToHost(hh[:c], hi.Slice(0, c))
-			dev.CopyToHost(hl[:c], negLo.Slice(0, c))
-			for i := range c {
-				top[k0+i] = pick(r0 == 0, hh[i], maxNaN(top[k0+i], hh[i]))
-				bottom[k0+i] = pick(r0 == 0, hl[i], maxNaN(bottom[k0+i], hl[i]))
-			}
-		}
+	for r0 := 0; r0 < v; r0 += r.blockRows {
+		m := min(r.blockRows, v-r0)
+		r.ranges(r0, m, r.rowsOf(r0, m))
 	}
 	if err := dev.Synchronize(); err != nil {
 		return 0, fmt.Errorf("geometry: %s: %w", op, err)
 	}
 	var sum float64
 	for k := range n {
-		r := float64(top[k]) + float64(bottom[k]) // max - min
-		sum += r * r
+		x := float64(r.top[k]) + float64(r.bottom[k]) // max - min
+		sum += x * x
 	}
 	return math.Sqrt(sum / float64(n)), nil
+}
+
+// rmsRun is one hilbertRMS computation: the step s (v x d), the panel h
+// (n x d) and the device scratch.
+type rmsRun struct {
+	dev       device.Core
+	op        string
+	s, h      device.Buffer
+	v, d, n   int
+	rows      int           // panel rows per product
+	blockRows int           // step rows per product
+	col       device.Buffer // the common row removed, when centred
+	block     device.Buffer // a centred block of the step, when centred
+	centred   bool
+	z         device.Buffer // rows x blockRows logit changes
+	hi, negLo device.Buffer // per panel row: max of z and of -z
+	// top and bottom are each panel row's max and -min over the blocks so
+	// far; hh and hl one product's, on the host.
+	top, bottom, hh, hl []float32
+	bufs                []device.Buffer
+}
+
+// alloc returns device scratch that release frees.
+func (r *rmsRun) alloc(k int) (device.Buffer, error) {
+	b, err := r.dev.Alloc(device.Float32, k)
+	if err != nil {
+		return nil, fmt.Errorf("geometry: %s: scratch of %d float32 on %s: %w", r.op, k, r.dev.Name(), err)
+	}
+	r.bufs = append(r.bufs, b)
+	return b, nil
+}
+
+func (r *rmsRun) release() {
+	_ = r.dev.Synchronize() // no kernel may still use the scratch
+	for _, b := range r.bufs {
+		r.dev.Free(b)
+	}
+}
+
+// setup decides whether to centre the step and allocates the scratch.
+func (r *rmsRun) setup() error {
+	var err error
+	if r.col, err = r.alloc(r.d); err != nil {
+		return err
+	}
+	r.blockRows = r.v
+	if centre := commonRow(r.dev, r.s, r.v, r.d, r.col); centre != nil {
+		r.centred, r.blockRows = true, min(r.v, stepBlock)
+		if r.block, err = r.alloc(r.blockRows * r.d); err != nil {
+			return err
+		}
+		r.dev.CopyFromHost(r.col, centre)
+	}
+	if r.z, err = r.alloc(r.rows * r.blockRows); err != nil {
+		return err
+	}
+	if r.hi, err = r.alloc(r.rows); err != nil {
+		return err
+	}
+	if r.negLo, err = r.alloc(r.rows); err != nil {
+		return err
+	}
+	r.top, r.bottom = make([]float32, r.n), make([]float32, r.n)
+	r.hh, r.hl = make([]float32, r.rows), make([]float32, r.rows)
+	return nil
+}
+
+// rowsOf returns rows [r0, r0+m) of s as the products take them: s
+// itself, or a copy less the common row.
+func (r *rmsRun) rowsOf(r0, m int) device.Buffer {
+	if !r.centred {
+		return r.s.Slice(r0*r.d, m*r.d)
+	}
+	blk := r.block.Slice(0, m*r.d)
+	r.dev.Copy(blk, r.s.Slice(r0*r.d, m*r.d))
+	compose.AddRow(r.dev, blk, r.col, m, r.d, -1)
+	return blk
+}
+
+// ranges folds the logit changes of step rows [r0, r0+m) (blk) into each
+// panel row's max and -min.
+func (r *rmsRun) ranges(r0, m int, blk device.Buffer) {
+	d := r.d
+	for k0 := 0; k0 < r.n; k0 += r.rows {
+		c := min(r.rows, r.n-k0)
+		zm := r.z.Slice(0, c*m)
+		// z (c x m) = h[k0:k0+c] (c x d) * blk^T (d x m)
+		r.dev.Gemm(device.GemmArgs{TransB: true, M: c, N: m, K: d, Alpha: 1,
+			A: r.h.Slice(k0*d, c*d), LDA: max(d, 1), B: blk, LDB: max(d, 1), C: zm, LDC: m})
+		compose.Reduce(r.dev, device.Max, 1, r.hi.Slice(0, c), zm, c, m)
+		compose.Scale(r.dev, zm, zm, -1)
+		compose.Reduce(r.dev, device.Max, 1, r.negLo.Slice(0, c), zm, c, m)
+		r.dev.CopyToHost(r.hh[:c], r.hi.Slice(0, c))
+		r.dev.CopyToHost(r.hl[:c], r.negLo.Slice(0, c))
+		for i := range c {
+			r.top[k0+i] = pick(r0 == 0, r.hh[i], maxNaN(r.top[k0+i], r.hh[i]))
+			r.bottom[k0+i] = pick(r0 == 0, r.hl[i], maxNaN(r.bottom[k0+i], r.hl[i]))
+		}
+	}
 }
 
 // commonRow returns the row to remove from every row of s (v x d) before

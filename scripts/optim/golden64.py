@@ -101,7 +101,7 @@ def muon(cfg):
                 tall = rows > cols
                 if tall:
                     x = x.T
-                for _ in range(cfg["Steps"]):
+                for _ in range(cfg["NSIterations"]):
                     A = x @ x.T
                     B = b * A + c * (A @ A)
                     x = a * x + B @ x
@@ -184,8 +184,8 @@ for name, cfg in [
         ps, lr=cfg["LR"], momentum=cfg.get("Momentum", 0), dampening=cfg.get("Dampening", 0),
         nesterov=cfg.get("Nesterov", False), weight_decay=cfg.get("WeightDecay", 0)))))
 for name, cfg in [
-    ("muon", {"LR": 0.02, "Momentum": 0.95, "Nesterov": True, "WeightDecay": 0.1, "Steps": 5, "Eps": 1e-5}),
-    ("muon-plain", {"LR": 0.02, "Momentum": 0.9, "Nesterov": False, "WeightDecay": 0, "Steps": 3, "Eps": 1e-7}),
+    ("muon", {"LR": 0.02, "Momentum": 0.95, "Nesterov": True, "WeightDecay": 0.1, "NSIterations": 5, "Eps": 1e-5}),
+    ("muon-plain", {"LR": 0.02, "Momentum": 0.9, "Nesterov": False, "WeightDecay": 0, "NSIterations": 3, "Eps": 1e-7}),
 ]:
     cases.append(run(name, "muon", cfg, [(3, 5), (6, 2), (2, 2, 3)], muon(cfg)))
 for name, cfg in [

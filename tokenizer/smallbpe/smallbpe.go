@@ -24,10 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/internal/regfile"
 	"github.com/hilbert-ml/hilbert/tokenizer"
 )
@@ -212,11 +212,10 @@ func (b *BPE) Save(path string) error {
 	for _, m := range b.merges {
 		fmt.Fprintf(&s, "%d %d\n", m.Left, m.Right)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s.String()), 0o644); err != nil {
-		return err
+	if err := atomicfile.WriteFile(path, []byte(s.String())); err != nil {
+		return fmt.Errorf("smallbpe: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // Load reads a merges file written by Save.

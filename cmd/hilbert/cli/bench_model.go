@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/models"
@@ -18,128 +19,162 @@ import (
 	"github.com/hilbert-ml/hilbert/train"
 )
 
+// benchModelFlags are bench model's settings.
+type benchModelFlags struct {
+	family, preset, devName, autocast string
+	untie                             bool
+	batch, seq, steps                 int
+	blockRows, profileTop             int
+}
+
+// benchModel is a built model with its inputs and the step to time.
+type benchModel struct {
+	dev             device.Device
+	prof            *profile.Device // nil without -profile
+	m               train.LanguageModel
+	g               *autograd.Graph
+	inputs, targets *tensor.Tensor
+}
+
 // runBenchModel is the "model" bench target: it times forward+backward
 // passes of a models preset; scripts/parity/bench.sh compares the same
 // measure with PyTorch.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
+	var f benchModelFlags
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	family := fs.String("model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
-	preset := fs.String("preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
-	untie := fs.Bool("untie-head", false, "untie a head tied to the embedding (gpt2)")
-	batch := fs.Int("batch", 8, "sequences per step")
-	seq := fs.Int("seq", 256, "tokens per sequence")
-	steps := fs.Int("steps", 3, "timed steps (after one warm-up step)")
-	devName := fs.String("device", "cpu", "cpu, cuda or cuda:N")
-	autocast := fs.String("autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
-	blockRows := fs.Int("block-rows", 0, "rows of logits the fused head holds at once (0: the default)")
-	profileTop := fs.Int("profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
+	fs.StringVar(&f.family, "model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
+	fs.StringVar(&f.preset, "preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
+	fs.BoolVar(&f.untie, "untie-head", false, "untie a head tied to the embedding (gpt2)")
+	fs.IntVar(&f.batch, "batch", 8, "sequences per step")
+	fs.IntVar(&f.seq, "seq", 256, "tokens per sequence")
+	fs.IntVar(&f.steps, "steps", 3, "timed steps (after one warm-up step)")
+	fs.StringVar(&f.devName, "device", "cpu", "cpu, cuda or cuda:N")
+	fs.StringVar(&f.autocast, "autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
+	fs.IntVar(&f.blockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: the default)")
+	fs.IntVar(&f.profileTop, "profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	fam, err := registry.Lookup(*family)
-	if err != nil {
-		return usageErr(fs.Name(), fmt.Errorf("-model: %w", err))
-	}
-	cfg, err := fam.Preset(*preset)
-	if err != nil {
-		return usageErr(fs.Name(), fmt.Errorf("-preset: %w", err))
-	}
-	size := registry.SizesOf(cfg)
-	if *seq > size.Context || *batch < 1 || *steps < 1 {
-		return usageErr(fs.Name(), fmt.Errorf("batch %d, seq %d (context %d), steps %d: want batch and steps >= 1 and seq at most the context", *batch, *seq, size.Context, *steps))
-	}
-	dev, err := openDevice(*devName)
+	b, err := buildBenchModel(fs.Name(), f)
 	if err != nil {
 		return err
 	}
-	precision, err := (train.Config{Autocast: *autocast}).AutocastDType()
-	if err != nil {
-		return err
-	}
-	var prof *profile.Device
-	if *profileTop > 0 {
-		prof = profile.Wrap(dev)
-		dev = prof
-	}
-	built, err := fam.Build(dev, cfg, registry.BuildOptions{Seed: 1, UntieHead: *untie})
-	if err != nil {
-		return err
-	}
-	m, ok := built.(train.LanguageModel)
-	if !ok {
-		return fmt.Errorf("-model %s: %T has no Loss(g, inputs, targets) method to time", *family, built)
-	}
-	if t, ok := built.(*models.Transformer); ok && *blockRows > 0 {
-		m = boundedHead{t, *blockRows}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([]int32, *batch**seq)
-	for i := range ids {
-		ids[i] = int32(rng.IntN(size.Vocab))
-	}
-	inputs, err := tensor.FromInt32(dev, ids, *batch, *seq)
-	if err != nil {
-		return err
-	}
-	targets, err := tensor.FromInt32(dev, ids, *batch, *seq)
-	if err != nil {
-		return err
-	}
-	g := autograd.New(dev)
-	g.SetAutocast(precision)
-	step := func() error {
-		g.Reset()
-		autograd.ZeroGrad(m.Parameters())
-		loss := m.Loss(g, inputs, targets)
-		if err := g.Err(); err != nil {
-			return err
-		}
-		if err := g.Backward(loss); err != nil {
-			return err
-		}
-		return dev.Synchronize()
-	}
-	if err := step(); err != nil {
+	if err := b.step(); err != nil {
 		return err
 	}
 	start := time.Now()
-	for range *steps {
-		if err := step(); err != nil {
+	for range f.steps {
+		if err := b.step(); err != nil {
 			return err
 		}
 	}
-	per := time.Since(start).Seconds() / float64(*steps)
-	if prof != nil {
+	per := time.Since(start).Seconds() / float64(f.steps)
+	out := map[string]any{
+		"target": "model", "model": f.family, "preset": f.preset, "batch": f.batch, "seq": f.seq, "steps": f.steps,
+		"ms_per_step": per * 1000, "tokens_per_s": float64(f.batch*f.seq) / per, "threads": cpu.Threads(),
+		"device": b.dev.Name(), "autocast": f.autocast, "block_rows": f.blockRows,
+	}
+	if b.prof != nil {
 		// The speed first, in case the profiled step fails (scripts/gpu's
 		// summary reads this line when the JSON is missing).
-		fmt.Fprintf(stderr, "bench model: %.0f tokens/s (%.1f ms a step)\n", float64(*batch**seq)/per, per*1000)
-		prof.Record(true)
-		err := step()
-		prof.Record(false)
-		if err != nil {
+		fmt.Fprintf(stderr, "bench model: %.0f tokens/s (%.1f ms a step)\n", float64(f.batch*f.seq)/per, per*1000)
+		if err := b.profile(f, out, stderr); err != nil {
 			return err
-		}
-		fmt.Fprintf(stderr, "profile of one step (%s, batch %d, seq %d, autocast %s; calls synchronized):\n", *preset, *batch, *seq, *autocast)
-		if err := prof.WriteTable(stderr, *profileTop); err != nil {
-			return err
-		}
-	}
-	out := map[string]any{
-		"target": "model", "model": *family, "preset": *preset, "batch": *batch, "seq": *seq, "steps": *steps,
-		"ms_per_step": per * 1000, "tokens_per_s": float64(*batch**seq) / per, "threads": cpu.Threads(),
-		"device": dev.Name(), "autocast": *autocast, "block_rows": *blockRows,
-	}
-	if prof != nil {
-		attn, total := attentionShare(prof.Ops())
-		if total > 0 {
-			share := float64(attn) / float64(total)
-			fmt.Fprintf(stderr, "attention (forward and backward): %.1f ms of the %.1f ms profiled, %.1f%%\n",
-				float64(attn)/1e6, float64(total)/1e6, 100*share)
-			out["attention_share"] = share
 		}
 	}
 	return json.NewEncoder(stdout).Encode(out)
+}
+
+// buildBenchModel checks the flags and builds the model (on a profiled
+// device with -profile) and its random inputs.
+func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
+	fam, err := registry.Lookup(f.family)
+	if err != nil {
+		return nil, usageErr(cmd, fmt.Errorf("-model: %w", err))
+	}
+	cfg, err := fam.Preset(f.preset)
+	if err != nil {
+		return nil, usageErr(cmd, fmt.Errorf("-preset: %w", err))
+	}
+	size := registry.SizesOf(cfg)
+	if f.seq > size.Context || f.batch < 1 || f.steps < 1 {
+		return nil, usageErr(cmd, fmt.Errorf("batch %d, seq %d (context %d), steps %d: want batch and steps >= 1 and seq at most the context", f.batch, f.seq, size.Context, f.steps))
+	}
+	b := &benchModel{}
+	if b.dev, err = openDevice(f.devName); err != nil {
+		return nil, err
+	}
+	precision, err := (train.Config{Autocast: f.autocast}).AutocastDType()
+	if err != nil {
+		return nil, err
+	}
+	if f.profileTop > 0 {
+		b.prof = profile.Wrap(b.dev)
+		b.dev = b.prof
+	}
+	built, err := fam.Build(b.dev, cfg, registry.BuildOptions{Seed: 1, UntieHead: f.untie})
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if b.m, ok = built.(train.LanguageModel); !ok {
+		return nil, fmt.Errorf("-model %s: %T has no Loss(g, inputs, targets) method to time", f.family, built)
+	}
+	if t, ok := built.(*models.Transformer); ok && f.blockRows > 0 {
+		b.m = boundedHead{t, f.blockRows}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int32, f.batch*f.seq)
+	for i := range ids {
+		ids[i] = int32(rng.IntN(size.Vocab))
+	}
+	if b.inputs, err = tensor.FromInt32(b.dev, ids, f.batch, f.seq); err != nil {
+		return nil, err
+	}
+	if b.targets, err = tensor.FromInt32(b.dev, ids, f.batch, f.seq); err != nil {
+		return nil, err
+	}
+	b.g = autograd.New(b.dev)
+	b.g.SetAutocast(precision)
+	return b, nil
+}
+
+// step runs one forward and backward pass to completion.
+func (b *benchModel) step() error {
+	b.g.Reset()
+	autograd.ZeroGrad(b.m.Parameters())
+	loss := b.m.Loss(b.g, b.inputs, b.targets)
+	if err := b.g.Err(); err != nil {
+		return err
+	}
+	if err := b.g.Backward(loss); err != nil {
+		return err
+	}
+	return b.dev.Synchronize()
+}
+
+// profile runs one more step with every kernel call timed, prints the
+// costliest operations and the attention share, and adds the share to out.
+func (b *benchModel) profile(f benchModelFlags, out map[string]any, stderr io.Writer) error {
+	b.prof.Record(true)
+	err := b.step()
+	b.prof.Record(false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "profile of one step (%s, batch %d, seq %d, autocast %s; calls synchronized):\n", f.preset, f.batch, f.seq, f.autocast)
+	if err := b.prof.WriteTable(stderr, f.profileTop); err != nil {
+		return err
+	}
+	attn, total := attentionShare(b.prof.Ops())
+	if total > 0 {
+		share := float64(attn) / float64(total)
+		fmt.Fprintf(stderr, "attention (forward and backward): %.1f ms of the %.1f ms profiled, %.1f%%\n",
+			float64(attn)/1e6, float64(total)/1e6, 100*share)
+		out["attention_share"] = share
+	}
+	return nil
 }
 
 // attentionShare sums the profiled time of the attention kernels (forward

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +21,7 @@ func init() {
 	})
 }
 
-const compareUsage = `usage: hilbert compare [train flags] [-heads adamw,rownorm] [-seeds 0,1,2]
+const compareUsage = `usage: hilbert compare [train flags] [-head-optimizers adamw,rownorm] [-seeds 0,1,2]
 
 Runs the same job (every train flag applies; with none, the embedded Opticks
 default) once per head optimizer and seed, on the same data in the same
@@ -31,14 +32,22 @@ overlay plots. A run that already has a checkpoint is continued, so an
 interrupted comparison (exit status 130) resumes where it stopped when run
 again with the same command; -overwrite starts every run over.
 
+-heads, the old name of -head-optimizers (it never meant attention heads),
+is accepted for this release with a warning.
+
 flags:
 `
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
-	var heads, seeds string
+	heads, seeds := "adamw,rownorm", "0,1,2"
 	st, err := parseTrainFlags("compare", compareUsage, args, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&heads, "heads", "adamw,rownorm", "comma-separated head optimizers")
-		fs.StringVar(&seeds, "seeds", "0,1,2", "comma-separated model seeds")
+		fs.StringVar(&heads, "head-optimizers", heads, "comma-separated LM-head optimizers (adamw, rownorm)")
+		fs.Func("heads", "deprecated: the old name of -head-optimizers", func(v string) error {
+			fmt.Fprintln(stderr, "hilbert compare: -heads is deprecated and will be removed: use -head-optimizers (config key head_optimizers)")
+			heads = v
+			return nil
+		})
+		fs.StringVar(&seeds, "seeds", seeds, "comma-separated model seeds")
 	})
 	if st == nil || err != nil {
 		return err
@@ -47,17 +56,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr("compare", err)
 	}
-	var headList []string
-	for _, h := range strings.Split(heads, ",") {
-		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
-			if h != "adamw" && h != "rownorm" {
-				return usageErr("compare", fmt.Errorf("-heads %q: %q: want adamw or rownorm", heads, h))
-			}
-			headList = append(headList, h)
-		}
-	}
-	if len(headList) == 0 {
-		return usageErr("compare", fmt.Errorf("-heads %q: none", heads))
+	headList, err := parseHeadOptimizers(heads)
+	if err != nil {
+		return usageErr("compare", err)
 	}
 	if st.resume {
 		return usageErr("compare", errors.New("compare continues every run that has a checkpoint by itself: drop -resume"))
@@ -69,8 +70,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	// The comparison's folder (its data, compare.md) is locked first, then
 	// each run's own folder as it trains.
-	base := st.job.Config
-	lock, err := lockRun(st, base, stderr)
+	lock, err := lockRun(st, st.job.Config, stderr)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	base = st.job.Config
+	base := st.job.Config
 	dir := filepath.Join(base.RunsDir, base.Name)
 	var results []train.RunResult
 	for _, h := range headList {
@@ -88,28 +88,11 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 			c := base
 			c.Head, c.Seed = h, seed
 			c.RunsDir, c.Name = dir, fmt.Sprintf("%s-seed%d", c.Head, seed)
-			resume := train.HasCheckpoint(c) && !st.overwrite
-			runLock, err := lockRun(st, c, stderr)
+			r, err := compareRun(ctx, st, c, stdout, stderr)
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.Name, err)
+				return err
 			}
-			if err := startRun(st, c, resume); err != nil {
-				runLock.Unlock()
-				return fmt.Errorf("%s: %w", c.Name, err)
-			}
-			s, err := trainOne(ctx, st, c, runLock, resume, nil, stdout, stderr)
-			if ie, ok := err.(*interruptedError); ok {
-				if ie.hint != "" { // compare resumes by itself: no -resume
-					ie.hint = "The comparison continues where it stopped when run again with the same command"
-				}
-				return ie
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.Name, err)
-			}
-			fmt.Fprintf(stdout, "%s: val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s\n",
-				c.Name, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS)
-			results = append(results, train.RunResult{Summary: s.Summary, History: s.History})
+			results = append(results, r)
 		}
 	}
 	cmp, err := train.WriteComparison(dir, "Head-geometry comparison: "+base.Name, results)
@@ -119,6 +102,51 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, "\n"+cmp.Markdown())
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "compare.md"))
 	return nil
+}
+
+// compareRun trains (or continues) one run of a comparison under its own
+// lock and prints its line.
+func compareRun(ctx context.Context, st *trainSetup, c train.Config, stdout, stderr io.Writer) (train.RunResult, error) {
+	resume := train.HasCheckpoint(c) && !st.overwrite
+	runLock, err := lockRun(st, c, stderr)
+	if err != nil {
+		return train.RunResult{}, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if err := startRun(st, c, resume); err != nil {
+		runLock.Unlock()
+		return train.RunResult{}, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	s, err := trainOne(ctx, st, c, runLock, resume, nil, stdout, stderr)
+	if ie, ok := err.(*interruptedError); ok {
+		if ie.hint != "" { // compare resumes by itself: no -resume
+			ie.hint = "The comparison continues where it stopped when run again with the same command"
+		}
+		return train.RunResult{}, ie
+	}
+	if err != nil {
+		return train.RunResult{}, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	fmt.Fprintf(stdout, "%s: val loss %.4f, D(S_T) %.4g, Hilbert RMS %.4g, %.0f tokens/s\n",
+		c.Name, s.ValLoss, s.Diameter, s.HilbertRMS, s.TokensPerS)
+	return train.RunResult{Summary: s.Summary, History: s.History}, nil
+}
+
+// parseHeadOptimizers reads -head-optimizers: adamw and rownorm, comma
+// separated, at least one.
+func parseHeadOptimizers(heads string) ([]string, error) {
+	var list []string
+	for _, h := range strings.Split(heads, ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			if h != "adamw" && h != "rownorm" {
+				return nil, fmt.Errorf("-head-optimizers %q: %q: want adamw or rownorm", heads, h)
+			}
+			list = append(list, h)
+		}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("-head-optimizers %q: none", heads)
+	}
+	return list, nil
 }
 
 func parseSeeds(s string) ([]uint64, error) {

@@ -72,44 +72,14 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 		if *out != "" || fs.NArg() > 0 {
 			return usageErr(fs.Name(), errors.New("-manifest DIR takes no -out and no inputs"))
 		}
-		start := time.Now()
-		m, err := fineweb.WriteManifest(*manifest)
-		if err != nil {
-			return err
-		}
-		var tokens int64
-		train := 0
-		for _, s := range m.Shards {
-			tokens += s.Tokens
-			if s.Split == "train" {
-				train++
-			}
-		}
-		fmt.Fprintf(stdout, "manifest  %s: %d train, %d validation shards, %d tokens, checked in %.1fs\n",
-			filepath.Join(*manifest, fineweb.ManifestName), train, len(m.Shards)-train, tokens, time.Since(start).Seconds())
-		return nil
+		return prepareManifest(*manifest, stdout)
 	}
 	if *out == "" || fs.NArg() == 0 {
 		return usageErr(fs.Name(), errors.New("-out and at least one input are required"))
 	}
-	var inputs []string
-	var total int64
-	for _, pat := range fs.Args() {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			return fmt.Errorf("input %q: %w", pat, err)
-		}
-		if len(m) == 0 {
-			return fmt.Errorf("input %q: %w", pat, os.ErrNotExist)
-		}
-		for _, p := range m {
-			st, err := os.Stat(p)
-			if err != nil {
-				return err
-			}
-			total += st.Size()
-			inputs = append(inputs, p)
-		}
+	inputs, total, err := expandInputs(fs.Args())
+	if err != nil {
+		return err
 	}
 	bar := progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(stderr),
@@ -145,4 +115,50 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s, listed in %s\n", len(sum.TrainShards), len(sum.ValShards), *out, fineweb.ManifestName)
 	fmt.Fprintf(stdout, "text      %.1f MB in %.1fs: %.1f MB/s\n", float64(sum.TextBytes)/1e6, secs, float64(sum.TextBytes)/1e6/max(secs, 1e-9))
 	return nil
+}
+
+// prepareManifest is prepare -manifest DIR: it writes the manifest of the
+// shards in dir and prints what it lists.
+func prepareManifest(dir string, stdout io.Writer) error {
+	start := time.Now()
+	m, err := fineweb.WriteManifest(dir)
+	if err != nil {
+		return err
+	}
+	var tokens int64
+	train := 0
+	for _, s := range m.Shards {
+		tokens += s.Tokens
+		if s.Split == "train" {
+			train++
+		}
+	}
+	fmt.Fprintf(stdout, "manifest  %s: %d train, %d validation shards, %d tokens, checked in %.1fs\n",
+		filepath.Join(dir, fineweb.ManifestName), train, len(m.Shards)-train, tokens, time.Since(start).Seconds())
+	return nil
+}
+
+// expandInputs expands the input patterns (a pattern matching nothing is
+// an error) and returns the files and their total size in bytes.
+func expandInputs(patterns []string) ([]string, int64, error) {
+	var inputs []string
+	var total int64
+	for _, pat := range patterns {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			return nil, 0, fmt.Errorf("input %q: %w", pat, err)
+		}
+		if len(m) == 0 {
+			return nil, 0, fmt.Errorf("input %q: %w", pat, os.ErrNotExist)
+		}
+		for _, p := range m {
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			total += st.Size()
+			inputs = append(inputs, p)
+		}
+	}
+	return inputs, total, nil
 }

@@ -572,7 +572,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"train", "-runs", " ", "-name", "x"}, 2, "-runs is empty: want the folder"},
 		{[]string{"train", "-comm-timeout", "-1s"}, 2, `invalid value "-1s" for flag -comm-timeout: want a duration > 0`},
 		{[]string{"train", "-comm-timeout", "0"}, 2, "want a duration > 0"},
-		{[]string{"compare", "-heads", "sgd"}, 2, `"sgd": want adamw or rownorm`},
+		{[]string{"compare", "-head-optimizers", "sgd"}, 2, `-head-optimizers "sgd": "sgd": want adamw or rownorm`},
 		{[]string{"bench", "gemm", "-reps", "0"}, 2, "want reps >= 1"},
 		{[]string{"prepare"}, 2, "-out and at least one input are required"},
 		{[]string{"sample", "-top-p", "2"}, 2, "for flag -top-p"},

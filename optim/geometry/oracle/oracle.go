@@ -171,13 +171,8 @@ func centreInPlace(x []float64, v, d int) {
 // 1,024, d = 512 and full rank).
 func Solve(g []float64, v, d int, opt Options) (*Result, error) {
 	start := time.Now()
-	if v < 0 || d < 0 || len(g) != v*d {
-		return nil, fmt.Errorf("oracle: %d values for %d x %d", len(g), v, d)
-	}
-	for i, x := range g {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("oracle: non-finite value %v at row %d, column %d", x, i/d, i%d)
-		}
+	if err := checkGradient(g, v, d); err != nil {
+		return nil, err
 	}
 	opt = opt.withDefaults()
 	gc := Centre(g, v, d)
@@ -187,12 +182,7 @@ func Solve(g []float64, v, d int, opt Options) (*Result, error) {
 		gmax = max(gmax, norm(gc[i*d:(i+1)*d]))
 	}
 	if v < 2 || d == 0 || gmax == 0 {
-		res.Converged = true
-		res.Flow = &Flow{V: v, D: d, M: d, Y: make([]float64, pairs(v)*d), Corr: gc}
-		res.Upper = res.Flow.Cost()
-		res.Gap = 0
-		res.Elapsed = time.Since(start)
-		return res, nil
+		return res.trivial(gc, start), nil
 	}
 
 	// Rank, and the orthonormal basis W (d x m) of the row space when it
@@ -214,11 +204,7 @@ func Solve(g []float64, v, d int, opt Options) (*Result, error) {
 		smax = max(smax, norm(gr[i*m:(i+1)*m]))
 	}
 	if smax == 0 {
-		res.Converged = true
-		res.Flow = &Flow{V: v, D: d, M: d, Y: make([]float64, pairs(v)*d), Corr: gc}
-		res.Upper = res.Flow.Cost()
-		res.Elapsed = time.Since(start)
-		return res, nil
+		return res.trivial(gc, start), nil
 	}
 	gs := make([]float64, len(gr))
 	for i, x := range gr {
@@ -227,26 +213,72 @@ func Solve(g []float64, v, d int, opt Options) (*Result, error) {
 
 	s := newSolver(gs, v, m, opt)
 	phi := s.run(start)
-
-	// Potential in full coordinates, centred, made exactly feasible.
-	if w != nil {
-		res.Phi = mulMatT(phi, w, v, m, d)
-	} else {
-		copy(res.Phi, phi)
-	}
-	centreInPlace(res.Phi, v, d)
-	dmax := maxPairDistance(res.Phi, v, d, opt.Threads)
-	if dmax > 1 {
-		for i := range res.Phi {
-			res.Phi[i] /= dmax
-		}
-		dmax = maxPairDistance(res.Phi, v, d, opt.Threads)
-	}
-	res.MaxPairDistance = dmax
+	res.Phi, res.MaxPairDistance = feasiblePotential(phi, w, v, m, d, opt.Threads)
 	res.Lower = dot(gc, res.Phi)
+	div := res.certifyFlow(s, gc, w, smax, opt.Threads)
+	res.Upper = res.Flow.Cost()
+	res.Balance = res.Flow.balance(gc, div, gmax)
+	res.Lower = min(res.Lower, res.Upper) // rounding only
+	if res.Upper > 0 {
+		res.Gap = (res.Upper - res.Lower) / res.Upper
+	}
+	res.Converged = res.Gap <= opt.Tol
+	res.Iterations, res.Restarts, res.Active, res.Omega = s.iter, s.restarts, s.active, s.omega
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
 
-	// Flow in full coordinates: y_ij = smax W Y'_ij + (r_i - r_j) / V with
-	// r = G - K^T (smax Y' W^T), which balances G exactly.
+// checkGradient checks g's length and that every value is finite.
+func checkGradient(g []float64, v, d int) error {
+	if v < 0 || d < 0 || len(g) != v*d {
+		return fmt.Errorf("oracle: %d values for %d x %d", len(g), v, d)
+	}
+	for i, x := range g {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("oracle: non-finite value %v at row %d, column %d", x, i/d, i%d)
+		}
+	}
+	return nil
+}
+
+// trivial completes res for a gradient with nothing to solve (fewer than
+// two rows, no columns, or all rows equal): Phi = 0 and the flow that only
+// carries the correction.
+func (res *Result) trivial(gc []float64, start time.Time) *Result {
+	res.Converged = true
+	res.Flow = &Flow{V: res.V, D: res.D, M: res.D, Y: make([]float64, pairs(res.V)*res.D), Corr: gc}
+	res.Upper = res.Flow.Cost()
+	res.Gap = 0
+	res.Elapsed = time.Since(start)
+	return res
+}
+
+// feasiblePotential returns the solver's potential phi (v x m) in full
+// coordinates (v x d, through the basis w when there is one), centred and
+// scaled to be exactly feasible, with its largest pair distance.
+func feasiblePotential(phi, w []float64, v, m, d, threads int) ([]float64, float64) {
+	var full []float64
+	if w != nil {
+		full = mulMatT(phi, w, v, m, d)
+	} else {
+		full = append([]float64(nil), phi...)
+	}
+	centreInPlace(full, v, d)
+	dmax := maxPairDistance(full, v, d, threads)
+	if dmax > 1 {
+		for i := range full {
+			full[i] /= dmax
+		}
+		dmax = maxPairDistance(full, v, d, threads)
+	}
+	return full, dmax
+}
+
+// certifyFlow sets res.Flow to the solver's flow in full coordinates,
+// y_ij = smax W Y'_ij + (r_i - r_j) / V with r = G - K^T (smax Y' W^T),
+// which balances G exactly, and returns its divergence K^T (smax Y').
+func (res *Result) certifyFlow(s *solver, gc, w []float64, smax float64, threads int) []float64 {
+	v, d, m := res.V, res.D, s.m
 	s.zeroInactive()
 	div := s.divergence() // K^T Y', v x m
 	yc := s.y
@@ -267,17 +299,8 @@ func Solve(g []float64, v, d int, opt Options) (*Result, error) {
 			corr[i] -= div[i]
 		}
 	}
-	res.Flow = &Flow{V: v, D: d, M: m, Y: yc, Basis: w, Corr: corr, threads: opt.Threads}
-	res.Upper = res.Flow.Cost()
-	res.Balance = res.Flow.balance(gc, div, gmax)
-	res.Lower = min(res.Lower, res.Upper) // rounding only
-	if res.Upper > 0 {
-		res.Gap = (res.Upper - res.Lower) / res.Upper
-	}
-	res.Converged = res.Gap <= opt.Tol
-	res.Iterations, res.Restarts, res.Active, res.Omega = s.iter, s.restarts, s.active, s.omega
-	res.Elapsed = time.Since(start)
-	return res, nil
+	res.Flow = &Flow{V: v, D: d, M: m, Y: yc, Basis: w, Corr: corr, threads: threads}
+	return div
 }
 
 func (o Options) withDefaults() Options {

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image/color"
 	"log"
 	"math"
 	"os"
@@ -29,11 +28,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -103,6 +100,32 @@ type runKey struct {
 	seed int
 }
 
+// width is one width's AdamW/RowNorm pairs (same seed, same data order).
+type width struct {
+	d                              int
+	seeds                          []int
+	rD, rH, cost                   []float64 // per seed
+	meanRD, meanRH, meanCost       float64   // ratio of seed means; mean cost
+	adamwLoss, rownormLoss         []float64
+	adamwD, rownormD, adamwH, rowH []float64
+}
+
+// fitRes is a fit ratio = c d^a with the slope's standard error.
+type fitRes struct{ c, a, se float64 }
+
+// study is the runs read and what width.md says of them.
+type study struct {
+	out        string
+	steps      int // updates a finished run has
+	res        map[runKey]final
+	keys       []runKey // sorted by width, head, seed
+	byD        map[int]*width
+	ds         []int     // widths with a finished pair, ascending
+	xs, yD, yH []float64 // per width: d, D ratio, Hilbert RMS ratio
+	fits       map[string]fitRes
+	md         strings.Builder
+}
+
 func main() {
 	runs := flag.String("runs", "/tmp/ws/runs", "folder holding width-d<d>/<head>-seed<k> runs")
 	out := flag.String("out", "docs/results/width", "output folder")
@@ -110,29 +133,49 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 
+	s, err := loadRuns(*runs)
+	check(err)
+	s.out, s.steps = *out, *steps
+	s.writeRuns()
+	s.pairWidths()
+	s.writeRatios()
+	s.writeFits()
+	s.md.WriteString("\n## Over training\n")
+	s.overTraining("D(S_t)", func(f final) map[int]float64 { return f.diamAt }, false)
+	s.overTraining("Hilbert RMS", func(f final) map[int]float64 { return f.hrmsAt }, false)
+	s.overTraining("Validation loss cost", func(f final) map[int]float64 { return f.valAt }, true)
+	s.md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
+
+	check(os.MkdirAll(*out, 0o755))
+	check(atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(s.md.String())))
+	s.plots()
+	fmt.Print(s.md.String())
+}
+
+// loadRuns reads every run's metrics.jsonl under runs.
+func loadRuns(runs string) (*study, error) {
 	re := regexp.MustCompile(`width-d(\d+)/(adamw|rownorm)-seed(\d+)/metrics\.jsonl$`)
-	paths, _ := filepath.Glob(filepath.Join(*runs, "width-d*", "*-seed*", "metrics.jsonl"))
-	res := map[runKey]final{}
-	var keys []runKey
+	paths, _ := filepath.Glob(filepath.Join(runs, "width-d*", "*-seed*", "metrics.jsonl"))
+	s := &study{res: map[runKey]final{}, byD: map[int]*width{}, fits: map[string]fitRes{}}
 	for _, p := range paths {
 		m := re.FindStringSubmatch(filepath.ToSlash(p))
 		if m == nil {
 			continue
 		}
 		d, _ := strconv.Atoi(m[1])
-		s, _ := strconv.Atoi(m[3])
+		seed, _ := strconv.Atoi(m[3])
 		f, err := readFinal(p)
 		if err != nil {
-			log.Fatal(err)
+			return nil, err
 		}
-		k := runKey{d, m[2], s}
-		res[k], keys = f, append(keys, k)
+		k := runKey{d, m[2], seed}
+		s.res[k], s.keys = f, append(s.keys, k)
 	}
-	if len(keys) == 0 {
-		log.Fatalf("widthplot: no runs under %s", *runs)
+	if len(s.keys) == 0 {
+		return nil, fmt.Errorf("widthplot: no runs under %s", runs)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
+	sort.Slice(s.keys, func(i, j int) bool {
+		a, b := s.keys[i], s.keys[j]
 		if a.d != b.d {
 			return a.d < b.d
 		}
@@ -141,47 +184,45 @@ func main() {
 		}
 		return a.seed < b.seed
 	})
-	done := func(f final) bool { return f.step >= *steps && f.hasVal && f.hasD && f.hasRMS }
+	return s, nil
+}
 
-	var md strings.Builder
-	fmt.Fprintf(&md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs WORKDIR/runs -out %s -steps %d`, WORKDIR being the folder given to scripts/study/width/run.sh.\n\n", *out, *steps)
+// done reports whether a run finished with every diagnostic logged.
+func (s *study) done(f final) bool { return f.step >= s.steps && f.hasVal && f.hasD && f.hasRMS }
+
+// writeRuns writes the header and the table of every run's final update.
+func (s *study) writeRuns() {
+	md := &s.md
+	fmt.Fprintf(md, "# Width study: runs and ratios\n\nMade by `go run ./scripts/study/widthplot -runs WORKDIR/runs -out %s -steps %d`, WORKDIR being the folder given to scripts/study/width/run.sh.\n\n", s.out, s.steps)
 	md.WriteString("## Runs (final update)\n\n| d | head | seed | updates | tokens | val loss | D(S_T) | head lr_T | D(S_T) / (lr_T sqrt d) | Hilbert RMS | tokens/s (with val, diag) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, k := range keys {
-		f := res[k]
+	for _, k := range s.keys {
+		f := s.res[k]
 		note := ""
-		if !done(f) {
+		if !s.done(f) {
 			note = " (partial)"
 		}
-		fmt.Fprintf(&md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.headLR, f.diam/(f.headLR*math.Sqrt(float64(k.d))), f.hrms, f.tokensPerS)
+		fmt.Fprintf(md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.headLR, f.diam/(f.headLR*math.Sqrt(float64(k.d))), f.hrms, f.tokensPerS)
 	}
-
 	md.WriteString("\nD(S_T) / (lr_T sqrt d): the final diameter in units of the head's final scheduled LR times sqrt(d). RowNorm's bound D <= 2 lr_T gives 2/sqrt(d). ")
 	md.WriteString("With RowNorm on its bound the AdamW/RowNorm diameter ratio is (AdamW's value) x (lr ratio 4/3.2) x sqrt(d) / 2, so it grows exactly as sqrt(d) when AdamW's value does not change with d.\n")
+}
 
-	// Per width: paired ratios (same seed, same data order).
-	type width struct {
-		d                              int
-		seeds                          []int
-		rD, rH, cost                   []float64 // per seed
-		meanRD, meanRH, meanCost       float64   // ratio of seed means; mean cost
-		adamwLoss, rownormLoss         []float64
-		adamwD, rownormD, adamwH, rowH []float64
-	}
-	byD := map[int]*width{}
-	var ds []int
-	for _, k := range keys {
+// pairWidths pairs each finished AdamW run with the RowNorm run of the
+// same width and seed.
+func (s *study) pairWidths() {
+	for _, k := range s.keys {
 		if k.head != "adamw" {
 			continue
 		}
-		a, r := res[k], res[runKey{k.d, "rownorm", k.seed}]
-		if !done(a) || !done(r) {
+		a, r := s.res[k], s.res[runKey{k.d, "rownorm", k.seed}]
+		if !s.done(a) || !s.done(r) {
 			continue
 		}
-		w := byD[k.d]
+		w := s.byD[k.d]
 		if w == nil {
 			w = &width{d: k.d}
-			byD[k.d] = w
-			ds = append(ds, k.d)
+			s.byD[k.d] = w
+			s.ds = append(s.ds, k.d)
 		}
 		w.seeds = append(w.seeds, k.seed)
 		w.rD = append(w.rD, a.diam/r.diam)
@@ -191,178 +232,189 @@ func main() {
 		w.adamwD, w.rownormD = append(w.adamwD, a.diam), append(w.rownormD, r.diam)
 		w.adamwH, w.rowH = append(w.adamwH, a.hrms), append(w.rowH, r.hrms)
 	}
-	sort.Ints(ds)
+	sort.Ints(s.ds)
+}
+
+// writeRatios writes the per-width ratio table and keeps the ratios of
+// seed means for the fits.
+func (s *study) writeRatios() {
+	md := &s.md
 	md.WriteString("\n## AdamW/RowNorm ratios per width\n\nPer seed: the ratio of the AdamW and RowNorm runs of that seed (same initialisation, same data order). ")
 	md.WriteString("Ratio: of the seed means (as `hilbert compare` reports it); ± is the sample standard deviation of the per-seed ratios (n = 1: none). ")
 	md.WriteString("Loss cost: RowNorm's final validation loss minus AdamW's, mean ± sd over seeds.\n\n")
 	md.WriteString("| d | seeds | D ratio per seed | D ratio | Hilbert RMS ratio per seed | Hilbert RMS ratio | AdamW val loss | RowNorm val loss | loss cost (nats) |\n|---|---|---|---|---|---|---|---|---|\n")
-	var xs, yD, yH []float64
-	for _, d := range ds {
-		w := byD[d]
+	for _, d := range s.ds {
+		w := s.byD[d]
 		w.meanRD = mean(w.adamwD) / mean(w.rownormD)
 		w.meanRH = mean(w.adamwH) / mean(w.rowH)
 		w.meanCost = mean(w.cost)
-		fmt.Fprintf(&md, "| %d | %s | %s | %.2f%s | %s | %.2f%s | %.4f | %.4f | %+.4f%s |\n", d, ints(w.seeds),
+		fmt.Fprintf(md, "| %d | %s | %s | %.2f%s | %s | %.2f%s | %.4f | %.4f | %+.4f%s |\n", d, ints(w.seeds),
 			floats(w.rD, 2), w.meanRD, pm(w.rD, 2), floats(w.rH, 2), w.meanRH, pm(w.rH, 2),
 			mean(w.adamwLoss), mean(w.rownormLoss), w.meanCost, pm(w.cost, 4))
-		xs, yD, yH = append(xs, float64(d)), append(yD, w.meanRD), append(yH, w.meanRH)
+		s.xs, s.yD, s.yH = append(s.xs, float64(d)), append(s.yD, w.meanRD), append(s.yH, w.meanRH)
 	}
-	md.WriteString("\n## Fits: ratio = c d^a (least squares on log ratio against log d, one point per width)\n\n| diagnostic | data | widths | c | a | se(a) |\n|---|---|---|---|---|---|\n")
-	type fitRes struct{ c, a, se float64 }
-	fits := map[string]fitRes{}
-	addFit := func(name, data string, x, y []float64) {
-		if len(x) < 2 {
-			fmt.Fprintf(&md, "| %s | %s | %s | - | - | - |\n", name, data, ints(toInts(x)))
-			return
-		}
-		c, a, se := fit(x, y)
-		fits[name+"/"+data] = fitRes{c, a, se}
-		ses := "-"
-		if len(x) > 2 {
-			ses = fmt.Sprintf("%.3f", se)
-		}
-		fmt.Fprintf(&md, "| %s | %s | %s | %.4g | %.3f | %s |\n", name, data, ints(toInts(x)), c, a, ses)
-	}
-	addFit("D(S_T)", "this study (CPU)", xs, yD)
-	addFit("D(S_T)", "paper", paperD, paperDiam)
-	addFit("Hilbert RMS", "this study (CPU)", xs, yH)
-	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
+}
 
+// writeFits writes the power-law fits, ours and the paper's, and the
+// extrapolation of ours to the paper's widths.
+func (s *study) writeFits() {
+	md := &s.md
+	md.WriteString("\n## Fits: ratio = c d^a (least squares on log ratio against log d, one point per width)\n\n| diagnostic | data | widths | c | a | se(a) |\n|---|---|---|---|---|---|\n")
+	s.addFit("D(S_T)", "this study (CPU)", s.xs, s.yD)
+	s.addFit("D(S_T)", "paper", paperD, paperDiam)
+	s.addFit("Hilbert RMS", "this study (CPU)", s.xs, s.yH)
+	s.addFit("Hilbert RMS", "paper", paperD, paperHRMS)
 	md.WriteString("\nse(a): the slope's standard error from the fit's residuals (n - 2 degrees of freedom; none with two widths).\n")
-	if f, ok := fits["D(S_T)/this study (CPU)"]; ok {
-		fmt.Fprintf(&md, "\nExtrapolated to the paper's widths, the CPU diameter fit gives %.1f, %.1f, %.1f at d = 512, 768, 1024 (paper: 45.1, 54.3, 59.5).\n",
+	if f, ok := s.fits["D(S_T)/this study (CPU)"]; ok {
+		fmt.Fprintf(md, "\nExtrapolated to the paper's widths, the CPU diameter fit gives %.1f, %.1f, %.1f at d = 512, 768, 1024 (paper: 45.1, 54.3, 59.5).\n",
 			f.c*math.Pow(512, f.a), f.c*math.Pow(768, f.a), f.c*math.Pow(1024, f.a))
 	}
-	if f, ok := fits["Hilbert RMS/this study (CPU)"]; ok {
-		fmt.Fprintf(&md, "The CPU Hilbert-RMS fit gives %.1f, %.1f, %.1f (paper: 12.1, 13.6, 15.2).\n",
+	if f, ok := s.fits["Hilbert RMS/this study (CPU)"]; ok {
+		fmt.Fprintf(md, "The CPU Hilbert-RMS fit gives %.1f, %.1f, %.1f (paper: 12.1, 13.6, 15.2).\n",
 			f.c*math.Pow(512, f.a), f.c*math.Pow(768, f.a), f.c*math.Pow(1024, f.a))
 	}
-	// The same ratios at every update where all finished runs logged them:
-	// is the final update's exponent a property of the end of the schedule
-	// or of the whole run?
-	overTraining := func(name string, at func(f final) map[int]float64, cost bool) {
-		var steps []int
-		for t := range at(res[keys[0]]) {
-			if t == 0 {
-				continue
-			}
-			all := true
-			for _, d := range ds {
-				for _, sd := range byD[d].seeds {
-					for _, h := range []string{"adamw", "rownorm"} {
-						if _, ok := at(res[runKey{d, h, sd}])[t]; !ok {
-							all = false
-						}
+}
+
+// addFit fits ratio = c d^a to one series and writes its row.
+func (s *study) addFit(name, data string, x, y []float64) {
+	if len(x) < 2 {
+		fmt.Fprintf(&s.md, "| %s | %s | %s | - | - | - |\n", name, data, ints(toInts(x)))
+		return
+	}
+	c, a, se := fit(x, y)
+	s.fits[name+"/"+data] = fitRes{c, a, se}
+	ses := "-"
+	if len(x) > 2 {
+		ses = fmt.Sprintf("%.3f", se)
+	}
+	fmt.Fprintf(&s.md, "| %s | %s | %s | %.4g | %.3f | %s |\n", name, data, ints(toInts(x)), c, a, ses)
+}
+
+// commonSteps returns the updates after 0 at which every paired run
+// logged the value at gives, ascending.
+func (s *study) commonSteps(at func(f final) map[int]float64) []int {
+	var steps []int
+	for t := range at(s.res[s.keys[0]]) {
+		if t == 0 {
+			continue
+		}
+		all := true
+		for _, d := range s.ds {
+			for _, sd := range s.byD[d].seeds {
+				for _, h := range []string{"adamw", "rownorm"} {
+					if _, ok := at(s.res[runKey{d, h, sd}])[t]; !ok {
+						all = false
 					}
 				}
 			}
-			if all {
-				steps = append(steps, t)
+		}
+		if all {
+			steps = append(steps, t)
+		}
+	}
+	sort.Ints(steps)
+	return steps
+}
+
+// overTraining writes the ratios (or, with cost, the loss differences) at
+// every update where all paired runs logged them: is the final update's
+// exponent a property of the end of the schedule or of the whole run?
+func (s *study) overTraining(name string, at func(f final) map[int]float64, cost bool) {
+	steps := s.commonSteps(at)
+	if len(steps) == 0 {
+		return
+	}
+	md := &s.md
+	what := "AdamW/RowNorm ratio of seed means"
+	if cost {
+		what = "RowNorm minus AdamW, mean over seeds"
+	}
+	fmt.Fprintf(md, "\n%s over training (%s):\n\n| update |", name, what)
+	for _, d := range s.ds {
+		fmt.Fprintf(md, " d %d |", d)
+	}
+	if !cost {
+		md.WriteString(" fitted a |")
+	}
+	md.WriteString("\n|---|" + strings.Repeat("---|", len(s.ds)))
+	if !cost {
+		md.WriteString("---|")
+	}
+	md.WriteString("\n")
+	for _, t := range steps {
+		fmt.Fprintf(md, "| %d |", t)
+		var x, y []float64
+		for _, d := range s.ds {
+			var a, r []float64
+			for _, sd := range s.byD[d].seeds {
+				a = append(a, at(s.res[runKey{d, "adamw", sd}])[t])
+				r = append(r, at(s.res[runKey{d, "rownorm", sd}])[t])
 			}
+			v := mean(a) / mean(r)
+			if cost {
+				v = mean(r) - mean(a)
+			}
+			fmt.Fprintf(md, " %.4g |", v)
+			x, y = append(x, float64(d)), append(y, v)
 		}
-		sort.Ints(steps)
-		if len(steps) == 0 {
-			return
-		}
-		what := "AdamW/RowNorm ratio of seed means"
-		if cost {
-			what = "RowNorm minus AdamW, mean over seeds"
-		}
-		fmt.Fprintf(&md, "\n%s over training (%s):\n\n| update |", name, what)
-		for _, d := range ds {
-			fmt.Fprintf(&md, " d %d |", d)
-		}
-		if !cost {
-			md.WriteString(" fitted a |")
-		}
-		md.WriteString("\n|---|")
-		for range ds {
-			md.WriteString("---|")
-		}
-		if !cost {
-			md.WriteString("---|")
+		switch {
+		case cost:
+		case len(x) >= 2:
+			_, a, _ := fit(x, y)
+			fmt.Fprintf(md, " %.3f |", a)
+		default:
+			md.WriteString(" - |")
 		}
 		md.WriteString("\n")
-		for _, t := range steps {
-			fmt.Fprintf(&md, "| %d |", t)
-			var x, y []float64
-			for _, d := range ds {
-				var a, r []float64
-				for _, sd := range byD[d].seeds {
-					a = append(a, at(res[runKey{d, "adamw", sd}])[t])
-					r = append(r, at(res[runKey{d, "rownorm", sd}])[t])
-				}
-				v := mean(a) / mean(r)
-				if cost {
-					v = mean(r) - mean(a)
-				}
-				fmt.Fprintf(&md, " %.4g |", v)
-				x, y = append(x, float64(d)), append(y, v)
-			}
-			if !cost {
-				if len(x) >= 2 {
-					_, a, _ := fit(x, y)
-					fmt.Fprintf(&md, " %.3f |", a)
-				} else {
-					md.WriteString(" - |")
-				}
-			}
-			md.WriteString("\n")
-		}
 	}
-	md.WriteString("\n## Over training\n")
-	overTraining("D(S_t)", func(f final) map[int]float64 { return f.diamAt }, false)
-	overTraining("Hilbert RMS", func(f final) map[int]float64 { return f.hrmsAt }, false)
-	overTraining("Validation loss cost", func(f final) map[int]float64 { return f.valAt }, true)
-	md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
+}
 
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(*out, "width.md"), []byte(md.String()), 0o644); err != nil {
-		log.Fatal(err)
-	}
+// plots draws the two ratio plots and the loss-cost plot.
+func (s *study) plots() {
 	perSeed := func(get func(w *width) []float64) plotter.XYs {
 		var xy plotter.XYs
-		for _, d := range ds {
-			for _, v := range get(byD[d]) {
+		for _, d := range s.ds {
+			for _, v := range get(s.byD[d]) {
 				xy = append(xy, plotter.XY{X: float64(d), Y: v})
 			}
 		}
 		return xy
 	}
-	fitLine := func(key string) plotter.XYs {
-		f, ok := fits[key]
-		if !ok {
-			return nil
-		}
-		var xy plotter.XYs
-		for x := 100.0; x <= 1200; x *= 1.05 {
-			xy = append(xy, plotter.XY{X: x, Y: f.c * math.Pow(x, f.a)})
-		}
-		return xy
-	}
-	label := func(key, what string) string {
-		f, ok := fits[key]
-		if !ok {
-			return what
-		}
-		return fmt.Sprintf("%s: %.3g d^%.2f", what, f.c, f.a)
-	}
-	check(ratioPlot(filepath.Join(*out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
-		perSeed(func(w *width) []float64 { return w.rD }), xyOf(xs, yD), fitLine("D(S_T)/this study (CPU)"),
-		xyOf(paperD, paperDiam), fitLine("D(S_T)/paper"),
-		label("D(S_T)/this study (CPU)", "CPU fit"), label("D(S_T)/paper", "paper fit")))
-	check(ratioPlot(filepath.Join(*out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
-		perSeed(func(w *width) []float64 { return w.rH }), xyOf(xs, yH), fitLine("Hilbert RMS/this study (CPU)"),
-		xyOf(paperD, paperHRMS), fitLine("Hilbert RMS/paper"),
-		label("Hilbert RMS/this study (CPU)", "CPU fit"), label("Hilbert RMS/paper", "paper fit")))
+	check(ratioPlot(filepath.Join(s.out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
+		perSeed(func(w *width) []float64 { return w.rD }), xyOf(s.xs, s.yD), s.fitLine("D(S_T)/this study (CPU)"),
+		xyOf(paperD, paperDiam), s.fitLine("D(S_T)/paper"),
+		s.fitLabel("D(S_T)/this study (CPU)", "CPU fit"), s.fitLabel("D(S_T)/paper", "paper fit")))
+	check(ratioPlot(filepath.Join(s.out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
+		perSeed(func(w *width) []float64 { return w.rH }), xyOf(s.xs, s.yH), s.fitLine("Hilbert RMS/this study (CPU)"),
+		xyOf(paperD, paperHRMS), s.fitLine("Hilbert RMS/paper"),
+		s.fitLabel("Hilbert RMS/this study (CPU)", "CPU fit"), s.fitLabel("Hilbert RMS/paper", "paper fit")))
 	var costMean plotter.XYs
-	for _, d := range ds {
-		costMean = append(costMean, plotter.XY{X: float64(d), Y: byD[d].meanCost})
+	for _, d := range s.ds {
+		costMean = append(costMean, plotter.XY{X: float64(d), Y: s.byD[d].meanCost})
 	}
-	check(costPlot(filepath.Join(*out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
-	fmt.Print(md.String())
+	check(costPlot(filepath.Join(s.out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
+}
+
+// fitLine samples a fit over the plots' width range (nil without the fit).
+func (s *study) fitLine(key string) plotter.XYs {
+	f, ok := s.fits[key]
+	if !ok {
+		return nil
+	}
+	var xy plotter.XYs
+	for x := 100.0; x <= 1200; x *= 1.05 {
+		xy = append(xy, plotter.XY{X: x, Y: f.c * math.Pow(x, f.a)})
+	}
+	return xy
+}
+
+// fitLabel is a fit's legend entry, what with its formula.
+func (s *study) fitLabel(key, what string) string {
+	f, ok := s.fits[key]
+	if !ok {
+		return what
+	}
+	return fmt.Sprintf("%s: %.3g d^%.2f", what, f.c, f.a)
 }
 
 // fit returns c, a and the standard error of a for log y = log c + a log x.
@@ -384,117 +436,6 @@ func fit(x, y []float64) (c, a, se float64) {
 		se = math.Sqrt(rss / (n - 2) / (sxx - sx*sx/n))
 	}
 	return math.Exp(b), a, se
-}
-
-var (
-	blue  = color.RGBA{31, 119, 180, 255}
-	red   = color.RGBA{214, 39, 40, 255}
-	faint = color.NRGBA{31, 119, 180, 120}
-)
-
-func ratioPlot(path, title, yLabel string, seeds, means, fitXY, paper, paperFit plotter.XYs, fitLabel, paperLabel string) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "model width d"
-	p.Y.Label.Text = yLabel + " (AdamW / RowNorm)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker = fixedTicks{100, 128, 200, 256, 300, 400, 512, 600, 768, 1024}
-	p.Y.Tick.Marker = fixedTicks{1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100}
-	p.X.Min, p.X.Max = 100, 1200
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, set := range []plotter.XYs{seeds, means, paper} {
-		for _, v := range set {
-			lo, hi = math.Min(lo, v.Y), math.Max(hi, v.Y)
-		}
-	}
-	p.Y.Min, p.Y.Max = lo/1.6, hi*1.6
-	if err := addLine(p, fitXY, blue, true, fitLabel); err != nil {
-		return err
-	}
-	if err := addLine(p, paperFit, red, true, paperLabel); err != nil {
-		return err
-	}
-	if err := addPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"); err != nil {
-		return err
-	}
-	if err := addPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"); err != nil {
-		return err
-	}
-	if err := addPoints(p, paper, red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"); err != nil {
-		return err
-	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
-}
-
-func costPlot(path string, seeds, means plotter.XYs) error {
-	p := plot.New()
-	p.Title.Text = "RowNorm's loss cost: final val loss(RowNorm) - val loss(AdamW)"
-	p.X.Label.Text = "model width d"
-	p.Y.Label.Text = "loss cost (nats)"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = fixedTicks{100, 128, 200, 256, 300, 400, 512, 600, 768, 1024}
-	p.X.Min, p.X.Max = 100, 700
-	p.Y.Min = 0 // a cost's size reads against zero
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = false, false
-	if err := addLine(p, means, blue, false, ""); err != nil {
-		return err
-	}
-	if err := addPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "per seed"); err != nil {
-		return err
-	}
-	if err := addPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "mean over seeds"); err != nil {
-		return err
-	}
-	return p.Save(8*vg.Inch, 4*vg.Inch, path)
-}
-
-func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashed bool, label string) error {
-	if len(xy) < 2 {
-		return nil
-	}
-	l, err := plotter.NewLine(xy)
-	if err != nil {
-		return err
-	}
-	l.Color, l.Width = c, vg.Points(1.2)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(5), vg.Points(4)}
-	}
-	p.Add(l)
-	if label != "" {
-		p.Legend.Add(label, l)
-	}
-	return nil
-}
-
-func addPoints(p *plot.Plot, xy plotter.XYs, c color.Color, r float64, g draw.GlyphDrawer, label string) error {
-	if len(xy) == 0 {
-		return nil
-	}
-	s, err := plotter.NewScatter(xy)
-	if err != nil {
-		return err
-	}
-	s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = c, vg.Points(r), g
-	p.Add(s)
-	p.Legend.Add(label, s)
-	return nil
-}
-
-// fixedTicks labels the given values that fall inside the axis range.
-type fixedTicks []float64
-
-func (t fixedTicks) Ticks(lo, hi float64) []plot.Tick {
-	var out []plot.Tick
-	for _, v := range t {
-		if v >= lo && v <= hi {
-			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
-		}
-	}
-	return out
 }
 
 func xyOf(x, y []float64) plotter.XYs {
