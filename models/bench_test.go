@@ -15,7 +15,7 @@ import (
 func BenchmarkTrainStep(b *testing.B) {
 	const batch, seq = 8, 256
 	// d128-l2 and d256-l4 are the configurations scripts/parity/bench.sh
-	// compares with PyTorch (README, Development: the bench.sh line);
+	// compares with PyTorch (docs/development.md: the bench.sh line);
 	// scripts/parity/bench.py builds the same ones.
 	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}
 	for _, preset := range []string{"d128-l2", "d256-l4", "cpu-128", "cpu-256"} {

@@ -26,7 +26,7 @@ type MuonConfig struct {
 	WeightDecay float64
 	// NSIterations is the number of Newton-Schulz iterations (0: only
 	// the Frobenius normalisation). It was Steps; "step" is the update's
-	// change S_t (see the README's glossary).
+	// change S_t (see the words in docs/optimizers.md).
 	NSIterations int
 	// Eps is added to the Frobenius norm before dividing by it.
 	Eps float64

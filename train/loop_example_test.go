@@ -17,7 +17,7 @@ import (
 
 // ExampleLoop trains a byte-level GPT-2 on text held in memory with an
 // optimizer recipe of its own, checkpoints it, and resumes it in a fresh
-// loop. The README quotes it (TestReadmeQuotesExampleLoop).
+// loop. docs/writing-a-model.md quotes it (TestReadmeQuotesExampleLoop).
 func ExampleLoop() {
 	dev := cpu.New()
 	text := strings.Repeat("the quick brown fox jumps over the lazy dog; ", 450)

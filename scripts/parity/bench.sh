@@ -6,7 +6,7 @@
 # next to the PyTorch reference (scripts/parity/bench.py, Debian's
 # python3-torch) in the same run, and their ratio. Both sides use the OpenMP
 # build of OpenBLAS (Hilbert's GEMM is still the default choice, see
-# "How the GEMM is chosen" in the README).
+# "How the GEMM is chosen" in docs/ops-and-backends.md).
 # Usage: scripts/parity/bench.sh [preset ...]   (default: d128-l2 d256-l4;
 # the full update is timed for those two only)
 # STEPS (default 3) sets the timed steps per side.
