@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// docPages are the Markdown files whose commands and links the tests below
+// check: the README and the guide's pages under docs/ (the results'
+// READMEs under docs/results too).
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"../../../README.md"}
+	for _, pattern := range []string{"../../../docs/*.md", "../../../docs/results/*/README.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, m...)
+	}
+	if len(pages) < 10 {
+		t.Fatalf("only %d doc pages found: %v", len(pages), pages)
+	}
+	return pages
+}
+
+// docCommand is one hilbert command line from a sh code block: where it
+// is and its arguments after the program.
+type docCommand struct {
+	where string // file:line of the command's first line
+	args  []string
+}
+
+// shCommands returns the hilbert command lines of the sh code blocks of
+// Markdown text md (named file in the positions): `hilbert ...`,
+// `./hilbert ...`, `mpirun ... ./hilbert ...`, `go run ./cmd/hilbert ...`
+// and `go run ./examples/mymodel ...` (a program whose commands are
+// cli.Main's). Lines continued with a backslash are joined; comments are
+// dropped.
+func shCommands(file, md string) ([]docCommand, error) {
+	var cmds []docCommand
+	inSh, joined, start := false, "", 0
+	for i, line := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if !inSh {
+			inSh = trimmed == "```sh" || trimmed == "```bash"
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") {
+			if joined != "" {
+				return nil, fmt.Errorf("%s:%d: a continued line ends the code block", file, start)
+			}
+			inSh = false
+			continue
+		}
+		if joined == "" {
+			start = i + 1
+		}
+		if strings.HasSuffix(trimmed, `\`) {
+			joined += strings.TrimSuffix(trimmed, `\`) + " "
+			continue
+		}
+		joined += trimmed
+		words, err := shellWords(joined)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, start, err)
+		}
+		joined = ""
+		for _, simple := range splitCommands(words) {
+			if args, ok := hilbertArgs(simple); ok {
+				cmds = append(cmds, docCommand{fmt.Sprintf("%s:%d", file, start), args})
+			}
+		}
+	}
+	if inSh {
+		return nil, fmt.Errorf("%s: a sh code block is not closed", file)
+	}
+	return cmds, nil
+}
+
+// shellWords splits a command line as sh does for words: white space
+// separates, single and double quotes group, and a # that begins a word
+// starts a comment. Separators (|, &&, ;) come back as words of their own
+// when written apart from their neighbours, as the docs write them.
+func shellWords(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case r == '#' && !inWord:
+			return words, nil
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed %c quote", quote)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// splitCommands splits words at the shell's command separators.
+func splitCommands(words []string) [][]string {
+	var out [][]string
+	var cur []string
+	for _, w := range words {
+		switch w {
+		case "|", "||", "&&", ";", "&":
+			out = append(out, cur)
+			cur = nil
+		default:
+			cur = append(cur, w)
+		}
+	}
+	return append(out, cur)
+}
+
+// hilbertArgs returns the arguments after the hilbert program in a simple
+// command, and whether it runs hilbert at all.
+func hilbertArgs(words []string) ([]string, bool) {
+	for len(words) > 0 && regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`).MatchString(words[0]) {
+		words = words[1:] // environment assignments
+	}
+	if len(words) == 0 {
+		return nil, false
+	}
+	switch words[0] {
+	case "hilbert", "./hilbert":
+		return words[1:], true
+	case "go":
+		if len(words) >= 3 && words[1] == "run" && (words[2] == "./cmd/hilbert" || words[2] == "./examples/mymodel") {
+			return words[3:], true
+		}
+	case "mpirun":
+		for i, w := range words {
+			if w == "hilbert" || w == "./hilbert" {
+				return words[i+1:], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// helpFlags returns the flags that `hilbert args... -h` lists, read from
+// the flag package's usage lines ("  -name type").
+func helpFlags(t *testing.T, args []string) (map[string]bool, error) {
+	t.Helper()
+	var out bytes.Buffer
+	if code := Run(append(append([]string{}, args...), "-h"), &out, &out); code != 0 {
+		return nil, fmt.Errorf("hilbert %s -h: exit status %d: %s", strings.Join(args, " "), code, out.String())
+	}
+	flags := map[string]bool{"h": true, "help": true}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([A-Za-z0-9][A-Za-z0-9_.-]*)`).FindAllStringSubmatch(out.String(), -1) {
+		flags[m[1]] = true
+	}
+	return flags, nil
+}
+
+// flagWord matches a word that is a flag: -name, --name, -name=value.
+var flagWord = regexp.MustCompile(`^--?([A-Za-z][A-Za-z0-9_.-]*)(=.*)?$`)
+
+// checkDocCommand checks one command line against the CLI: its
+// subcommand (and bench target) exists and every flag it passes is one of
+// that subcommand's. flagsOf caches helpFlags by subcommand.
+func checkDocCommand(t *testing.T, c docCommand, flagsOf map[string]map[string]bool) error {
+	t.Helper()
+	sub, rest := []string{defaultSubcommand}, c.args
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		if _, ok := subcommands[rest[0]]; !ok {
+			return fmt.Errorf("%s: hilbert has no subcommand %q", c.where, rest[0])
+		}
+		sub, rest = []string{rest[0]}, rest[1:]
+		if sub[0] == "bench" {
+			if len(rest) == 0 || benchTargets[rest[0]].run == nil {
+				return fmt.Errorf("%s: hilbert bench needs a target (%s): %q", c.where, strings.Join(benchTargetNames(), ", "), c.args)
+			}
+			sub, rest = append(sub, rest[0]), rest[1:]
+		}
+	}
+	key := strings.Join(sub, " ")
+	flags, ok := flagsOf[key]
+	if !ok {
+		var err error
+		if flags, err = helpFlags(t, sub); err != nil {
+			return fmt.Errorf("%s: %v", c.where, err)
+		}
+		flagsOf[key] = flags
+	}
+	var unknown []string
+	for _, w := range rest {
+		if w == "--" {
+			break
+		}
+		if m := flagWord.FindStringSubmatch(w); m != nil && !flags[m[1]] {
+			unknown = append(unknown, "-"+m[1])
+		}
+	}
+	if len(unknown) > 0 {
+		names := make([]string, 0, len(flags))
+		for f := range flags {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("%s: hilbert %s has no flag %s (its flags: %s)", c.where, key, strings.Join(unknown, ", "), strings.Join(names, " "))
+	}
+	return nil
+}
+
+// Every hilbert command in the docs' sh blocks names a subcommand that
+// exists and passes only flags that subcommand has, so that it runs as
+// written (the commands themselves train for minutes: only their command
+// lines are checked here; the short ones run in the tests of the features
+// they show).
+func TestDocsCommandsUseRealFlags(t *testing.T) {
+	flagsOf := map[string]map[string]bool{}
+	n := 0
+	for _, page := range docPages(t) {
+		md, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel("../../..", page)
+		cmds, err := shCommands(name, string(md))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, c := range cmds {
+			n++
+			if err := checkDocCommand(t, c, flagsOf); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d hilbert commands found in the docs: the extraction is broken", n)
+	}
+}
+
+// The extraction and the check fail on what they must: an unknown
+// subcommand, an unknown flag, a bench without a target, and they find
+// commands behind env assignments, mpirun and continued lines.
+func TestDocsCommandCheckCatchesMistakes(t *testing.T) {
+	md := "text\n```sh\n" +
+		"go run ./cmd/hilbert train -name a -steps 3 # -nosuch in a comment\n" +
+		"HILBERT_GEMM=go ./hilbert sample -run runs/a -prompt \"-x y\" -tokens 3\n" +
+		"mpirun -np 2 ./hilbert train -name b \\\n  -nosuchflag 3\n" +
+		"go run ./cmd/hilbert trian -steps 3\n" +
+		"hilbert bench -preset cpu-128\n" +
+		"go build -o hilbert ./cmd/hilbert && hilbert -resume --overwrite\n" +
+		"```\n" +
+		"```\nhilbert notsh -nosuch\n```\n"
+	cmds, err := shCommands("x.md", md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x.md:3", "x.md:4", "x.md:5", "x.md:7", "x.md:8", "x.md:9"}
+	var got []string
+	for _, c := range cmds {
+		got = append(got, c.where)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("commands at %v, want %v", got, want)
+	}
+	flagsOf := map[string]map[string]bool{}
+	for i, c := range []struct{ wantErr string }{
+		{""},
+		{""},
+		{"x.md:5: hilbert train has no flag -nosuchflag"},
+		{`x.md:7: hilbert has no subcommand "trian"`},
+		{"x.md:8: hilbert bench needs a target"},
+		{""},
+	} {
+		err := checkDocCommand(t, cmds[i], flagsOf)
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", cmds[i].where, err)
+		case c.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), c.wantErr)):
+			t.Errorf("%s: got %v, want an error starting %q", cmds[i].where, err, c.wantErr)
+		}
+	}
+	if _, err := shCommands("y.md", "```sh\nhilbert train \\\n```\n"); err == nil {
+		t.Error("a continued last line was accepted")
+	}
+	if _, err := shCommands("y.md", "```sh\nhilbert train -prompt 'a\n```\n"); err == nil {
+		t.Error("an unclosed quote was accepted")
+	}
+}
