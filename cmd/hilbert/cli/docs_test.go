@@ -312,3 +312,100 @@ func TestDocsCommandCheckCatchesMistakes(t *testing.T) {
 		t.Error("an unclosed quote was accepted")
 	}
 }
+
+// mdLink matches a Markdown link or image target: ](target) or
+// ](target#anchor).
+var mdLink = regexp.MustCompile(`\]\(([^)\s#]*)(#[^)\s]*)?\)`)
+
+// headingSlugs returns the anchors GitHub gives the headings of md:
+// lowercased, everything but letters, digits, spaces, - and _ dropped,
+// spaces made -.
+func headingSlugs(md string) map[string]bool {
+	slugs := map[string]bool{}
+	inCode := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var b strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				b.WriteRune(r)
+			}
+		}
+		slugs[b.String()] = true
+	}
+	return slugs
+}
+
+// brokenLinks returns the relative links of Markdown file page (text md)
+// whose file does not exist, or whose #anchor is no heading of the
+// Markdown file it names; code blocks and code spans are skipped.
+func brokenLinks(page, md string) []string {
+	var broken []string
+	inCode := false
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		if inCode {
+			continue
+		}
+		line = regexp.MustCompile("`[^`]*`").ReplaceAllString(line, "``")
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			where := fmt.Sprintf("%s:%d: %s", page, i+1, m[0][1:])
+			file := page
+			if target != "" {
+				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(target))
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				if st, serr := os.Stat(file); serr == nil && st.IsDir() && anchor == "" {
+					continue // a folder
+				}
+				broken = append(broken, where+": no such file")
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") && !headingSlugs(string(data))[anchor] {
+				broken = append(broken, where+": no such heading")
+			}
+		}
+	}
+	return broken
+}
+
+// The docs' relative links and their anchors lead somewhere: a page
+// moved into docs/ links to ../scripts, images/..., another page's heading.
+func TestDocsLinksResolve(t *testing.T) {
+	for _, page := range docPages(t) {
+		md, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range brokenLinks(page, string(md)) {
+			t.Error(b)
+		}
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "p.md")
+	md := "# A page\n## Pretrained models (`models/hf`)\n[ok](#pretrained-models-modelshf) [ok](p.md) [ok](https://x.org/y)\n" +
+		"[bad](#no-such) [bad](missing.md) [bad](p.md#nope)\n```\n[code](nowhere.md)\n```\n`[span](nowhere.md)`\n"
+	if err := os.WriteFile(page, []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := brokenLinks(page, md); len(got) != 3 {
+		t.Errorf("broken links in the test page: %q, want the 3 marked bad", got)
+	}
+}
