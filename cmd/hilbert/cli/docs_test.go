@@ -365,7 +365,7 @@ func brokenLinks(page, md string) []string {
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			where := fmt.Sprintf("%s:%d: %s", page, i+1, m[0][1:])
+			where := fmt.Sprintf("%s:%d: %s", strings.TrimPrefix(page, "../../../"), i+1, m[0][1:])
 			file := page
 			if target != "" {
 				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(target))
@@ -407,5 +407,57 @@ func TestDocsLinksResolve(t *testing.T) {
 	}
 	if got := brokenLinks(page, md); len(got) != 3 {
 		t.Errorf("broken links in the test page: %q, want the 3 marked bad", got)
+	}
+}
+
+// The short commands of the docs run as written, from the repository's
+// root: sample and eval of the Hugging Face fixtures in the repository
+// (a fraction of a second each), and what they print is what the page
+// says they print.
+func TestDocsShortCommandsRun(t *testing.T) {
+	type found struct {
+		docCommand
+		page string
+	}
+	var short []found
+	for _, page := range docPages(t) {
+		md, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel("../../..", page)
+		cmds, err := shCommands(name, string(md))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cmds {
+			if len(c.args) < 3 || (c.args[0] != "sample" && c.args[0] != "eval") || c.args[1] != "-hf" ||
+				!strings.HasPrefix(c.args[2], "models/hf/testdata/") {
+				continue
+			}
+			short = append(short, found{c, string(md)})
+		}
+	}
+	if len(short) < 2 {
+		t.Fatalf("found %d short commands (sample -hf, eval -hf of the fixtures), want at least 2", len(short))
+	}
+	t.Chdir("../../..")
+	ids := regexp.MustCompile(`^(\d+,){4}\d+`)
+	loss := regexp.MustCompile(`val loss [0-9.]+ over \d+ tokens`)
+	for _, c := range short {
+		var stdout, stderr bytes.Buffer
+		if code := Run(c.args, &stdout, &stderr); code != 0 {
+			t.Errorf("%s: hilbert %s: exit status %d: %s", c.where, strings.Join(c.args, " "), code, stderr.String())
+			continue
+		}
+		var said string
+		if c.args[0] == "sample" {
+			said = ids.FindString(stdout.String())
+		} else {
+			said = loss.FindString(stdout.String())
+		}
+		if said == "" || !strings.Contains(c.page, said) {
+			t.Errorf("%s: hilbert %s printed %q; the page does not say %q", c.where, strings.Join(c.args, " "), stdout.String(), said)
+		}
 	}
 }
