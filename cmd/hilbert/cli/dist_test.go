@@ -315,7 +315,7 @@ func TestDataParallelRankDies(t *testing.T) {
 // checkpoints and checks that the ranks write the checkpoint before
 // mpirun's SIGTERM, odls_base_sigkill_timeout (here 5 s) after its
 // SIGCONT, and so before its SIGKILL another 5 s later (by default each is
-// 1 s, which a large model's checkpoint may not fit in: the README's
+// 1 s, which a large model's checkpoint may not fit in: docs/distributed.md's
 // --mca setting).
 func TestDataParallelCtrlC(t *testing.T) {
 	cfg, runs := tinyRun(t, "micro_batch: 2\nbatch_seqs: 4\nsteps: 100000\ncheckpoint_every: 0\nval_every: 100000\ndiag_every: 100000\n")

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// gpt2Args is the README's GPT-2 run on the bundled text, made small:
+// gpt2Args is docs/writing-a-model.md's GPT-2 run on the bundled text, made small:
 // gpt2-tiny with its head untied (so that RowNorm takes it), 20 updates.
 func gpt2Args(runs, name string) []string {
 	return []string{"train", "-quiet", "-runs", runs, "-name", name, "-model", "gpt2", "-preset", "gpt2-tiny", "-untie-head",

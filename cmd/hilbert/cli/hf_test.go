@@ -21,9 +21,9 @@ import (
 	"github.com/hilbert-ml/hilbert/train"
 )
 
-var updateHF64 = flag.Bool("update-hf64", false, "rewrite testdata/hf64, the README's shards for the Hugging Face fixtures")
+var updateHF64 = flag.Bool("update-hf64", false, "rewrite testdata/hf64, the shards docs/writing-a-model.md uses with the Hugging Face fixtures")
 
-// hf64Dir holds the README's shards for the models/hf fixtures, whose
+// hf64Dir holds docs/writing-a-model.md's shards for the models/hf fixtures, whose
 // vocabulary is 64 (GPT-2-tokenized text does not fit it): token ids
 // below 61 in a learnable pattern, written by TestHF64Shards.
 var hf64Dir = filepath.Join("testdata", "hf64")

@@ -298,7 +298,7 @@ func TestWarmupZeroFlag(t *testing.T) {
 	}
 }
 
-// Flags with no subcommand are train's, as the README's
+// Flags with no subcommand are train's, as docs/running.md's
 // `go run ./cmd/hilbert -resume` has it; devices -h lists its usage.
 func TestFlagsWithoutSubcommandAndHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
