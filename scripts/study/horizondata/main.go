@@ -1,0 +1,229 @@
+// Command horizondata makes the token shards of the horizon study (issue
+// 26): a byte-level BPE of -vocab tokens (package tokenizer/smallbpe)
+// trained on the training text only, and llm.c shards encoded with it.
+//
+// Each input file (plain or gzip text, read as hilbert prepare reads it) is
+// cut at the first line start after 1 - -val-frac of its bytes; the tail is
+// held out, so validation is text no run trains on (a whole passage at the
+// end of each book, not paragraphs scattered through it), and the head, in
+// file order, is training text. Both are split into blank-line-separated
+// paragraphs, one document each, as hilbert prepare splits them. The BPE
+// learns its merges from the training paragraphs. Token 0 (NUL) precedes
+// every paragraph, as in the oracle study.
+//
+// It writes, in -out:
+//   - bpe<V>.txt: the merges;
+//   - bpe<V>_train_000000.bin: the training tokens;
+//   - bpe<V>_val_000000.bin: the held-out tokens, file after file;
+//   - valchunks/bpe<V>_val_NNNNNN.bin: the same held-out tokens cut into
+//     -chunks contiguous pieces of whole sequences, for the standard error
+//     of a validation loss by batch means (run.sh evaluates each finished
+//     run on them, horizonplot reads the losses);
+//   - valchunks/sources.tsv: each piece's source file;
+//   - data.md: what was written (bytes, tokens, tokens per byte per file).
+//
+// Every folder gets its manifest (fineweb.WriteShard). Existing files are
+// kept: rerunning with the same inputs writes only what is missing.
+//
+// usage: go run ./scripts/study/horizondata -out DIR [-vocab 1024] [-val-frac 0.08] FILE...
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
+)
+
+func main() {
+	out := flag.String("out", "", "folder for the shards (required)")
+	vocab := flag.Int("vocab", 1024, "BPE vocabulary size")
+	valFrac := flag.Float64("val-frac", 0.08, "share of each file's bytes, at its end, held out for validation")
+	chunks := flag.Int("chunks", 64, "contiguous validation pieces for the standard error")
+	seqLen := flag.Int("seq-len", 128, "sequence length the pieces are cut in")
+	flag.Parse()
+	if *out == "" || flag.NArg() == 0 {
+		log.Fatal("usage: horizondata -out DIR [-vocab 1024] [-val-frac 0.08] FILE...")
+	}
+	if *valFrac <= 0 || *valFrac >= 1 {
+		log.Fatalf("-val-frac %g: want a share in (0, 1)", *valFrac)
+	}
+	prefix := fmt.Sprintf("bpe%d", *vocab)
+	trainPath := filepath.Join(*out, prefix+"_train_000000.bin")
+	type split struct {
+		name             string
+		train, val       []string
+		trainB, valB     int
+		trainTok, valTok int
+	}
+	var files []*split
+	var trainDocs []string
+	for _, p := range flag.Args() {
+		text, err := readText(p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+		// The cut: the first line start at or after (1 - valFrac) of the
+		// bytes (a file without blank lines, as tdavid, is one paragraph).
+		at := int(float64(len(text)) * (1 - *valFrac))
+		if i := strings.IndexByte(text[at:], '\n'); i >= 0 {
+			at += i + 1
+		} else {
+			at = len(text)
+		}
+		s := &split{name: filepath.Base(p)}
+		s.train, s.trainB = paragraphs(text[:at])
+		s.val, s.valB = paragraphs(text[at:])
+		if len(s.val) == 0 || len(s.train) == 0 {
+			log.Fatalf("%s: too short to hold out %g of it", p, *valFrac)
+		}
+		trainDocs = append(trainDocs, s.train...)
+		files = append(files, s)
+	}
+	start := time.Now()
+	bpe, err := smallbpe.Train(*vocab, trainDocs...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	trained := time.Since(start)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if merges := filepath.Join(*out, prefix+".txt"); !exists(merges) {
+		if err := bpe.Save(merges); err != nil {
+			log.Fatal(err)
+		}
+	}
+	enc := bpe.Encoder()
+	var trainToks, valToks []int32
+	for _, s := range files {
+		n := len(trainToks)
+		for _, d := range s.train {
+			trainToks = enc(trainToks, d)
+		}
+		s.trainTok = len(trainToks) - n
+		n = len(valToks)
+		for _, d := range s.val {
+			valToks = enc(valToks, d)
+		}
+		s.valTok = len(valToks) - n
+	}
+	// The validation loader reads sequences of seqLen+1 tokens; a piece
+	// holds whole sequences plus the one token that the last target needs.
+	seqs := (len(valToks) - 1) / *seqLen
+	per := seqs / *chunks
+	if per < 1 {
+		log.Fatalf("%d validation tokens: too few for %d pieces of sequences of %d", len(valToks), *chunks, *seqLen)
+	}
+	chunkDir := filepath.Join(*out, "valchunks")
+	if err := os.MkdirAll(chunkDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	// sources.tsv: each piece's source file (the one holding its middle
+	// token), for the stratified standard error.
+	var src strings.Builder
+	src.WriteString("piece\tfile\n")
+	for c := range *chunks {
+		lo := c * per * *seqLen
+		hi := lo + per**seqLen + 1
+		writeShard(filepath.Join(chunkDir, fmt.Sprintf("%s_val_%06d.bin", prefix, c)), valToks[lo:hi])
+		mid, at := (lo+hi)/2, 0
+		for _, s := range files {
+			if mid < at+s.valTok {
+				fmt.Fprintf(&src, "%d\t%s\n", c, s.name)
+				break
+			}
+			at += s.valTok
+		}
+	}
+	writeFile(filepath.Join(chunkDir, "sources.tsv"), src.String())
+	writeShard(filepath.Join(*out, prefix+"_val_000000.bin"), valToks)
+	writeShard(trainPath, trainToks)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Horizon study data\n\nMade by `go run ./scripts/study/horizondata -out DIR -vocab %d -val-frac %g -chunks %d -seq-len %d %s`.\n\n",
+		*vocab, *valFrac, *chunks, *seqLen, strings.Join(baseNames(flag.Args()), " "))
+	fmt.Fprintf(&b, "BPE: %d tokens (256 bytes + %d merges), trained on the training paragraphs only in %.1f s; token 0 (NUL) before every paragraph.\n\n",
+		bpe.VocabSize(), bpe.VocabSize()-smallbpe.ByteTokens, trained.Seconds())
+	b.WriteString("| file | train bytes | train tokens | val bytes | val tokens | tokens per byte |\n|---|---|---|---|---|---|\n")
+	var tb, tt, vb, vt int
+	for _, s := range files {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.3f |\n", s.name, s.trainB, s.trainTok, s.valB, s.valTok,
+			float64(s.trainTok+s.valTok)/float64(s.trainB+s.valB))
+		tb, tt, vb, vt = tb+s.trainB, tt+s.trainTok, vb+s.valB, vt+s.valTok
+	}
+	fmt.Fprintf(&b, "| all | %d | %d | %d | %d | %.3f |\n\n", tb, tt, vb, vt, float64(tt+vt)/float64(tb+vb))
+	fmt.Fprintf(&b, "Validation: the last %g of each file's bytes (whole paragraphs), %d tokens = %d sequences of %d; valchunks/ holds them as %d contiguous pieces of %d sequences each (%d tokens).\n",
+		*valFrac, len(valToks), seqs, *seqLen, *chunks, per, per**seqLen)
+	writeFile(filepath.Join(*out, "data.md"), b.String())
+	fmt.Print(b.String())
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// writeShard writes tokens as a shard at path unless a file is there.
+func writeShard(path string, tokens []int32) {
+	if exists(path) {
+		return
+	}
+	if err := fineweb.WriteShard(path, tokens, false); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// writeFile writes text at path unless a file is there.
+func writeFile(path, text string) {
+	if exists(path) {
+		return
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// paragraphs splits text into its non-blank blank-line-separated
+// paragraphs and returns them with their total length.
+func paragraphs(text string) ([]string, int) {
+	var out []string
+	n := 0
+	for _, para := range strings.Split(text, "\n\n") {
+		if strings.TrimSpace(para) != "" {
+			out = append(out, para)
+			n += len(para)
+		}
+	}
+	return out, n
+}
+
+func baseNames(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, filepath.Base(p))
+	}
+	return out
+}
+
+// readText reads a text file as hilbert prepare does (plain or gzip).
+func readText(path string) (string, error) {
+	r, err := fineweb.OpenText(path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return string(b), nil
+}
