@@ -31,6 +31,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
+	shared "github.com/hilbert-ml/hilbert/scripts/study/internal/study"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -281,7 +282,7 @@ func (s *study) addFit(name, data string, x, y []float64) {
 		fmt.Fprintf(&s.md, "| %s | %s | %s | - | - | - |\n", name, data, ints(toInts(x)))
 		return
 	}
-	c, a, se := fit(x, y)
+	c, a, se := shared.Fit(x, y)
 	s.fits[name+"/"+data] = fitRes{c, a, se}
 	ses := "-"
 	if len(x) > 2 {
@@ -360,7 +361,7 @@ func (s *study) overTraining(name string, at func(f final) map[int]float64, cost
 		switch {
 		case cost:
 		case len(x) >= 2:
-			_, a, _ := fit(x, y)
+			_, a, _ := shared.Fit(x, y)
 			fmt.Fprintf(md, " %.3f |", a)
 		default:
 			md.WriteString(" - |")
@@ -415,27 +416,6 @@ func (s *study) fitLabel(key, what string) string {
 		return what
 	}
 	return fmt.Sprintf("%s: %.3g d^%.2f", what, f.c, f.a)
-}
-
-// fit returns c, a and the standard error of a for log y = log c + a log x.
-func fit(x, y []float64) (c, a, se float64) {
-	n := float64(len(x))
-	var sx, sy, sxx, sxy float64
-	for i := range x {
-		lx, ly := math.Log(x[i]), math.Log(y[i])
-		sx, sy, sxx, sxy = sx+lx, sy+ly, sxx+lx*lx, sxy+lx*ly
-	}
-	a = (n*sxy - sx*sy) / (n*sxx - sx*sx)
-	b := (sy - a*sx) / n
-	if len(x) > 2 {
-		var rss float64
-		for i := range x {
-			r := math.Log(y[i]) - b - a*math.Log(x[i])
-			rss += r * r
-		}
-		se = math.Sqrt(rss / (n - 2) / (sxx - sx*sx/n))
-	}
-	return math.Exp(b), a, se
 }
 
 func xyOf(x, y []float64) plotter.XYs {
