@@ -101,6 +101,16 @@ func (r *runModel) recipe(cfg Config) (optim.Recipe, error) {
 	})
 }
 
+// WithBlockRows returns m with the fused head's row blocks bounded by rows
+// (the run's block_rows) where m is the paper's transformer, whose Forward
+// takes that option; any other model is returned as it is.
+func WithBlockRows(m LanguageModel, rows int) LanguageModel {
+	if t, ok := m.(*models.Transformer); ok {
+		return blockRowsLM{t, rows}
+	}
+	return m
+}
+
 // blockRowsLM is the paper's transformer as a PanelModel, with the run's
 // bound on the fused head's row blocks.
 type blockRowsLM struct {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/data/fineweb"
-	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -18,10 +17,7 @@ import (
 // paper's transformer (0: the default; other models take their own).
 // v is read from its current position to its end.
 func ValidationLoss(g *autograd.Graph, m LanguageModel, v *fineweb.ValLoader, blockRows int) (float64, int, error) {
-	if t, ok := m.(*models.Transformer); ok {
-		m = blockRowsLM{t, blockRows}
-	}
-	return validationPass(g, m, v, validationBuffers{}, nil)
+	return validationPass(g, WithBlockRows(m, blockRows), v, validationBuffers{}, nil)
 }
 
 // validationBuffers are one full micro-batch's host and device buffers

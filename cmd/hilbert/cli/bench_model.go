@@ -13,7 +13,6 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/profile"
-	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
@@ -121,9 +120,7 @@ func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
 	if b.m, ok = built.(train.LanguageModel); !ok {
 		return nil, fmt.Errorf("-model %s: %T has no Loss(g, inputs, targets) method to time", f.family, built)
 	}
-	if t, ok := built.(*models.Transformer); ok && f.blockRows > 0 {
-		b.m = boundedHead{t, f.blockRows}
-	}
+	b.m = train.WithBlockRows(b.m, f.blockRows)
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]int32, f.batch*f.seq)
 	for i := range ids {
@@ -187,18 +184,4 @@ func attentionShare(ops []profile.Op) (attention, total time.Duration) {
 		}
 	}
 	return attention, total
-}
-
-// boundedHead is the paper's transformer with a bound on the fused head's
-// row blocks (bench model -block-rows).
-type boundedHead struct {
-	m    *models.Transformer
-	rows int
-}
-
-func (b boundedHead) Parameters() []*tensor.Tensor { return b.m.Parameters() }
-
-func (b boundedHead) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	loss, _ := b.m.Forward(g, inputs, targets, models.ForwardOptions{BlockRows: b.rows})
-	return loss
 }
