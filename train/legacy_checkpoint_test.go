@@ -486,9 +486,10 @@ func TestLegacyCheckpointErrors(t *testing.T) {
 	}
 }
 
-// useLegacyEnv runs the test at the thread count the testdata was made
-// with (restored when it ends) and reports whether the GEMM is the one it
-// was made with.
+// useLegacyEnv runs the test at the thread count and on the native GEMM
+// kernel the testdata was made with (both restored when it ends; a CPU that
+// cannot run the kernel skips the test) and reports whether the GEMM is
+// the one it was made with.
 func useLegacyEnv(t *testing.T, env legacyEnv) (sameGEMM bool) {
 	t.Helper()
 	if env.Threads < 1 || env.GEMM == "" {
@@ -497,7 +498,22 @@ func useLegacyEnv(t *testing.T, env legacyEnv) (sameGEMM bool) {
 	prev := cpu.Threads()
 	cpu.SetThreads(env.Threads)
 	t.Cleanup(func() { cpu.SetThreads(prev) })
-	return cpu.GemmName() == env.GEMM
+	if cpu.GemmName() != env.GEMM {
+		return false
+	}
+	// The native GEMM's kernels sum in different orders: run the one the
+	// testdata was made on.
+	if kernel, _, _ := cpu.NativeKernel(); env.GEMM == "native" && kernel != env.NativeKernel {
+		if err := cpu.UseNativeKernel(env.NativeKernel); err != nil {
+			t.Skipf("the testdata was made on the native GEMM's %s kernel, which this CPU cannot run: %v", env.NativeKernel, err)
+		}
+		t.Cleanup(func() {
+			if err := cpu.UseNativeKernel(kernel); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	return true
 }
 
 // legacyWhere names the machines a mismatch is between (for the error).

@@ -223,6 +223,29 @@ func NativeKernel() (name string, mr, nr int) {
 	return nativeBest.name, nativeBest.mr, nativeBest.nr
 }
 
+// UseNativeKernel makes the native GEMM run the micro-kernel called name
+// ("avx512", "avx2" or "go", as NativeKernel names them) instead of the
+// fastest this CPU has. Each kernel sums a product's terms in its own
+// order, so numbers made on another machine are reproduced bit for bit
+// only on the kernel that made them: tests that hold such a golden use
+// this. It returns an error naming the kernels this CPU can run when name
+// is not one of them. It must not be called while a GEMM runs.
+func UseNativeKernel(name string) error {
+	var names []string
+	for _, kn := range nativeKernels {
+		if kn.name == name {
+			initGemm()
+			nativeBest = kn
+			if gemmUse == gemmNative {
+				gemmDesc = fmt.Sprintf("native (%s kernel %dx%d), chosen by cpu.UseNativeKernel", kn.name, kn.mr, kn.nr)
+			}
+			return nil
+		}
+		names = append(names, kn.name)
+	}
+	return fmt.Errorf("cpu: no native GEMM kernel %q on this CPU (it runs %s)", name, strings.Join(names, ", "))
+}
+
 func setBLASThreads(n int) {
 	blasMu.Lock()
 	defer blasMu.Unlock()
