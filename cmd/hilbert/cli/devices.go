@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -34,20 +32,9 @@ flags: none (-h prints this)
 // loaded from the cache), or why CUDA is not available. Missing CUDA is
 // not an error; a GPU that fails to open is.
 func runDevices(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, devicesUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	fs := newFlagSet("devices", devicesUsage, stderr)
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	fmt.Fprintf(stdout, "%-8s GEMM: %s, %d threads\n", "cpu", cpu.GemmDescription(), cpu.Threads())
 	n, err := cuda.Count()

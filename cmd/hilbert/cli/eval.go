@@ -50,12 +50,7 @@ flags:
 `
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, evalUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("eval", evalUsage, stderr)
 	var (
 		runDir, hfDir, valPath, devName string
 		valTokens, seqLen, micro        int
@@ -67,14 +62,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	nonNegative(fs, &seqLen, "seq-len", 0, "with -hf: sequence length (0: the model's context)")
 	positive(fs, &micro, "micro-batch", 8, "with -hf: sequences per forward pass")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if runDir != "" && hfDir != "" {
 		return usageErr(fs.Name(), errors.New("give -run (a run's folder) or -hf (a Hugging Face model directory), not both"))

@@ -109,12 +109,7 @@ type trainSetup struct {
 // config file); extra adds a command's own flags. It returns nil, nil
 // when help was asked for.
 func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra func(fs *flag.FlagSet)) (*trainSetup, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet(name, usage, stderr)
 	job := defaultJob()
 	c := &job.Config
 	var (
@@ -171,10 +166,7 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 	if extra != nil {
 		extra(fs)
 	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return nil, err
 	}
 	st, err := setupTrain(fs, name, args, &job, configPath, &trainGlobs, &layers, &dim, &context_)
@@ -207,9 +199,6 @@ func parseTrainFlags(name, usage string, args []string, stderr io.Writer, extra 
 // come as pointers: the config file sets them.
 func setupTrain(fs *flag.FlagSet, name string, args []string, job *trainFile, configPath string, trainGlobs *[]string, layers, dim, context_ *int) (*trainSetup, error) {
 	c := &job.Config
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
 	cmdSet := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { cmdSet[f.Name] = true })
 	set := map[string]bool{}
