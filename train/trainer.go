@@ -97,26 +97,12 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		opt(&o)
 	}
 	raw := cfg
-	cfg, err = cfg.WithDefaults()
-	if err == nil {
-		err = checkLimits(cfg) // before anything is allocated (limits.go)
-	}
+	cfg, rank, err := checkRun(cfg, o.comm)
 	if err != nil {
 		if o.lock != nil {
 			o.lock.Unlock()
 		}
 		return nil, err
-	}
-	ranks, rank := 1, 0
-	if o.comm != nil {
-		ranks, rank = o.comm.Size(), o.comm.Rank()
-	}
-	if accum := cfg.BatchSeqs / cfg.MicroBatch; accum%ranks != 0 {
-		if o.lock != nil {
-			o.lock.Unlock()
-		}
-		return nil, fmt.Errorf("train: batch_seqs %d = ranks x micro_batch x accumulation does not hold for %d ranks of micro-batches of %d sequences: %d micro-batches per update do not split over %d ranks",
-			cfg.BatchSeqs, ranks, cfg.MicroBatch, accum, ranks)
 	}
 	lock := o.lock
 	dir := filepath.Join(cfg.RunsDir, cfg.Name)
@@ -137,58 +123,99 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		return nil, fmt.Errorf("train: dtype = float64 runs on the CPU (the device is %s)", dev.Name())
 	}
 	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, comm: o.comm, rank: rank}
-	autocast, _ := cfg.AutocastDType()
-	if t.model, err = buildModel(dev, cfg); err != nil {
-		return nil, fmt.Errorf("train: model: %w", err)
+	if err = t.setupModel(); err != nil {
+		return nil, err
+	}
+	if err = t.openData(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkRun applies cfg's defaults and checks it before anything is
+// allocated: the limits (limits.go), and that each update's micro-batches
+// split evenly over comm's ranks. It returns this process's rank.
+func checkRun(cfg Config, comm dist.Communicator) (Config, int, error) {
+	cfg, err := cfg.WithDefaults()
+	if err == nil {
+		err = checkLimits(cfg)
+	}
+	if err != nil {
+		return cfg, 0, err
+	}
+	ranks, rank := 1, 0
+	if comm != nil {
+		ranks, rank = comm.Size(), comm.Rank()
+	}
+	if accum := cfg.BatchSeqs / cfg.MicroBatch; accum%ranks != 0 {
+		return cfg, 0, fmt.Errorf("train: batch_seqs %d = ranks x micro_batch x accumulation does not hold for %d ranks of micro-batches of %d sequences: %d micro-batches per update do not split over %d ranks",
+			cfg.BatchSeqs, ranks, cfg.MicroBatch, accum, ranks)
+	}
+	return cfg, rank, nil
+}
+
+// setupModel builds the model (from the Hugging Face directory of
+// init_hf, if set), its optimizer set and the schedule.
+func (t *Trainer) setupModel() (err error) {
+	cfg := t.cfg
+	if t.model, err = buildModel(t.dev, cfg); err != nil {
+		return fmt.Errorf("train: model: %w", err)
 	}
 	if err = t.initFromHF(); err != nil {
-		return nil, err
+		return err
 	}
 	recipe, err := t.model.recipe(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train: optimizer: %w", err)
+		return fmt.Errorf("train: optimizer: %w", err)
 	}
 	if t.opt, err = optim.NewSet(recipe, t.model.model.Parameters()); err != nil {
-		return nil, fmt.Errorf("train: optimizer: %w", err)
+		return fmt.Errorf("train: optimizer: %w", err)
 	}
 	if t.sched, err = optim.NewCosine(cfg.ScheduleSteps, cfg.WarmupSteps()); err != nil {
-		return nil, fmt.Errorf("train: schedule: %w", err)
+		return fmt.Errorf("train: schedule: %w", err)
 	}
+	return nil
+}
+
+// openData opens the training and validation data, builds the loop over
+// them (agreed by every rank of a data-parallel run) and allocates the
+// micro-batch's token tensors. What it opened is closed when it fails.
+func (t *Trainer) openData() (err error) {
+	cfg := t.cfg
 	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
 		Shards: cfg.TrainShards, Vocab: t.model.vocab, SeqLen: cfg.SeqLen,
 		MicroBatch: cfg.MicroBatch, BatchSeqs: cfg.BatchSeqs, Seed: cfg.DataSeed,
 	}); err != nil {
-		return nil, fmt.Errorf("train: data: %w", err)
+		return fmt.Errorf("train: data: %w", err)
 	}
 	if t.val, err = t.openValidation(); err != nil {
 		t.loader.Close()
-		return nil, err
+		return err
 	}
-	if t.loop, err = NewLoop(dev, LM(dev, t.model.lm), LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
+	autocast, _ := cfg.AutocastDType()
+	if t.loop, err = NewLoop(t.dev, LM(t.dev, t.model.lm), LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
 		Accumulate: cfg.BatchSeqs / cfg.MicroBatch, ClipNorm: cfg.ClipNorm,
-		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: o.comm,
+		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: t.comm,
 	}); err != nil {
 		t.loader.Close()
 		t.val.Close()
-		return nil, err
+		return err
 	}
 	t.g = t.loop.Graph()
-	if ranks > 1 {
+	if t.comm != nil && t.comm.Size() > 1 {
 		if err = t.agree(); err != nil {
 			t.loader.Close()
 			t.val.Close()
-			return nil, err
+			return err
 		}
 	}
 	n := cfg.MicroBatch * cfg.SeqLen
 	t.hostIn, t.hostTgt = make([]int32, n), make([]int32, n)
-	if t.inputs, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
-		return nil, err
+	if t.inputs, err = tensor.NewOf(t.dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
+		return err
 	}
-	if t.targets, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
-		return nil, err
-	}
-	return t, nil
+	t.targets, err = tensor.NewOf(t.dev, device.Int32, cfg.MicroBatch, cfg.SeqLen)
+	return err
 }
 
 // sameDir reports whether two paths name the same folder.
@@ -287,42 +314,13 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	if err := t.agreeStart(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	if t.metrics == nil && t.rank != 0 {
-		t.metrics = &metricsWriter{}
-	}
-	if t.metrics == nil {
-		path := filepath.Join(t.Dir(), "metrics.jsonl")
-		var m *metricsWriter
-		var err error
-		if t.resumed {
-			m, err = openMetrics(path, t.step)
-		} else {
-			m, err = createMetrics(path)
-		}
-		if err != nil {
-			return err
-		}
-		t.metrics = m
+	if err := t.startMetrics(); err != nil {
+		return err
 	}
 	start := time.Now()
 	if t.step == 0 && len(t.history) == 0 && ctx.Err() == nil {
-		// The starting loss: validation of the initial model.
-		r := Record{Step: 0}
-		if err := t.validate(&r); err != nil {
+		if err := t.validateStart(start, hook); err != nil {
 			return err
-		}
-		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
-		if err := t.metrics.Write(r); err != nil {
-			return err
-		}
-		t.history = append(t.history, r)
-		if hook != nil {
-			if err := hook(t, r); err != nil {
-				return err
-			}
 		}
 	}
 	for t.step < t.cfg.Steps {
@@ -332,17 +330,7 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 		if stop {
 			t.elapsed += time.Since(start)
-			if err := t.SaveCheckpoint(); err != nil {
-				return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
-			}
-			// The report of what the run has so far (its summary says it
-			// was interrupted); the checkpoint is in force either way.
-			if t.rank == 0 && t.step > 0 {
-				if err := t.WriteReport(); err != nil {
-					return fmt.Errorf("%w (the checkpoint is written; the report failed: %v)", ErrInterrupted, err)
-				}
-			}
-			return ErrInterrupted
+			return t.interrupted()
 		}
 		r, err := t.update()
 		if err != nil {
@@ -350,23 +338,8 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 		last := t.step == t.cfg.Steps
 		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
-		// The diagnostics of the step every rank took alike: once, on the
-		// rank that writes them.
-		if (last || t.step%t.cfg.DiagEvery == 0) && t.rank == 0 {
-			if err := t.diagnoseStep(&r); err != nil {
-				return err
-			}
-		}
-		if last || t.step%t.cfg.ValEvery == 0 {
-			if err := t.validate(&r); err != nil {
-				return err
-			}
-		}
-		if last || t.step%t.cfg.LogEvery == 0 || r.ValLoss != nil || r.Diameter != nil {
-			if err := t.metrics.Write(r); err != nil {
-				return err
-			}
-			t.history = append(t.history, r)
+		if err := t.measure(&r, last); err != nil {
+			return err
 		}
 		if hook != nil {
 			if err := hook(t, r); err != nil {
@@ -388,6 +361,87 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		return nil
 	}
 	return t.WriteReport()
+}
+
+// startMetrics opens the run's metrics.jsonl on rank 0 (appending after
+// the resumed update, or a new file), and a writer of nothing on the
+// other ranks.
+func (t *Trainer) startMetrics() error {
+	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if t.metrics == nil && t.rank != 0 {
+		t.metrics = &metricsWriter{}
+	}
+	if t.metrics != nil {
+		return nil
+	}
+	path := filepath.Join(t.Dir(), "metrics.jsonl")
+	var err error
+	if t.resumed {
+		t.metrics, err = openMetrics(path, t.step)
+	} else {
+		t.metrics, err = createMetrics(path)
+	}
+	return err
+}
+
+// validateStart records the starting loss, the validation of the initial
+// model, as update 0 (written, kept and passed to the hook).
+func (t *Trainer) validateStart(start time.Time, hook Hook) error {
+	r := Record{Step: 0}
+	if err := t.validate(&r); err != nil {
+		return err
+	}
+	r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
+	if err := t.metrics.Write(r); err != nil {
+		return err
+	}
+	t.history = append(t.history, r)
+	if hook != nil {
+		return hook(t, r)
+	}
+	return nil
+}
+
+// interrupted ends a stopped run: a checkpoint, then the report of what
+// the run has so far (its summary says it was interrupted; the checkpoint
+// is in force either way), and ErrInterrupted.
+func (t *Trainer) interrupted() error {
+	if err := t.SaveCheckpoint(); err != nil {
+		return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
+	}
+	if t.rank == 0 && t.step > 0 {
+		if err := t.WriteReport(); err != nil {
+			return fmt.Errorf("%w (the checkpoint is written; the report failed: %v)", ErrInterrupted, err)
+		}
+	}
+	return ErrInterrupted
+}
+
+// measure adds the diagnostics and the validation due after the update
+// of r (every one after the last), and writes r to the metrics and the
+// history when a line is due.
+func (t *Trainer) measure(r *Record, last bool) error {
+	// The diagnostics of the step every rank took alike: once, on the rank
+	// that writes them.
+	if (last || t.step%t.cfg.DiagEvery == 0) && t.rank == 0 {
+		if err := t.diagnoseStep(r); err != nil {
+			return err
+		}
+	}
+	if last || t.step%t.cfg.ValEvery == 0 {
+		if err := t.validate(r); err != nil {
+			return err
+		}
+	}
+	if last || t.step%t.cfg.LogEvery == 0 || r.ValLoss != nil || r.Diameter != nil {
+		if err := t.metrics.Write(*r); err != nil {
+			return err
+		}
+		t.history = append(t.history, *r)
+	}
+	return nil
 }
 
 // anyRank reports whether stop holds on any rank, so that every rank of a
