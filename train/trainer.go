@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -15,7 +14,6 @@ import (
 	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/optim"
-	"github.com/hilbert-ml/hilbert/optim/geometry"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -419,96 +417,6 @@ func (t *Trainer) interrupted() error {
 	return ErrInterrupted
 }
 
-// measure adds the diagnostics and the validation due after the update
-// of r (every one after the last), and writes r to the metrics and the
-// history when a line is due.
-func (t *Trainer) measure(r *Record, last bool) error {
-	// The diagnostics of the step every rank took alike: once, on the rank
-	// that writes them.
-	if (last || t.step%t.cfg.DiagEvery == 0) && t.rank == 0 {
-		if err := t.diagnoseStep(r); err != nil {
-			return err
-		}
-	}
-	if last || t.step%t.cfg.ValEvery == 0 {
-		if err := t.validate(r); err != nil {
-			return err
-		}
-	}
-	if last || t.step%t.cfg.LogEvery == 0 || r.ValLoss != nil || r.Diameter != nil {
-		if err := t.metrics.Write(*r); err != nil {
-			return err
-		}
-		t.history = append(t.history, *r)
-	}
-	return nil
-}
-
-// anyRank reports whether stop holds on any rank, so that every rank of a
-// data-parallel run stops (on a signal, which mpirun forwards to each at
-// its own moment) after the same update.
-func (t *Trainer) anyRank(stop bool) (bool, error) {
-	if t.loop.comm == nil {
-		return stop, nil
-	}
-	v := 0.0
-	if stop {
-		v = 1
-	}
-	sum, err := t.loop.comm.reduce(v)
-	if err != nil {
-		return false, fmt.Errorf("train: update %d: %w", t.step+1, err)
-	}
-	return sum > 0, nil
-}
-
-// agree checks that every rank runs the same settings on the same data;
-// where they differ, the error names each setting that does.
-func (t *Trainer) agree() error {
-	settings, err := t.settings()
-	if err != nil {
-		return fmt.Errorf("train: data-parallel: %w", err)
-	}
-	var b strings.Builder
-	for _, s := range settings {
-		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
-	}
-	whole := dist.AgreeOn(t.comm, t.dev, "run configuration (settings and data fingerprints)", []byte(b.String()))
-	if whole == nil {
-		return nil
-	}
-	// Which ones: setting by setting, when every rank has the same list.
-	if err := dist.AgreeOn(t.comm, t.dev, "number of settings", []byte(fmt.Sprint(len(settings)))); err != nil {
-		return fmt.Errorf("train: data-parallel: %w", whole)
-	}
-	var differ []string
-	for _, s := range settings {
-		if err := dist.AgreeOn(t.comm, t.dev, s.name, []byte(s.name+"="+s.value)); err != nil {
-			differ = append(differ, fmt.Sprintf("%s (here %s)", s.name, s.value))
-		}
-	}
-	return fmt.Errorf("train: data-parallel: %w; differing: %s", whole, strings.Join(differ, ", "))
-}
-
-// agreeStart checks, before the first update of a data-parallel run, that
-// every rank starts from the same point: all from the same checkpoint
-// (its update and the digest of its state and weights) or all fresh. A
-// rank that resumed beside one that did not would train a model that is
-// neither run's.
-func (t *Trainer) agreeStart() error {
-	if t.comm == nil || t.comm.Size() < 2 {
-		return nil
-	}
-	here := "a fresh start (no resume)"
-	if t.resumed {
-		here = t.resumeAt
-	}
-	if err := dist.AgreeOn(t.comm, t.dev, "starting point (resumed checkpoint or fresh start)", []byte(here)); err != nil {
-		return fmt.Errorf("train: data-parallel: %w; here: %s: start every rank with -resume, or none", err, here)
-	}
-	return nil
-}
-
 // update runs one optimizer update (the loop's, in the paper's order)
 // and returns its record (without validation and diagnostics).
 func (t *Trainer) update() (Record, error) {
@@ -535,127 +443,3 @@ func (t *Trainer) update() (Record, error) {
 type trainerSchedule struct{ t *Trainer }
 
 func (s trainerSchedule) Scale(step int) float64 { return s.t.sched.Scale(step) }
-
-// headStep copies the head's last step S_t to the host (nil for a tied
-// head, or before the first step).
-func (t *Trainer) headStep() []float32 {
-	if t.model.head == nil {
-		return nil
-	}
-	s := t.opt.LastStep(t.model.head)
-	if s == nil {
-		return nil
-	}
-	return s.Float32s()
-}
-
-// headStepTensor returns the head's last step S_t on its device (nil for
-// a tied head, or before the first step).
-func (t *Trainer) headStepTensor() *tensor.Tensor {
-	if t.model.head == nil {
-		return nil
-	}
-	return t.opt.LastStep(t.model.head)
-}
-
-// float32Step returns the head step s as float32, as the diagnostics
-// take it: s itself, or for a float64 run a float32 copy (the diagnostics
-// are measurements, well within float32's precision), with the function
-// that releases the copy.
-func float32Step(s *tensor.Tensor) (*tensor.Tensor, func(), error) {
-	if s.DType() == device.Float32 {
-		return s, func() {}, nil
-	}
-	c, err := tensor.NewPooled(s.Device(), device.Float32, s.Shape()...)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := c.SetFloat32(s.Float32s()); err != nil {
-		c.Release()
-		return nil, nil, err
-	}
-	return c, c.Release, nil
-}
-
-// diagnoseStep computes the exact row diameter of the head step on the
-// device that holds it (no host copy of the V x d step).
-func (t *Trainer) diagnoseStep(r *Record) error {
-	if t.model.head == nil {
-		return nil
-	}
-	s := t.opt.LastStep(t.model.head)
-	if s == nil {
-		return nil
-	}
-	s, release, err := float32Step(s)
-	if err != nil {
-		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
-	}
-	defer release()
-	d, err := geometry.RowDiameterDevice(s.Buffer(), t.model.vocab, t.model.dim)
-	if err != nil {
-		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
-	}
-	r.Diameter = &d.D
-	lr := t.opt.PeakLR("head") * r.LRScale
-	r.LR = &lr
-	return nil
-}
-
-// validate computes the mean token cross-entropy over the validation
-// prefix, and the Hilbert RMS of the head step over the panel.
-func (t *Trainer) validate(r *Record) error {
-	t.val.Reset()
-	var panel []float32
-	d := t.model.dim
-	seqIndex := 0
-	hook := &panelHook{
-		want: func() bool { return seqIndex < t.cfg.PanelSeqs },
-		take: func(n int, hidden *tensor.Tensor) {
-			h := hidden.Float32s()
-			for s := 0; s < n && seqIndex < t.cfg.PanelSeqs; s++ {
-				row := s * t.cfg.SeqLen * d
-				panel = append(panel, h[row:row+t.cfg.PanelPositions*d]...)
-				seqIndex++
-			}
-		},
-	}
-	if t.model.head == nil {
-		hook = nil // a tied head: no step of its own to measure
-	}
-	v, _, err := validationPass(t.g, t.model.lm, t.val,
-		validationBuffers{hostIn: t.hostIn, hostTgt: t.hostTgt, in: t.inputs, tgt: t.targets}, hook)
-	if err != nil {
-		return fmt.Errorf("train: validation: %w", err)
-	}
-	if err := finiteMetric("validation loss", v, r.Step); err != nil {
-		return err // on every rank alike, before anything is written
-	}
-	r.ValLoss = &v
-	if s := t.headStepTensor(); s != nil && len(panel) > 0 {
-		// The panel goes to the step's device; two values per position
-		// come back.
-		n := len(panel) / d
-		h, err := tensor.NewPooled(t.dev, device.Float32, n, d)
-		if err != nil {
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		if err := h.SetFloat32(panel); err != nil {
-			h.Release()
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		s32, release, err := float32Step(s)
-		if err != nil {
-			h.Release()
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		rms, err := geometry.HilbertRMSDevice(s32.Buffer(), t.model.vocab, d, h.Buffer(), n)
-		release()
-		h.Release()
-		if err != nil {
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		r.HilbertRMS = &rms
-	}
-	return nil
-}
