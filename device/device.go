@@ -6,11 +6,11 @@
 // reductions over any one axis, gather and scatter-add along an axis, and
 // counter-based random fills. A backend implements the Core and nothing
 // else; Device is another name for it. The fused kernels of the paper's
-// transformer and optimizers (RMSNorm, RoPE, SwiGLU, attention,
-// cross-entropy, AdamW, row scaling, the pair-distance search) and a few
-// older contiguous elementwise kernels are optional capabilities: small
-// interfaces a backend may add for speed, each defined by its composition
-// from the Core in device/compose, which callers go through. device/devicetest
+// transformer (RMSNorm, RoPE, SwiGLU, attention, cross-entropy), a few
+// data movements and Axpby are optional capabilities: small interfaces a
+// backend may add for speed, each defined by its composition from the Core
+// in device/compose, which callers go through (optim and optim/geometry
+// declare their own kernels the same way). device/devicetest
 // is the conformance suite every backend runs: the Core against float64
 // references, and each capability a backend has against its composition.
 //
@@ -140,8 +140,8 @@ type GemmArgs struct {
 	Batch int
 }
 
-// BinaryOp selects an elementwise operation of two operands. Binary
-// takes Add, Sub and Mul; BinaryStrided takes them all.
+// BinaryOp selects an elementwise operation of two operands
+// (BinaryStrided).
 type BinaryOp uint8
 
 const (
@@ -243,19 +243,6 @@ type AttentionShape struct {
 	// Unmasked lets every query see every key (cross-attention) instead
 	// of the causal mask.
 	Unmasked bool
-}
-
-// AdamW holds the scalars of one AdamW update (already scheduled).
-type AdamW struct {
-	LR, Beta1, Beta2, Eps, WeightDecay float32
-	// BiasCorrection1 and BiasCorrection2 are 1 - beta^t for the step t
-	// counted from 1.
-	BiasCorrection1, BiasCorrection2 float32
-	// ExactBeta1, ExactBeta2 and ExactWeightDecay are the caller's float64
-	// values of Beta1, Beta2 and WeightDecay, which Coefficients computes
-	// 1 - beta (and the decay) from; each is used only where it rounds to
-	// its float32 field (zero fields: see Coefficients).
-	ExactBeta1, ExactBeta2, ExactWeightDecay float64
 }
 
 // Core is the primitive set every backend implements: memory, copies and

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -68,11 +67,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageErr("bench", fmt.Errorf("unknown bench target %q (want one of %s)", args[0], strings.Join(benchTargetNames(), ", ")))
 	}
-	err := t.run(args[1:], stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // -h printed the target's flags
-	}
-	return err
+	return t.run(args[1:], stdout, stderr)
 }
 
 // gemmShape is one product to time: C (M x N) = op(A) (M x K) * op(B) (K x N).
@@ -204,19 +199,15 @@ type gemmReps struct {
 // repetition, so that a noisy machine penalises all alike; each stops after
 // -reps repetitions or once it has used -budget (at least one).
 func runBenchGemm(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench gemm", "", stderr)
 	shapeList := fs.String("shapes", defaultGemmShapeList(), "comma-separated MxNxK[:nt] shapes (op letters: n as stored, t transposed); the default is the model's training-step products")
 	gemmList := fs.String("gemms", "native,openblas,go", "GEMMs to time: native, openblas (when it loads), go (gonum)")
 	reps := fs.Int("reps", 10, "most timed repetitions per GEMM and shape")
 	warmup := fs.Int("warmup", 1, "untimed repetitions per GEMM and shape before timing")
 	budget := fs.Duration("budget", 5*time.Second, "timed repetitions stop once a GEMM has used this long on a shape (after at least one)")
 	threads := fs.Int("threads", 0, "kernel and OpenBLAS threads (0: GOMAXPROCS)")
-	if err := parseFlags(fs, args); err != nil {
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if *reps < 1 || *warmup < 0 {
 		return usageErr(fs.Name(), fmt.Errorf("-reps %d, -warmup %d: want reps >= 1 and warmup >= 0", *reps, *warmup))

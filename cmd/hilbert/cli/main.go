@@ -119,6 +119,45 @@ func usageErr(cmd string, err error) error {
 	return &usageError{cmd: cmd, err: err}
 }
 
+// newFlagSet returns a subcommand's flag set. It writes to stderr, and its
+// -h prints usage (unless empty: the flag package's default then) and the
+// flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if usage != "" {
+		fs.Usage = func() {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseCommand parses a subcommand's args with fs (parseFlags) and
+// refuses positional arguments. stop says that the subcommand must return
+// err at once: after -h (err is nil: the usage was printed) or on a usage
+// error.
+func parseCommand(fs *flag.FlagSet, args []string) (stop bool, err error) {
+	if stop, err := parseCommandArgs(fs, args); stop {
+		return true, err
+	}
+	if fs.NArg() > 0 {
+		return true, usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	return false, nil
+}
+
+// parseCommandArgs is parseCommand for a subcommand that takes positional
+// arguments (fs.Args()).
+func parseCommandArgs(fs *flag.FlagSet, args []string) (stop bool, err error) {
+	err = parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	}
+	return err != nil, err
+}
+
 // parseFlags parses args with fs. After -h it prints fs's usage (the flag
 // package's default when fs.Usage is nil) and returns flag.ErrHelp. A bad
 // or unknown flag or value is a *usageError, which the flag package does

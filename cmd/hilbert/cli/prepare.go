@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -46,12 +45,7 @@ flags:
 
 // runPrepare is the prepare subcommand.
 func runPrepare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("prepare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, prepareUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("prepare", prepareUsage, stderr)
 	out := fs.String("out", "", "directory that receives the shards (required)")
 	prefix := fs.String("prefix", "fineweb", "shard name prefix")
 	shardTokens := fs.Int("shard-tokens", fineweb.DefaultShardTokens, "tokens per shard")
@@ -62,10 +56,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	overwrite := fs.Bool("overwrite", false, "replace existing shards with the same prefix in -out")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	manifest := fs.String("manifest", "", "write DIR/manifest.json for the .bin shards already in DIR (no inputs)")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommandArgs(fs, args); stop {
 		return err
 	}
 	if *manifest != "" {
