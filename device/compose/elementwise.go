@@ -15,9 +15,11 @@ func Transpose(d device.Core, dst, src device.Buffer, batch, rows, cols, inner i
 // FillFrom sets every element of dst to alpha * src[0], src being read
 // on the device (a broadcast of a device scalar without a host trip).
 func FillFrom(d device.Core, dst, src device.Buffer, alpha float32) {
-	s := scalar(d, "FillFrom", dst.DType(), float64(alpha))
-	d.BinaryStrided(device.Mul, device.DimsOf(dst.Len()), dst, bcast(src.Slice(0, 1)), bcast(s))
-	d.Free(s)
+	dims := device.DimsOf(dst.Len())
+	d.CopyStrided(dims, device.Contiguous(dst, dims), bcast(src.Slice(0, 1)))
+	if alpha != 1 {
+		Axpby(d, dst, dst, alpha, 0)
+	}
 }
 
 // Binary computes dst = a op b over buffers of equal length: BinaryStrided
@@ -51,9 +53,17 @@ func Axpby(d device.Core, dst, x device.Buffer, alpha, beta float32) {
 // AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
 // matrix, v having cols elements.
 func AddRow(d device.Core, dst, v device.Buffer, rows, cols int, alpha float32) {
-	t := temp(d, "AddRow", dst.DType(), cols)
-	scaleInto(d, "AddRow", t, v.Slice(0, cols), float64(alpha))
 	dims := device.DimsOf(rows, cols)
+	if alpha == 1 || alpha == -1 { // no scaled copy of v
+		op := device.Add
+		if alpha == -1 {
+			op = device.Sub
+		}
+		d.BinaryStrided(op, dims, dst, device.Contiguous(dst, dims), view(v, 0, 0, 1))
+		return
+	}
+	t := temp(d, "AddRow", dst.DType(), cols)
+	Axpby(d, t, v.Slice(0, cols), alpha, 0)
 	d.BinaryStrided(device.Add, dims, dst, device.Contiguous(dst, dims), view(t, 0, 0, 1))
 	d.Free(t)
 }
