@@ -1,9 +1,7 @@
 package autograd
 
 import (
-	"fmt"
 	"math"
-	"slices"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -19,61 +17,6 @@ import (
 // isFloat reports whether t has a float compute dtype.
 func isFloat(t *tensor.Tensor) bool {
 	return t.DType() == device.Float32 || t.DType() == device.Float64
-}
-
-// Unary returns op(x) elementwise, differentiable for every op but Sign
-// (whose gradient is zero).
-func (g *Graph) Unary(op device.UnaryOp, x *tensor.Tensor) *tensor.Tensor {
-	name := "Unary(" + op.String() + ")"
-	if !g.ok(name, x) {
-		return nil
-	}
-	if !isFloat(x) {
-		return g.failf("%s: dtype %v (want float32 or float64)", name, x.DType())
-	}
-	if op < device.Neg || op > device.Expm1 {
-		return g.failf("%s: unknown op", name)
-	}
-	out := g.allocOf(name, x.DType(), x.Shape()...)
-	if out == nil {
-		return nil
-	}
-	g.dev.Unary(op, out.Buffer(), x.Buffer())
-	if g.wantsGrad(x) {
-		g.record(node{op: opUnary, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{int(op)}})
-	}
-	return out
-}
-
-// Neg returns -x.
-func (g *Graph) Neg(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Neg, x) }
-
-// Exp returns e^x.
-func (g *Graph) Exp(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Exp, x) }
-
-// Log returns the natural logarithm of x.
-func (g *Graph) Log(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Log, x) }
-
-// Sqrt returns the square root of x.
-func (g *Graph) Sqrt(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Sqrt, x) }
-
-// Tanh returns tanh(x).
-func (g *Graph) Tanh(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Tanh, x) }
-
-// Sigmoid returns 1/(1+e^-x).
-func (g *Graph) Sigmoid(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Sigmoid, x) }
-
-// Relu returns max(x, 0).
-func (g *Graph) Relu(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Relu, x) }
-
-// GELU returns the exact Gaussian error linear unit x * (1 + erf(x/sqrt 2)) / 2,
-// composed from Erf.
-func (g *Graph) GELU(x *tensor.Tensor) *tensor.Tensor {
-	if !g.floatOK("GELU", x) {
-		return nil
-	}
-	e := g.Unary(device.Erf, g.Mul(x, g.Constant(1/math.Sqrt2, x.DType())))
-	return g.Mul(g.Mul(x, g.Constant(0.5, x.DType())), g.Add(e, g.Constant(1, x.DType())))
 }
 
 // Constant returns a scalar (shape []) graph-owned tensor holding v in
@@ -141,7 +84,7 @@ func (g *Graph) broadcast(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tenso
 	}
 	g.binaryInto(op, out, a, b)
 	if !op.IsComparison() && isFloat(a) && g.wantsGrad(a, b) {
-		g.record(node{op: opBroadcast, out: out, in: [3]*tensor.Tensor{a, b}, ints: [4]int{int(op)}})
+		g.record(node{op: binaryOp(op), out: out, in: [3]*tensor.Tensor{a, b}})
 	}
 	return out
 }
@@ -193,7 +136,7 @@ func (g *Graph) Where(cond, a, b *tensor.Tensor) *tensor.Tensor {
 	}
 	g.whereInto(out, cond, a, b)
 	if isFloat(a) && g.wantsGrad(a, b) {
-		g.record(node{op: opWhere, out: out, in: [3]*tensor.Tensor{a, b}, saved: [3]*tensor.Tensor{cond}})
+		g.record(node{op: whereOp{}, out: out, in: [3]*tensor.Tensor{a, b}, saved: [3]*tensor.Tensor{cond}})
 	}
 	return out
 }
@@ -311,9 +254,9 @@ func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, ax
 		g.binaryInto(device.Mul, out, out, g.Constant(scale, dtype))
 	}
 	if g.wantsGrad(x) {
-		kind := opSumAxis
+		var kind operation = sumAxisOp{}
 		if op != device.Sum {
-			kind = opMaxAxis
+			kind = maxAxisOp{}
 		}
 		g.record(node{op: kind, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{outer, n, inner}, f64: scale})
 	}
@@ -403,31 +346,13 @@ func (g *Graph) detachedMax(x *tensor.Tensor, axis int) *tensor.Tensor {
 	return g.Where(fin, m, g.Constant(0, x.DType()))
 }
 
-// Backward passes. Each composes the gradient from the primitives into
-// scratch tensors, then sums it back to each input's shape.
+// Backward passes at buffer level (the fused ops, MatMul) take pooled
+// scratch tensors and hand them to accumulate.
 
 // scratchLike returns a pooled tensor of t's dtype and the given shape,
 // released by the caller.
 func (g *Graph) scratchLike(t *tensor.Tensor, shape ...int) *tensor.Tensor {
 	return g.scratchOf(t.DType(), shape...)
-}
-
-// bop returns a op b (broadcast) as a scratch tensor.
-func (g *Graph) bop(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
-	shape, ok := device.BroadcastShapes(a.Shape(), b.Shape())
-	if !ok {
-		panic(fmt.Sprintf("autograd: backward %v of %v and %v", op, a.Shape(), b.Shape()))
-	}
-	out := g.scratchLike(a, shape...)
-	g.binaryInto(op, out, a, b)
-	return out
-}
-
-// uop returns op(a) as a scratch tensor.
-func (g *Graph) uop(op device.UnaryOp, a *tensor.Tensor) *tensor.Tensor {
-	out := g.scratchLike(a, a.Shape()...)
-	g.dev.Unary(op, out.Buffer(), a.Buffer())
-	return out
 }
 
 // konst returns a scalar scratch tensor of t's dtype holding v.
@@ -445,221 +370,6 @@ func release(ts ...*tensor.Tensor) {
 	}
 }
 
-// sumTo sums full (the shape of a broadcast result) over the broadcast
-// axes back to shape, takes ownership of full, and returns a scratch
-// tensor of shape.
-func (g *Graph) sumTo(full *tensor.Tensor, shape tensor.Shape) *tensor.Tensor {
-	cur := full
-	fs := full.Shape()
-	pad := len(fs) - len(shape)
-	for i := range fs {
-		want := 1
-		if i >= pad {
-			want = shape[i-pad]
-		}
-		if want != 1 || fs[i] == 1 {
-			continue
-		}
-		outer, n, inner, _, reduced, _ := axisSplit(fs, i, true)
-		next := g.scratchLike(cur, reduced...)
-		g.dev.ReduceAxis(device.Sum, next.Buffer(), cur.Buffer(), outer, n, inner)
-		cur.Release()
-		cur, fs = next, reduced
-	}
-	if slices.Equal(cur.Shape(), shape) {
-		return cur
-	}
-	moved, err := cur.MoveTo(shape...)
-	if err != nil {
-		panic(fmt.Sprintf("autograd: gradient %v to %v: %v", cur.Shape(), shape, err))
-	}
-	return moved
-}
-
-// unaryBackward accumulates the gradient of a unary op's input.
-//
-// funclen: one case per device.UnaryOp, a few lines each; issue 25's
-// built-in ops as values, each carrying its own backward, replace the
-// switch (splitting it now would only move it).
-func (g *Graph) unaryBackward(n *node, gout *tensor.Tensor) {
-	x, y := n.in[0], n.out
-	var d *tensor.Tensor
-	mulBy := func(f *tensor.Tensor) *tensor.Tensor {
-		r := g.bop(device.Mul, gout, f)
-		f.Release()
-		return r
-	}
-	switch op := device.UnaryOp(n.ints[0]); op {
-	case device.Neg:
-		d = g.uop(device.Neg, gout)
-	case device.Abs:
-		d = mulBy(g.uop(device.Sign, x))
-	case device.Exp:
-		d = g.bop(device.Mul, gout, y)
-	case device.Log:
-		d = g.bop(device.Div, gout, x)
-	case device.Sqrt: // dy / (2 y)
-		two := g.bop(device.Add, y, y)
-		d = g.bop(device.Div, gout, two)
-		two.Release()
-	case device.Rsqrt: // -dy y^3 / 2
-		y3 := g.bop(device.Mul, y, y)
-		g.binaryInto(device.Mul, y3, y3, y)
-		c := g.konst(x, -0.5)
-		g.binaryInto(device.Mul, y3, y3, c)
-		c.Release()
-		d = mulBy(y3)
-	case device.Reciprocal: // -dy y^2
-		y2 := g.uop(device.Square, y)
-		g.dev.Unary(device.Neg, y2.Buffer(), y2.Buffer())
-		d = mulBy(y2)
-	case device.Tanh: // dy (1 - y^2)
-		y2 := g.uop(device.Square, y)
-		one := g.konst(x, 1)
-		f := g.bop(device.Sub, one, y2)
-		release(y2, one)
-		d = mulBy(f)
-	case device.Erf: // dy 2/sqrt(pi) exp(-x^2)
-		f := g.uop(device.Square, x)
-		g.dev.Unary(device.Neg, f.Buffer(), f.Buffer())
-		g.dev.Unary(device.Exp, f.Buffer(), f.Buffer())
-		c := g.konst(x, 2/math.Sqrt(math.Pi))
-		g.binaryInto(device.Mul, f, f, c)
-		c.Release()
-		d = mulBy(f)
-	case device.Sigmoid: // dy y (1 - y)
-		one := g.konst(x, 1)
-		f := g.bop(device.Sub, one, y)
-		g.binaryInto(device.Mul, f, f, y)
-		one.Release()
-		d = mulBy(f)
-	case device.Relu: // dy (x > 0)
-		zero := g.konst(x, 0)
-		f := g.bop(device.Gt, x, zero)
-		zero.Release()
-		d = mulBy(f)
-	case device.Sin:
-		d = mulBy(g.uop(device.Cos, x))
-	case device.Cos:
-		f := g.uop(device.Sin, x)
-		g.dev.Unary(device.Neg, f.Buffer(), f.Buffer())
-		d = mulBy(f)
-	case device.Square: // 2 x dy
-		f := g.bop(device.Add, x, x)
-		d = mulBy(f)
-	case device.Sign:
-		d = g.scratchLike(x, x.Shape()...)
-		g.dev.Fill(d.Buffer(), 0)
-	case device.Log1p: // dy / (1 + x)
-		one := g.konst(x, 1)
-		f := g.bop(device.Add, x, one)
-		one.Release()
-		d = g.bop(device.Div, gout, f)
-		f.Release()
-	case device.Expm1: // dy (y + 1)
-		one := g.konst(x, 1)
-		f := g.bop(device.Add, y, one)
-		one.Release()
-		d = mulBy(f)
-	default:
-		panic(fmt.Sprintf("autograd: no backward for %v", op))
-	}
-	g.accumulate(x, d)
-}
-
-// broadcastBackward accumulates the gradients of a broadcasting binary
-// op's inputs, reduced to their shapes.
-//
-// funclen: one case per device.BinaryOp, as unaryBackward; issue 25's ops
-// as values replace the switch.
-func (g *Graph) broadcastBackward(n *node, gout *tensor.Tensor) {
-	a, b, out := n.in[0], n.in[1], n.out
-	var da, db *tensor.Tensor // full-shape gradients, nil when not wanted
-	wa, wb := a.RequiresGrad(), b.RequiresGrad()
-	half := func(m1, m2 device.BinaryOp, x, y *tensor.Tensor) *tensor.Tensor {
-		// (x m1 y + x m2 y) / 2 * gout: the tie-splitting mask.
-		p, q := g.bop(m1, x, y), g.bop(m2, x, y)
-		g.binaryInto(device.Add, p, p, q)
-		c := g.konst(x, 0.5)
-		g.binaryInto(device.Mul, p, p, c)
-		release(q, c)
-		r := g.bop(device.Mul, gout, p)
-		p.Release()
-		return r
-	}
-	switch op := device.BinaryOp(n.ints[0]); op {
-	case device.Add, device.Sub:
-		if wa {
-			da = g.copyOf(gout)
-		}
-		if wb {
-			db = g.copyOf(gout)
-			if op == device.Sub {
-				g.dev.Unary(device.Neg, db.Buffer(), db.Buffer())
-			}
-		}
-	case device.Mul:
-		if wa {
-			da = g.bop(device.Mul, gout, b)
-		}
-		if wb {
-			db = g.bop(device.Mul, gout, a)
-		}
-	case device.Div: // da = g / b, db = -g out / b
-		if wa {
-			da = g.bop(device.Div, gout, b)
-		}
-		if wb {
-			db = g.bop(device.Mul, gout, out)
-			g.dev.Unary(device.Neg, db.Buffer(), db.Buffer())
-			t := g.bop(device.Div, db, b)
-			db.Release()
-			db = t
-		}
-	case device.Maximum:
-		if wa {
-			da = half(device.Gt, device.Ge, a, b)
-		}
-		if wb {
-			db = half(device.Gt, device.Ge, b, a)
-		}
-	case device.Minimum:
-		if wa {
-			da = half(device.Lt, device.Le, a, b)
-		}
-		if wb {
-			db = half(device.Lt, device.Le, b, a)
-		}
-	case device.Pow: // da = g b a^(b-1); db = g out log(a), 0 where a == 0
-		if wa {
-			one := g.konst(a, 1)
-			bm1 := g.bop(device.Sub, b, one)
-			p := g.bop(device.Pow, a, bm1)
-			g.binaryInto(device.Mul, p, p, b)
-			da = g.bop(device.Mul, gout, p)
-			release(one, bm1, p)
-		}
-		if wb {
-			l := g.uop(device.Log, a)
-			f := g.bop(device.Mul, out, l)
-			zero := g.konst(a, 0)
-			isZero := g.bop(device.Eq, a, zero)
-			safe := g.scratchLike(f, f.Shape()...)
-			g.whereInto(safe, isZero, zero, f)
-			db = g.bop(device.Mul, gout, safe)
-			release(l, f, zero, isZero, safe)
-		}
-	default:
-		panic(fmt.Sprintf("autograd: no backward for %v", op))
-	}
-	if da != nil {
-		g.accumulate(a, g.sumTo(da, a.Shape()))
-	}
-	if db != nil {
-		g.accumulate(b, g.sumTo(db, b.Shape()))
-	}
-}
-
 // copyOf returns a scratch copy of t.
 func (g *Graph) copyOf(t *tensor.Tensor) *tensor.Tensor {
 	c := g.scratchLike(t, t.Shape()...)
@@ -667,57 +377,143 @@ func (g *Graph) copyOf(t *tensor.Tensor) *tensor.Tensor {
 	return c
 }
 
-func (g *Graph) whereBackward(n *node, gout *tensor.Tensor) {
-	a, b, cond := n.in[0], n.in[1], n.saved[0]
-	zero := g.konst(gout, 0)
-	defer zero.Release()
+// Backward passes in Graph ops.
+
+// zerosLike returns zeros of t's dtype and shape.
+func (g *Graph) zerosLike(t *tensor.Tensor) *tensor.Tensor {
+	return g.BroadcastTo(g.Constant(0, t.DType()), t.Shape()...)
+}
+
+// sumTo sums d, the gradient of a broadcast result, over the axes that
+// broadcasting added or stretched, back to x's shape.
+func (g *Graph) sumTo(d, x *tensor.Tensor) *tensor.Tensor {
+	if d == nil || d.SameShape(x) {
+		return d
+	}
+	shape, ds := x.Shape(), d.Shape()
+	pad := len(ds) - len(shape)
+	for i := range ds {
+		if (i < pad || shape[i-pad] == 1) && ds[i] != 1 {
+			d = g.SumAxis(d, i, true)
+		}
+	}
+	return g.Reshape(d, shape...)
+}
+
+// binaryRule is the gradient of y = a op b in Graph ops: da and db at the
+// broadcast shape (summed back to each operand's by the caller), and the
+// slots they read.
+type binaryRule struct {
+	reads  slots
+	da, db binaryGrad
+}
+
+// binaryGrad is one operand's gradient of y = a op b, from dy.
+type binaryGrad func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor
+
+// binaryRules holds the gradients of the differentiable device.BinaryOps.
+// The float32 results are those of the buffer-level rules they replaced:
+// the same operations in the same order.
+var binaryRules = [...]binaryRule{
+	device.Add: {0, passGrad, passGrad},
+	device.Sub: {0, passGrad, func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return g.Neg(dy) }},
+	device.Mul: {in0 | in1,
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return g.Mul(dy, b) },
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return g.Mul(dy, a) }},
+	device.Div: {in1 | output,
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return g.Div(dy, b) },
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return g.Div(g.Neg(g.Mul(dy, y)), b) }},
+	device.Maximum: {in0 | in1, tieSplit(device.Gt, device.Ge, false), tieSplit(device.Gt, device.Ge, true)},
+	device.Minimum: {in0 | in1, tieSplit(device.Lt, device.Le, false), tieSplit(device.Lt, device.Le, true)},
+	device.Pow: {in0 | in1 | output,
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { // dy b a^(b-1)
+			return g.Mul(dy, g.Mul(g.Pow(a, g.Sub(b, g.Constant(1, a.DType()))), b))
+		},
+		func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { // dy y log(a), 0 where a == 0
+			zero := g.Constant(0, a.DType())
+			return g.Mul(dy, g.Where(g.Compare(device.Eq, a, zero), zero, g.Mul(y, g.Log(a))))
+		}},
+}
+
+// passGrad is the gradient dy itself (Add's, Sub's of a).
+func passGrad(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor { return dy }
+
+// tieSplit returns Maximum's (wins Gt, ties Ge) or Minimum's (Lt, Le)
+// gradient of a, or of b when forB: dy where the operand wins over the
+// other, half of dy on a tie.
+func tieSplit(wins, ties device.BinaryOp, forB bool) binaryGrad {
+	return func(g *Graph, a, b, y, dy *tensor.Tensor) *tensor.Tensor {
+		if forB {
+			a, b = b, a
+		}
+		mask := g.Add(g.Compare(wins, a, b), g.Compare(ties, a, b))
+		return g.Mul(dy, g.Mul(mask, g.Constant(0.5, a.DType())))
+	}
+}
+
+// binaryOp is a recorded binary op (broadcasting or not).
+type binaryOp device.BinaryOp
+
+func (o binaryOp) name() string      { return broadcastNames[o] }
+func (o binaryOp) reads(*node) slots { return binaryRules[o].reads }
+func (o binaryOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	r, a, b := &binaryRules[o], n.in[0], n.in[1]
 	if a.RequiresGrad() {
-		d := g.scratchLike(gout, gout.Shape()...)
-		g.whereInto(d, cond, gout, zero)
-		g.accumulate(a, g.sumTo(d, a.Shape()))
+		g.give(a, g.sumTo(r.da(g, a, b, n.out, dy), a))
 	}
 	if b.RequiresGrad() {
-		d := g.scratchLike(gout, gout.Shape()...)
-		g.whereInto(d, cond, zero, gout)
-		g.accumulate(b, g.sumTo(d, b.Shape()))
+		g.give(b, g.sumTo(r.db(g, a, b, n.out, dy), b))
 	}
 }
 
-// spread broadcasts a reduced [outer, 1, inner] tensor back to the
-// [outer, n, inner] shape of x as a scratch tensor.
-func (g *Graph) spread(r *tensor.Tensor, x *tensor.Tensor, outer, n, inner int) *tensor.Tensor {
-	d := g.scratchLike(x, x.Shape()...)
-	dims := device.DimsOf(outer, n, inner)
-	src := device.View{Buf: r.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{inner, 0, 1}}}
-	g.dev.CopyStrided(dims, device.Contiguous(d.Buffer(), dims), src)
-	return d
+// whereOp is a recorded Where; saved[0] is the condition, of a's dtype.
+type whereOp struct{}
+
+func (whereOp) name() string      { return "Where" }
+func (whereOp) reads(*node) slots { return saved0 }
+func (whereOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	a, b, cond := n.in[0], n.in[1], n.saved[0]
+	zero := g.Constant(0, dy.DType())
+	if a.RequiresGrad() {
+		g.give(a, g.sumTo(g.Where(cond, dy, zero), a))
+	}
+	if b.RequiresGrad() {
+		g.give(b, g.sumTo(g.Where(cond, zero, dy), b))
+	}
 }
 
-func (g *Graph) sumAxisBackward(n *node, gout *tensor.Tensor) {
+// spread broadcasts r, x's [outer, n, inner] reduced over n, back to x's
+// shape.
+func (g *Graph) spread(r, x *tensor.Tensor, outer, n, inner int) *tensor.Tensor {
+	return g.Reshape(g.BroadcastTo(g.Reshape(r, outer, 1, inner), outer, n, inner), x.Shape()...)
+}
+
+// sumAxisOp is a recorded SumAxis or MeanAxis: ints holds [outer, n,
+// inner], f64 the mean's factor (1 for a sum).
+type sumAxisOp struct{}
+
+func (sumAxisOp) name() string      { return "SumAxis" }
+func (sumAxisOp) reads(*node) slots { return 0 }
+func (sumAxisOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
 	x := n.in[0]
-	d := g.spread(gout, x, n.ints[0], n.ints[1], n.ints[2])
+	d := g.spread(dy, x, n.ints[0], n.ints[1], n.ints[2])
 	if n.f64 != 1 {
-		c := g.konst(x, n.f64)
-		g.binaryInto(device.Mul, d, d, c)
-		c.Release()
+		d = g.Mul(d, g.Constant(n.f64, x.DType()))
 	}
-	g.accumulate(x, d)
+	g.give(x, d)
 }
 
-// maxAxisBackward sends the gradient to the elements equal to the
-// reduction's result, split evenly among ties.
-func (g *Graph) maxAxisBackward(n *node, gout *tensor.Tensor) {
+// maxAxisOp is a recorded MaxAxis or MinAxis: the gradient goes to the
+// elements equal to the result, split evenly among ties.
+type maxAxisOp struct{}
+
+func (maxAxisOp) name() string      { return "MaxAxis" }
+func (maxAxisOp) reads(*node) slots { return in0 | output }
+func (maxAxisOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
 	x := n.in[0]
 	outer, m, inner := n.ints[0], n.ints[1], n.ints[2]
-	best := g.spread(n.out, x, outer, m, inner)
-	mask := g.bop(device.Eq, x, best)
-	best.Release()
-	count := g.scratchLike(x, outer, 1, inner)
-	g.dev.ReduceAxis(device.Sum, count.Buffer(), mask.Buffer(), outer, m, inner)
-	gs, _ := gout.Reshape(outer, 1, inner)
-	share := g.bop(device.Div, gs, count)
-	d := g.spread(share, x, outer, m, inner)
-	g.binaryInto(device.Mul, d, d, mask)
-	release(mask, count, share)
-	g.accumulate(x, d)
+	mask := g.Compare(device.Eq, x, g.spread(n.out, x, outer, m, inner))
+	count := g.SumAxis(g.Reshape(mask, outer, m, inner), 1, true)
+	share := g.Div(g.Reshape(dy, outer, 1, inner), count)
+	g.give(x, g.Mul(g.spread(share, x, outer, m, inner), mask))
 }

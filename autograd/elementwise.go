@@ -6,8 +6,6 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-var binaryKinds = map[device.BinaryOp]opKind{device.Add: opAdd, device.Sub: opSub, device.Mul: opMul}
-
 // Add returns a + b, broadcasting NumPy-style when the shapes differ.
 func (g *Graph) Add(a, b *tensor.Tensor) *tensor.Tensor { return g.binary("Add", device.Add, a, b) }
 
@@ -31,31 +29,9 @@ func (g *Graph) binary(op string, kind device.BinaryOp, a, b *tensor.Tensor) *te
 	}
 	compose.Binary(g.dev, kind, out.Buffer(), a.Buffer(), b.Buffer())
 	if g.wantsGrad(a, b) {
-		g.record(node{op: binaryKinds[kind], out: out, in: [3]*tensor.Tensor{a, b}})
+		g.record(node{op: binaryOp(kind), out: out, in: [3]*tensor.Tensor{a, b}})
 	}
 	return out
-}
-
-func (g *Graph) binaryBackward(n *node, gout *tensor.Tensor) {
-	a, b := n.in[0], n.in[1]
-	grad := func(t, other *tensor.Tensor, sign float32) {
-		if !t.RequiresGrad() {
-			return
-		}
-		d := g.scratch(t.Shape()...)
-		if n.op == opMul {
-			compose.Binary(g.dev, device.Mul, d.Buffer(), gout.Buffer(), other.Buffer())
-		} else {
-			compose.Scale(g.dev, d.Buffer(), gout.Buffer(), sign)
-		}
-		g.accumulate(t, d)
-	}
-	sign := float32(1)
-	if n.op == opSub {
-		sign = -1
-	}
-	grad(a, b, 1)
-	grad(b, a, sign)
 }
 
 // Scale returns alpha * x, with alpha rounded once to x's dtype: a
@@ -75,7 +51,7 @@ func (g *Graph) Scale(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	a := float32(alpha)
 	compose.Scale(g.dev, out.Buffer(), x.Buffer(), a)
 	if g.wantsGrad(x) {
-		g.record(node{op: opScale, out: out, in: [3]*tensor.Tensor{x}, f: a})
+		g.record(node{op: scaleOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: float64(a)})
 	}
 	return out
 }
@@ -96,24 +72,23 @@ func (g *Graph) scaleInto(dst, src device.Buffer, alpha float64) {
 	c.Release()
 }
 
-func (g *Graph) scaleBackward(n *node, gout *tensor.Tensor) {
-	d := g.scratch(n.in[0].Shape()...)
-	compose.Scale(g.dev, d.Buffer(), gout.Buffer(), n.f)
-	g.accumulate(n.in[0], d)
+// scaleOp is a recorded float32 Scale by f64 (a float32 number).
+type scaleOp struct{}
+
+func (scaleOp) name() string      { return "Scale" }
+func (scaleOp) reads(*node) slots { return 0 }
+func (scaleOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	g.give(n.in[0], g.Scale(dy, n.f64))
 }
 
 // Sum returns the sum of all elements of x as a scalar (shape []).
-func (g *Graph) Sum(x *tensor.Tensor) *tensor.Tensor { return g.sum("Sum", x, 1) }
+func (g *Graph) Sum(x *tensor.Tensor) *tensor.Tensor { return g.sum("Sum", x, false) }
 
 // Mean returns the mean of all elements of x as a scalar (shape []).
-func (g *Graph) Mean(x *tensor.Tensor) *tensor.Tensor {
-	if x == nil {
-		return g.sum("Mean", x, 1)
-	}
-	return g.sum("Mean", x, 1/float32(max(x.Len(), 1)))
-}
+func (g *Graph) Mean(x *tensor.Tensor) *tensor.Tensor { return g.sum("Mean", x, true) }
 
-func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
+// sum is Sum and Mean, the sum times the reciprocal of the count.
+func (g *Graph) sum(op string, x *tensor.Tensor, mean bool) *tensor.Tensor {
 	if !g.ok(op, x) {
 		return nil
 	}
@@ -126,34 +101,30 @@ func (g *Graph) sum(op string, x *tensor.Tensor, scale float32) *tensor.Tensor {
 	}
 	if x.DType() == device.Float32 {
 		compose.Reduce(g.dev, device.Sum, 1, out.Buffer(), x.Buffer(), 1, x.Len())
-		if scale != 1 {
-			compose.Scale(g.dev, out.Buffer(), out.Buffer(), scale)
-		}
 	} else {
 		g.dev.ReduceAxis(device.Sum, out.Buffer(), x.Buffer(), 1, x.Len(), 1)
-		if scale != 1 {
-			g.binaryInto(device.Mul, out, out, g.Constant(1/float64(x.Len()), x.DType()))
-		}
+	}
+	scale := 1.0
+	if mean {
+		scale = reciprocal(x.DType(), x.Len())
+		g.scaleInto(out.Buffer(), out.Buffer(), scale)
 	}
 	if g.wantsGrad(x) {
-		g.record(node{op: opSum, out: out, in: [3]*tensor.Tensor{x}, f: scale})
+		g.record(node{op: sumOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: scale})
 	}
 	return out
 }
 
-func (g *Graph) sumBackward(n *node, gout *tensor.Tensor) {
+// sumOp is a recorded Sum or Mean, f64 its factor.
+type sumOp struct{}
+
+func (sumOp) name() string      { return "Sum" }
+func (sumOp) reads(*node) slots { return 0 }
+func (sumOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
 	x := n.in[0]
-	if x.DType() != device.Float32 {
-		d := g.spread(gout, x, 1, x.Len(), 1)
-		if n.f != 1 {
-			c := g.konst(x, 1/float64(x.Len()))
-			g.binaryInto(device.Mul, d, d, c)
-			c.Release()
-		}
-		g.accumulate(x, d)
-		return
+	d := g.BroadcastTo(dy, x.Shape()...)
+	if n.f64 != 1 {
+		d = g.Scale(d, n.f64)
 	}
-	d := g.scratch(x.Shape()...)
-	compose.FillFrom(g.dev, d.Buffer(), gout.Buffer(), n.f)
-	g.accumulate(x, d)
+	g.give(x, d)
 }

@@ -60,11 +60,12 @@ type Graph struct {
 	// Reset (and Backward, for all but the loss and kept tensors) returns
 	// them to the pool.
 	owned []*tensor.Tensor
-	// custom holds the functions and inputs of recorded custom ops.
-	custom []*customCall
 	// applying is the call whose Forward is running (SaveForBackward adds
 	// to it); backwardCall the one whose Backward is.
 	applying, backwardCall *customCall
+	// backwardFrom is where in owned the running backward rule's tensors
+	// start (give hands them on, releaseSince releases the rest).
+	backwardFrom int
 	// ready is the OnGradReady hook (nil: none); readyPlan and readySeen
 	// are its reusable bookkeeping.
 	ready     func(*tensor.Tensor)
@@ -155,8 +156,6 @@ func (g *Graph) Reset() {
 	clear(g.owned)
 	g.owned = g.owned[:0]
 	g.clearNodes()
-	clear(g.custom)
-	g.custom = g.custom[:0]
 	g.applying, g.backwardCall = nil, nil
 	g.err = nil
 	g.freed = false
@@ -264,37 +263,6 @@ func (g *Graph) wantsGrad(inputs ...*tensor.Tensor) bool {
 	return false
 }
 
-// record appends a node whose output requires grad, remembering the
-// versions of the tensors its backward pass reads.
-func (g *Graph) record(n node) {
-	n.out.SetRequiresGrad(true)
-	n.out.MarkOutput(g.origin())
-	for i, t := range n.savedTensors() {
-		if t != nil {
-			n.versions[i] = t.Version()
-		}
-	}
-	g.nodes = append(g.nodes, n)
-}
-
-// checkVersions returns an error naming the op and the tensor when a
-// tensor n's backward reads was written in place after n was recorded.
-func (g *Graph) checkVersions(n *node) error {
-	if n.op == opCustom {
-		if err := g.checkCustomVersions(n); err != nil {
-			return err
-		}
-	}
-	for i, t := range n.savedTensors() {
-		if t == nil || t.Version() == n.versions[i] {
-			continue
-		}
-		return fmt.Errorf("autograd: Backward: %s saved %s %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
-			g.opName(n), n.slotName(i), t, n.versions[i], t.Version())
-	}
-	return nil
-}
-
 // Backward computes gradients of the scalar loss with respect to every
 // leaf tensor that requires them, accumulating into their Grad, then
 // frees the graph's intermediate tensors (loss itself and kept tensors
@@ -343,8 +311,8 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 			g.abandon(i, loss)
 			return err
 		}
-		g.backward(n, gout)
-		if g.err != nil { // a custom op's backward failed
+		g.runBackward(n, gout)
+		if g.err != nil { // a backward rule failed
 			gout.Release()
 			n.out.SetGrad(nil)
 			g.abandon(i-1, loss)
@@ -363,19 +331,14 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 	return nil
 }
 
-// opName names a recorded op as the method that recorded it.
-func (g *Graph) opName(n *node) string {
-	switch n.op {
-	case opUnary:
-		return "Unary(" + device.UnaryOp(n.ints[0]).String() + ")"
-	case opBroadcast:
-		return broadcastNames[n.ints[0]]
-	case opCustom:
-		if name := g.custom[n.ints[0]].f.Name; name != "" {
-			return name
-		}
-	}
-	return n.op.String()
+// runBackward runs n's backward rule with recording off, as a Function's
+// Backward runs, then releases the tensors the rule made and did not give
+// to an input.
+func (g *Graph) runBackward(n *node, gout *tensor.Tensor) {
+	g.noGrad, g.backwardFrom = true, len(g.owned)
+	n.op.backward(g, n, gout)
+	g.releaseSince(g.backwardFrom)
+	g.noGrad = false
 }
 
 // abandon ends a Backward that stopped at node last: it releases the
