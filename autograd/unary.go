@@ -69,6 +69,7 @@ func unaryRuleTable() []unaryRule {
 		device.Expm1: {output, func(g *Graph, x, y, dy *tensor.Tensor) *tensor.Tensor {
 			return g.Mul(dy, g.Add(y, g.Constant(1, y.DType())))
 		}},
+		device.Softplus: {in0, func(g *Graph, x, y, dy *tensor.Tensor) *tensor.Tensor { return g.Mul(dy, g.Sigmoid(x)) }},
 	}
 }
 
@@ -125,6 +126,10 @@ func (g *Graph) Sigmoid(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device
 
 // Relu returns max(x, 0).
 func (g *Graph) Relu(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Relu, x) }
+
+// Softplus returns log(1 + e^x), a smooth Relu (accurate for every x;
+// PyTorch's softplus returns x itself above 20).
+func (g *Graph) Softplus(x *tensor.Tensor) *tensor.Tensor { return g.Unary(device.Softplus, x) }
 
 // GELU returns the exact Gaussian error linear unit x * (1 + erf(x/sqrt 2)) / 2,
 // composed from Erf.
