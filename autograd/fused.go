@@ -85,7 +85,7 @@ func (embeddingOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	}
 	d := table.Dim(1)
 	k := g.kernels(table.DType())
-	if isLeaf(table) && table.DType() == device.Float32 {
+	if table.IsLeaf() && table.DType() == device.Float32 {
 		compose.ScatterAdd(k, g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
 		return
 	}

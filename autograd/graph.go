@@ -190,11 +190,6 @@ func (g *Graph) Keep(t *tensor.Tensor) {
 	}
 }
 
-// alloc returns a pooled float32 tensor owned by the graph.
-func (g *Graph) alloc(op string, shape ...int) *tensor.Tensor {
-	return g.allocOf(op, device.Float32, shape...)
-}
-
 func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Tensor {
 	t, err := tensor.NewPooled(g.dev, dtype, shape...)
 	if err != nil {
@@ -204,13 +199,8 @@ func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Ten
 	return t
 }
 
-// scratch returns a pooled tensor that the caller releases itself (used in
-// backward for gradients).
-func (g *Graph) scratch(shape ...int) *tensor.Tensor {
-	return g.scratchOf(device.Float32, shape...)
-}
-
-// scratchOf is scratch for another dtype.
+// scratchOf returns a pooled tensor that the caller releases itself (used
+// in backward for gradients).
 func (g *Graph) scratchOf(dtype device.DType, shape ...int) *tensor.Tensor {
 	t, err := tensor.NewPooled(g.dev, dtype, shape...)
 	if err != nil {
@@ -381,7 +371,7 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 	}
 	cur := t.Grad()
 	switch {
-	case cur == nil && isLeaf(t):
+	case cur == nil && t.IsLeaf():
 		// A parameter's gradient is persistent, outside the pool.
 		p, err := tensor.NewOf(g.dev, t.DType(), t.Shape()...)
 		if err != nil {
@@ -428,10 +418,6 @@ func (g *Graph) leafGrad(t *tensor.Tensor) *tensor.Tensor {
 	}
 	return t.Grad()
 }
-
-// isLeaf reports whether t is a leaf (a parameter or input created outside
-// the graph) rather than the output of a recorded op.
-func isLeaf(t *tensor.Tensor) bool { return t.IsLeaf() }
 
 // ZeroGrad sets the gradients of params to zero (those that have one).
 func ZeroGrad(params []*tensor.Tensor) {

@@ -227,11 +227,11 @@ func (linearCrossEntropyOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 		if !t.RequiresGrad() {
 			continue
 		}
-		if isLeaf(t) && t.Grad() != nil {
+		if t.IsLeaf() && t.Grad() != nil {
 			compose.Axpby(g.dev, t.Grad().Buffer(), d.Buffer(), scale, 1)
 			continue
 		}
-		sd := g.scratch(t.Shape()...)
+		sd := g.scratchLike(t, t.Shape()...)
 		compose.Scale(g.dev, sd.Buffer(), d.Buffer(), scale)
 		g.accumulate(t, sd)
 	}

@@ -45,7 +45,7 @@ func (g *Graph) planReady() {
 			inputs = c.inputs
 		}
 		for _, t := range inputs {
-			if t == nil || !t.RequiresGrad() || !isLeaf(t) {
+			if t == nil || !t.RequiresGrad() || !t.IsLeaf() {
 				continue
 			}
 			if _, dup := g.readySeen[t]; dup {
