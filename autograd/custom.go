@@ -10,9 +10,10 @@ import (
 // as PyTorch's autograd.Function: a forward computation and the backward
 // one that gives each input's gradient from the output's. Both run with
 // recording off, so the ops they call on the graph are computed but not
-// differentiated; the tensors they make belong to the graph. Forward may
-// keep intermediates for Backward with g.SaveForBackward; Backward reads
-// them with g.Saved().
+// differentiated; the tensors they make belong to the graph (those
+// Backward makes are released once the gradients it returns have been
+// accumulated). Forward may keep intermediates for Backward with
+// g.SaveForBackward; Backward reads them with g.Saved().
 //
 //	square := &autograd.Function{
 //	    Name:    "Square",

@@ -24,6 +24,11 @@
 // kernel when it has the capability, the composition from the core
 // otherwise, so every op runs on a backend of the core alone.
 //
+// Every recorded op is a value with its own backward rule (op.go), as a
+// user's Function is: the rules of the core ops are written in Graph ops
+// (autograd/unary.go's table gives each unary op's derivative in a line),
+// those of MatMul and the fused ops at buffer level, each saying why.
+//
 // This package depends on device/ (and device/compose) and tensor/ only;
 // it never knows which backend runs.
 package autograd
