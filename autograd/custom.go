@@ -160,9 +160,10 @@ func (c *customCall) checkVersions() error {
 	return nil
 }
 
-// backward runs the Function's Backward and accumulates a copy of each
-// gradient it returns (a Backward may return one tensor for two inputs,
-// or gout itself); the tensors it made are released after it.
+// backward runs the Function's Backward and accumulates the gradients it
+// returns: handed on (give) when no other gradient shares its buffer, as a
+// copy when one does (a Backward may return one tensor, or views of it,
+// for two inputs); the other tensors it made are released after it.
 func (c *customCall) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	was, outer := g.noGrad, g.backwardCall
 	g.noGrad, g.backwardCall = true, c
@@ -175,6 +176,7 @@ func (c *customCall) backward(g *Graph, n *node, gout *tensor.Tensor) {
 		g.Fail(fmt.Errorf("autograd: Backward of %s returned %d gradients for %d inputs", c.f.Name, len(grads), len(c.inputs)))
 		return
 	}
+	shared := sharedBuffers(grads)
 	for i, in := range c.inputs {
 		d := grads[i]
 		if d == nil || !in.RequiresGrad() {
@@ -184,6 +186,23 @@ func (c *customCall) backward(g *Graph, n *node, gout *tensor.Tensor) {
 			g.Fail(fmt.Errorf("autograd: Backward of %s: gradient %d is %v %v, input %v %v", c.f.Name, i, d.DType(), d.Shape(), in.DType(), in.Shape()))
 			return
 		}
-		g.accumulate(in, g.copyOf(d))
+		if shared[i] {
+			g.accumulate(in, g.copyOf(d))
+		} else {
+			g.give(in, d)
+		}
 	}
+}
+
+// sharedBuffers reports for each of ts whether another shares its buffer.
+func sharedBuffers(ts []*tensor.Tensor) []bool {
+	shared := make([]bool, len(ts))
+	for i, t := range ts {
+		for j := i + 1; t != nil && j < len(ts); j++ {
+			if ts[j] != nil && ts[j].Buffer() == t.Buffer() {
+				shared[i], shared[j] = true, true
+			}
+		}
+	}
+	return shared
 }
