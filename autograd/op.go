@@ -13,11 +13,11 @@ import (
 // same three methods.
 //
 // Backward rules are written in Graph ops where that costs no speed (the
-// unary and broadcasting binary ops, reductions, movement, Where): Backward
-// runs them with recording off, and the tensors they make are released as
-// soon as the node's backward has run, but for the gradients it hands on
-// (give). The fused ops and MatMul keep buffer-level rules, each saying
-// why.
+// unary and binary ops, Where, the reductions, movement, the index ops'
+// and Cast's Functions): Backward runs them with recording off, and the
+// tensors they make are released as soon as the node's backward has run,
+// but for the gradients it hands on (give). MatMul, the fused ops,
+// IndexSelect and conv's patches keep buffer-level rules, each saying why.
 type operation interface {
 	// name names the op as the Graph method that records it, in errors.
 	name() string
