@@ -181,8 +181,9 @@ func (w *window) padLayout() device.Layout {
 
 // unfold returns the patches of x [N, C, spatial...] as [N, C, K, P] (K
 // window offsets, P output positions), padding x with padValue (0 or -Inf,
-// exact in every float dtype). Its
-// gradient scatter-adds back into x.
+// exact in every float dtype). Its gradient scatter-adds back into x, on
+// the buffers: the index is one row shared by every channel (a stride-0
+// view), which Graph's ScatterAddAxis would need materialised per row.
 func (g *Graph) unfold(x *tensor.Tensor, w window, padValue float64) *tensor.Tensor {
 	name := w.name
 	rows, kp, np := x.Dim(0)*x.Dim(1), w.kernelSize()*w.outSize(), w.paddedSize()

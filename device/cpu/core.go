@@ -228,6 +228,8 @@ func unaryVV[T float](op device.UnaryOp, z, x []T) {
 		f(math.Log1p)
 	case device.Expm1:
 		f(math.Expm1)
+	case device.Softplus:
+		f(func(v float64) float64 { return max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) })
 	default:
 		panic(fmt.Sprintf("cpu: unknown unary op %v", op))
 	}
