@@ -182,6 +182,9 @@ type nativeWorker struct {
 	bMem []float32
 	// tileMem backs tile.
 	tileMem []float32
+	// aT holds the pairs of a transposed A before their transpose (the
+	// AVX-512 bfloat16 packer), aTMem backs it.
+	aT, aTMem []float32
 }
 
 // nativeWorkers keeps idle workers' buffers. Unlike a sync.Pool it is not
@@ -282,7 +285,7 @@ func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 	j.kn, j.mr, j.nr = kn, kn.mr, kn.nr
 	j.a, j.b = a, b
 	kcMax, ncMax := kn.blocking()
-	j.run(threads, kcMax, ncMax, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
+	j.run(threads, kcMax, ncMax, 1, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
 }
 
 // takeJob returns a finished job to reuse, or a new one.
@@ -298,13 +301,16 @@ func takeJob() *nativeJob {
 // run splits the product set up in j (its kernel and operands) into tasks
 // and works on them with up to threads workers, K in steps of at most
 // kcMax and column blocks of at most ncMax; then it puts j back for reuse.
-func (j *nativeJob) run(threads, kcMax, ncMax int, tA, tB bool, m, n, k int, alpha float32, lda, ldb int, beta float32, c []float32, ldc int) {
+// speed is the kernel's rate over the float32 AVX-512 kernel's, for which
+// minWorkerFlops and taskFlops are set: a faster kernel needs more work to
+// be worth a helper or a task.
+func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m, n, k int, alpha float32, lda, ldb int, beta float32, c []float32, ldc int) {
 	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
 	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
 	j.next.Store(0)
 	steps := (k + kcMax - 1) / kcMax
 	j.kc = (k + steps - 1) / steps
-	flops := 2 * float64(m) * float64(n) * float64(k)
+	flops := 2 * float64(m) * float64(n) * float64(k) / speed
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
 	j.plan(workers, min(3, max(1, int(flops/(float64(workers)*taskFlops)))), ncMax)
 	workers = min(workers, j.ms*j.nb)

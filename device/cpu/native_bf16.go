@@ -39,6 +39,47 @@ type bf16Kernel struct {
 	// blocking returns the most K per step (kc) and columns per block
 	// (nc, a multiple of nr).
 	blocking func() (kc, nc int)
+	// pack packs the operands.
+	pack *bf16Packer
+	// speed is the kernel's rate over the float32 AVX-512 kernel's, which
+	// sizes the tasks (nativeJob.run); 0 is taken as 1.
+	speed float64
+}
+
+// bf16Packer packs the operands of the bfloat16 kernels (the formats above).
+type bf16Packer struct {
+	name string
+	// a writes the micro-panel of rows < rows (zero to mr rows) of op(A),
+	// K < k (zero to kp), at pitch: op(A)[r, l] is a[r lda + l], or
+	// a[l lda + r] when tA. tmp is scratch of kp*16 uint32.
+	a func(dst []uint16, pitch int, a []uint16, lda int, tA bool, k, kp, rows, mr int, tmp []uint32)
+	// b writes the ceil(cols/nr) panels of op(B)'s columns < cols, panel q
+	// at dst[q kp/2 nr:], kp/2 pairs each (zero past k and cols): op(B)[l,
+	// j] is b[l ldb + j], or b[j ldb + l] when tB.
+	b func(dst []uint32, b []uint16, ldb int, tB bool, k, kp, cols, nr int)
+}
+
+// goPacker is the portable packer.
+var goPacker = &bf16Packer{
+	name: "go",
+	a: func(dst []uint16, pitch int, a []uint16, lda int, tA bool, k, kp, rows, mr int, _ []uint32) {
+		if tA {
+			packA16T(dst, pitch, a, lda, k, kp, rows, mr)
+		} else {
+			packA16N(dst, pitch, a, lda, k, kp, rows, mr)
+		}
+	},
+	b: func(dst []uint32, b []uint16, ldb int, tB bool, k, kp, cols, nr int) {
+		size := kp / 2 * nr
+		for q := 0; q*nr < cols; q++ {
+			d := dst[q*size : (q+1)*size]
+			if tB {
+				packB16T(d, b[q*nr*ldb:], ldb, k, min(nr, cols-q*nr), nr)
+			} else {
+				packB16N(d, b[q*nr:], ldb, k, min(nr, cols-q*nr), nr)
+			}
+		}
+	},
 }
 
 // bf16Kernels lists the bfloat16 kernels this CPU can run, fastest first
@@ -68,7 +109,11 @@ func bf16Gemm(kb *bf16Kernel, threads int, tA, tB bool, m, n, k int, alpha float
 	j.kb, j.mr, j.nr = kb, kb.mr, kb.nr
 	j.a16, j.b16 = a, b
 	kcMax, ncMax := kb.blocking()
-	j.run(threads, kcMax, ncMax, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
+	speed := kb.speed
+	if speed == 0 {
+		speed = 1
+	}
+	j.run(threads, kcMax, ncMax, speed, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
 }
 
 // roundUp returns x rounded up to a multiple of m.
@@ -94,10 +139,17 @@ func (j *nativeJob) taskBF16(w *nativeWorker, i0, i1, j0, j1 int) {
 	kpMax := roundUp(kcMax, kb.kAlign)
 	kpStep := roundUp(j.kc, kb.kAlign)
 	pitch := kpStep + aPad16
-	// Float32 counts: a pair of B is one float32, two bfloat16 of A one.
+	// Float32 counts: a pair of B is one float32, two bfloat16 of A one;
+	// A gets at least 16 rows (the AVX-512 packer transposes 16 at once).
+	aRows := roundUp(mr, 16)
 	w.b = aligned(&w.bMem, panels*kpStep/2*nr, kpMax/2*ncMax)
-	w.a = aligned(&w.aMem, mr*pitch/2, mr*(kpMax+aPad16)/2)
+	w.a = aligned(&w.aMem, aRows*pitch/2, aRows*(kpMax+aPad16)/2)
 	bp, ap := uint32s(w.b), uint16s(w.a)
+	var tmp []uint32
+	if j.tA {
+		w.aT = aligned(&w.aTMem, kpStep*16, kpMax*16)
+		tmp = uint32s(w.aT)
+	}
 	for p0 := 0; p0 < j.k; p0 += j.kc {
 		kc := min(j.kc, j.k-p0)
 		kp := roundUp(kc, kb.kAlign)
@@ -106,14 +158,10 @@ func (j *nativeJob) taskBF16(w *nativeWorker, i0, i1, j0, j1 int) {
 			beta = 1
 		}
 		size := kp / 2 * nr
-		for q := 0; q < panels; q++ {
-			jq := j0 + q*nr
-			dst := bp[q*size : (q+1)*size]
-			if j.tB {
-				packB16T(dst, j.b16[jq*j.ldb+p0:], j.ldb, kc, min(nr, j1-jq), nr)
-			} else {
-				packB16N(dst, j.b16[p0*j.ldb+jq:], j.ldb, kc, min(nr, j1-jq), nr)
-			}
+		if j.tB {
+			kb.pack.b(bp, j.b16[j0*j.ldb+p0:], j.ldb, true, kc, kp, j1-j0, nr)
+		} else {
+			kb.pack.b(bp, j.b16[p0*j.ldb+j0:], j.ldb, false, kc, kp, j1-j0, nr)
 		}
 		for i := i0; i < i1; i += mr {
 			rows := min(mr, i1-i)
@@ -124,10 +172,10 @@ func (j *nativeJob) taskBF16(w *nativeWorker, i0, i1, j0, j1 int) {
 				// Row-major A in place: its rows are the micro-panel's.
 				a, lda = j.a16[i*j.lda+p0:], j.lda
 			case j.tA:
-				packA16T(ap, pitch, j.a16[p0*j.lda+i:], j.lda, kc, kp, rows, mr)
+				kb.pack.a(ap, pitch, j.a16[p0*j.lda+i:], j.lda, true, kc, kp, rows, mr, tmp)
 				a, lda = ap, pitch
 			default:
-				packA16N(ap, pitch, j.a16[i*j.lda+p0:], j.lda, kc, kp, rows, mr)
+				kb.pack.a(ap, pitch, j.a16[i*j.lda+p0:], j.lda, false, kc, kp, rows, mr, tmp)
 				a, lda = ap, pitch
 			}
 			kb.micro(kp, a, lda, bp[:panels*size], j.c[i*j.ldc+j0:], j.ldc, j.alpha, beta, rows, j1-j0, w)
@@ -197,16 +245,21 @@ func packB16N(dst []uint32, b []uint16, ldb, k, cols, nr int) {
 // (pitch ldb): column j is row j of b, dst[p nr + j] = b[j ldb + 2p] |
 // b[j ldb + 2p+1] << 16, zero-padded as packB16N.
 func packB16T(dst []uint32, b []uint16, ldb, k, cols, nr int) {
+	packB16TFrom(dst, b, ldb, k, cols, nr, 0)
+}
+
+// packB16TFrom is packB16T on the pairs from from on.
+func packB16TFrom(dst []uint32, b []uint16, ldb, k, cols, nr, from int) {
 	pairs := len(dst) / nr
 	for jj := 0; jj < nr; jj++ {
 		if jj >= cols {
-			for p := 0; p < pairs; p++ {
+			for p := from; p < pairs; p++ {
 				dst[p*nr+jj] = 0
 			}
 			continue
 		}
 		row := b[jj*ldb : jj*ldb+k]
-		p := 0
+		p := from
 		for ; 2*p+1 < k; p++ {
 			dst[p*nr+jj] = uint32(row[2*p]) | uint32(row[2*p+1])<<16
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -203,8 +204,8 @@ func runBF16Case(t *testing.T, kb, ref *bf16Kernel, threads int, c bf16Case, rng
 func testBF16Kernels() []*bf16Kernel {
 	small := func() (int, int) { return 64, 128 }
 	return []*bf16Kernel{
-		refBF16Kernel(&bf16Kernel{name: "pairs5x32", mr: 5, nr: 32, kAlign: 2, blocking: small}),
-		refBF16Kernel(&bf16Kernel{name: "tiles32x32", mr: 32, nr: 32, kAlign: 32, tiles: true, blocking: small}),
+		refBF16Kernel(&bf16Kernel{name: "pairs5x32", mr: 5, nr: 32, kAlign: 2, blocking: small, pack: goPacker}),
+		refBF16Kernel(&bf16Kernel{name: "tiles32x32", mr: 32, nr: 32, kAlign: 32, tiles: true, blocking: small, pack: goPacker}),
 	}
 }
 
@@ -235,65 +236,102 @@ func TestBF16Kernels(t *testing.T) {
 	}
 }
 
-// TestBF16Packing checks the packing routines against their definitions:
+// bf16Packers are the packers to check: the portable one and those of the
+// assembly kernels this CPU has.
+func bf16Packers() []*bf16Packer {
+	ps := []*bf16Packer{goPacker}
+	for _, kb := range bf16Kernels {
+		if !slices.Contains(ps, kb.pack) {
+			ps = append(ps, kb.pack)
+		}
+	}
+	return ps
+}
+
+// TestBF16Packing checks every packer against the formats' definitions:
 // pairs of K in the low and high halves, zero past K and past the columns
-// or rows given.
+// or rows given, on odd K, K in several 16-pair blocks and a remainder,
+// and partial and several panels.
 func TestBF16Packing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	const nr, mr = 32, 5
-	for _, k := range []int{1, 2, 7, 32} {
-		for _, cols := range []int{1, nr - 1, nr} {
-			kp := roundUp(k, 32)
-			ld := nr + k + 3
-			src := make([]uint16, (max(k, nr)+1)*ld)
-			for i := range src {
-				src[i] = uint16(rng.Uint32())
-			}
-			at := func(s []uint16, i int, ok bool) uint32 {
-				if !ok {
-					return 0
-				}
-				return uint32(s[i])
-			}
-			dst := make([]uint32, kp/2*nr)
-			packB16N(dst, src, ld, k, cols, nr)
-			for p := range kp / 2 {
-				for jj := range nr {
-					want := at(src, 2*p*ld+jj, jj < cols && 2*p < k) | at(src, (2*p+1)*ld+jj, jj < cols && 2*p+1 < k)<<16
-					if dst[p*nr+jj] != want {
-						t.Fatalf("packB16N k%d cols%d: [%d,%d] = %#x, want %#x", k, cols, p, jj, dst[p*nr+jj], want)
-					}
-				}
-			}
-			packB16T(dst, src, ld, k, cols, nr)
-			for p := range kp / 2 {
-				for jj := range nr {
-					want := at(src, jj*ld+2*p, jj < cols && 2*p < k) | at(src, jj*ld+2*p+1, jj < cols && 2*p+1 < k)<<16
-					if dst[p*nr+jj] != want {
-						t.Fatalf("packB16T k%d cols%d: [%d,%d] = %#x, want %#x", k, cols, p, jj, dst[p*nr+jj], want)
-					}
-				}
-			}
-			rows := min(cols, mr)
-			pitch := kp + aPad16
-			da := make([]uint16, mr*pitch)
-			for i := range da {
-				da[i] = 0xffff
-			}
-			for _, tA := range []bool{false, true} {
-				if tA {
-					packA16T(da, pitch, src, ld, k, kp, rows, mr)
-				} else {
-					packA16N(da, pitch, src, ld, k, kp, rows, mr)
-				}
-				for r := range mr {
-					for l := range kp {
-						i := r*ld + l
-						if tA {
-							i = l*ld + r
+	const nr = 32
+	for _, pk := range bf16Packers() {
+		for _, k := range []int{1, 2, 7, 32, 33, 64, 100} {
+			for _, kAlign := range []int{2, 32} {
+				kp := roundUp(k, kAlign)
+				for _, cols := range []int{1, 31, 32, 33, 70} {
+					for _, tB := range []bool{false, true} {
+						rows, ld := k, cols+3
+						if tB {
+							rows, ld = cols, k+3
 						}
-						if want := at(src, i, r < rows && l < k); uint32(da[r*pitch+l]) != want {
-							t.Fatalf("packA16 tA=%v k%d rows%d: [%d,%d] = %#x, want %#x", tA, k, rows, r, l, da[r*pitch+l], want)
+						src := make([]uint16, rows*ld)
+						for i := range src {
+							src[i] = uint16(rng.Uint32())
+						}
+						panels := (cols + nr - 1) / nr
+						dst := make([]uint32, panels*kp/2*nr)
+						for i := range dst {
+							dst[i] = 0xdeadbeef
+						}
+						pk.b(dst, src, ld, tB, k, kp, cols, nr)
+						at := func(l, j int) uint32 { // op(B)[l, j], 0 outside
+							switch {
+							case l >= k || j >= cols:
+								return 0
+							case tB:
+								return uint32(src[j*ld+l])
+							}
+							return uint32(src[l*ld+j])
+						}
+						for q := range panels {
+							for p := range kp / 2 {
+								for jj := range nr {
+									j := q*nr + jj
+									want := at(2*p, j) | at(2*p+1, j)<<16
+									if got := dst[q*kp/2*nr+p*nr+jj]; got != want {
+										t.Fatalf("%s b tB=%v k%d kp%d cols%d: panel %d [%d,%d] = %#x, want %#x", pk.name, tB, k, kp, cols, q, p, jj, got, want)
+									}
+								}
+							}
+						}
+					}
+				}
+				for _, mr := range []int{12, 32} {
+					for _, rows := range []int{1, 5, 12, 16, 31, 32} {
+						if rows > mr {
+							continue
+						}
+						for _, tA := range []bool{false, true} {
+							r, ld := rows, k+5
+							if tA {
+								r, ld = k, rows+5
+							}
+							src := make([]uint16, r*ld)
+							for i := range src {
+								src[i] = uint16(rng.Uint32())
+							}
+							pitch := kp + aPad16
+							dst := make([]uint16, roundUp(mr, 16)*pitch)
+							for i := range dst {
+								dst[i] = 0xffff
+							}
+							pk.a(dst, pitch, src, ld, tA, k, kp, rows, mr, make([]uint32, kp*16))
+							for rr := range mr {
+								for l := range kp {
+									want := uint16(0)
+									switch {
+									case rr >= rows || l >= k:
+									case tA:
+										want = src[l*ld+rr]
+									default:
+										want = src[rr*ld+l]
+									}
+									if got := dst[rr*pitch+l]; got != want {
+										t.Fatalf("%s a tA=%v k%d kp%d rows%d mr%d: [%d,%d] = %#x, want %#x", pk.name, tA, k, kp, rows, mr, rr, l, got, want)
+									}
+								}
+							}
 						}
 					}
 				}

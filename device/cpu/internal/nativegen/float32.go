@@ -496,8 +496,21 @@ pb32thalf:`)
 			p("\tLEAQ (SI)(R8*4), SI")
 		}
 	}
-	// 16x16 transpose: after it, Z(l) holds row l of the transpose, that
-	// is element l of the 16 source rows.
+	transpose16()
+	for l := 0; l < 16; l++ {
+		p("\tVMOVUPS Z%d, %d(DI)", l, l*128)
+	}
+	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ pb32thalf")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// transpose16 writes the transpose of the 16 x 16 32-bit matrix in Z0-Z15
+// (row i in Z(i)) into Z0-Z15, with Z16-Z31 as scratch: after it, Z(l)
+// holds row l of the transpose, that is element l of the 16 source rows.
+func transpose16() {
 	// Stage 1: interleave pairs of rows (32-bit).
 	for i := 0; i < 16; i += 2 {
 		p("\tVUNPCKLPS Z%d, Z%d, Z%d", i+1, i, 16+i)
@@ -535,12 +548,4 @@ pb32thalf:`)
 			p("\tVSHUFF32X4 $0xdd, Z%d, Z%d, Z%d", src[1], src[0], hi)
 		}
 	}
-	for l := 0; l < 16; l++ {
-		p("\tVMOVUPS Z%d, %d(DI)", l, l*128)
-	}
-	p("\tADDQ $64, DI")
-	p("\tDECQ CX")
-	p("\tJNZ pb32thalf")
-	p("\tVZEROUPPER")
-	p("\tRET")
 }

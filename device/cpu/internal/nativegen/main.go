@@ -50,6 +50,8 @@ func main() {
 	packB32T()
 	avx512Kernel(bf16Variant)
 	amxKernel()
+	packB16NB()
+	transpose16x16()
 	cpuVendor()
 	if err := os.WriteFile(*outFile, out.Bytes(), 0o644); err != nil {
 		panic(err)
