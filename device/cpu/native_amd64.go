@@ -41,6 +41,12 @@ func packB16NB(dst *uint32, src *uint16, ldb uintptr, pairs, panels int, stride 
 //go:noescape
 func transpose16x16(dst *uint32, dstStride uintptr, src *uint32, srcStride uintptr)
 
+//go:noescape
+func bf16FromFloat32s(dst *uint16, src *float32, n int)
+
+//go:noescape
+func float32sFromBF16(dst *float32, src *uint16, n int)
+
 // cpuVendor returns CPUID leaf 0's vendor string registers.
 func cpuVendor() (ebx, edx, ecx uint32)
 
@@ -284,4 +290,24 @@ func packA16AVX512(dst []uint16, pitch int, a []uint16, lda int, tA bool, k, kp,
 			dst[r*pitch+2*p], dst[r*pitch+2*p+1] = uint16(v), uint16(v>>16)
 		}
 	}
+}
+
+// toBFloat16Chunk and fromBFloat16Chunk convert with AVX-512F where the CPU
+// has it (bit for bit the portable conversions), and in Go elsewhere.
+func toBFloat16Chunk(dst []uint16, src []float32) {
+	if !hasAVX512 || len(src) == 0 {
+		toBFloat16Go(dst, src)
+		return
+	}
+	_ = dst[len(src)-1]
+	bf16FromFloat32s(&dst[0], &src[0], len(src))
+}
+
+func fromBFloat16Chunk(dst []float32, src []uint16) {
+	if !hasAVX512 || len(src) == 0 {
+		fromBFloat16Go(dst, src)
+		return
+	}
+	_ = dst[len(src)-1]
+	float32sFromBF16(&dst[0], &src[0], len(src))
 }

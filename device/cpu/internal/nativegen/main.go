@@ -1,8 +1,9 @@
 // Command nativegen writes native_amd64.s, the assembly of the native GEMM:
 // the float32 AVX-512 and AVX2+FMA micro-kernels and the AVX-512 packing
-// routines (float32.go), and the bfloat16 kernels, VDPBF16PS (bf16.go) and
+// routines (float32.go), the bfloat16 kernels, VDPBF16PS (bf16.go) and
 // AMX (amx.go), whose instructions Go's assembler does not know and which
-// it writes as bytes (encode.go). The kernels are unrolled register code,
+// it writes as bytes (encode.go), and the float32 <-> bfloat16
+// conversions (cast.go). The kernels are unrolled register code,
 // easier to keep right generated than written out by hand.
 //
 //	go run ./internal/nativegen [-o FILE]   (from device/cpu; go generate does it)
@@ -52,6 +53,7 @@ func main() {
 	amxKernel()
 	packB16NB()
 	transpose16x16()
+	castBF16()
 	cpuVendor()
 	if err := os.WriteFile(*outFile, out.Bytes(), 0o644); err != nil {
 		panic(err)
