@@ -138,3 +138,52 @@ func TestAutocastTrainingStep(t *testing.T) {
 		}
 	}
 }
+
+// castCounter counts the Casts of the device it wraps.
+type castCounter struct {
+	device.Device
+	casts int
+}
+
+func (c *castCounter) Cast(dst, src device.Buffer) {
+	c.casts++
+	c.Device.Cast(dst, src)
+}
+
+// TestAutocastCastsOnce checks that under autocast a tensor multiplied
+// several times in a pass (a normalized input shared by q, k and v) is cast
+// once, that one changed in place is cast again, and that the products see
+// the right values either way.
+func TestAutocastCastsOnce(t *testing.T) {
+	dev := &castCounter{Device: cpu.New()}
+	g := New(dev)
+	g.SetAutocast(device.BFloat16)
+	x, _ := tensor.FromFloat32(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	w := make([]*tensor.Tensor, 3)
+	for i := range w {
+		w[i], _ = tensor.FromFloat32(dev, []float32{1, 0, float32(i), 0, 1, 1}, 2, 3)
+	}
+	for i := range w {
+		g.MatMul(x, w[i], false, true) // x cast once, each w once
+	}
+	if err := g.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if dev.casts != 4 {
+		t.Fatalf("three products of one x: %d casts, want 4 (x once, each weight once)", dev.casts)
+	}
+	dev.CopyFromHost(x.Buffer(), []float32{7, 2, 3, 4, 5, 6}) // an in-place change the graph must notice
+	x.MarkModified()
+	y := g.MatMul(x, w[0], false, true)
+	if dev.casts != 5 {
+		t.Fatalf("after x changed: %d casts in all, want 5 (x again)", dev.casts)
+	}
+	if got := y.Float32s()[0]; got != 7 {
+		t.Fatalf("y[0] = %v after x[0] became 7, want 7", got)
+	}
+	g.Reset()
+	g.MatMul(x, w[0], false, true)
+	if dev.casts != 7 {
+		t.Fatalf("after Reset: %d casts in all, want 7 (a new pass casts anew)", dev.casts)
+	}
+}
