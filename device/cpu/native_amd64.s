@@ -1549,6 +1549,8 @@ TEXT ·amxKernel32x32(SB), NOSPLIT, $0-88
 	VBROADCASTSS alpha+56(FP), Z30
 	VBROADCASTSS beta+60(FP), Z31
 	VXORPS X29, X29, X29
+	MOVL $0x3f800000, AX
+	VMOVD AX, X28
 	LEAQ amxTileConfig<>(SB), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // ldtilecfg (%rax)
 	MOVL $0xffff, AX
@@ -1583,6 +1585,27 @@ amxstep:
 	ADDQ $2048, DI
 	DECQ AX
 	JNZ amxstep
+	CMPQ R13, $32
+	JNE amxscratch
+	CMPQ R12, $1
+	JNE amxwhole
+	CMPL mask+72(FP), $-1
+	JNE amxscratch
+amxwhole:
+	VUCOMISS X29, X31
+	JNE amxscratch
+	JPS amxscratch
+	VUCOMISS X28, X30
+	JNE amxscratch
+	JPS amxscratch
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x1a // tilestored %tmm0, (%rdx,%rbx,1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x1a; BYTE $0x40 // tilestored %tmm1, 64(%rdx,%rbx,1)
+	LEAQ (DX)(BX*8), R11
+	LEAQ (R11)(BX*8), R11
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x1b // tilestored %tmm2, (%r11,%rbx,1)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x1b; BYTE $0x40 // tilestored %tmm3, 64(%r11,%rbx,1)
+	JMP amxnext
+amxscratch:
 	MOVQ scratch+80(FP), AX
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08 // tilestored %tmm0, (%rax,%r9,1)
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x08; BYTE $0x40 // tilestored %tmm1, 64(%rax,%r9,1)

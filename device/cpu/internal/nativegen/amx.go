@@ -7,8 +7,9 @@ package main
 // 16 pairs of K, 64 bytes of each 128-byte pair row) and running four
 // TDPBF16PS. One call runs every 32-column panel of a block of C for one
 // 32-row micro-panel of A, so that the tile configuration is loaded once.
-// The sums go through a 32 x 32 scratch block, from which alpha and beta
-// are applied as in the AVX-512 kernels.
+// With alpha 1 and beta 0 a full block of sums is stored straight into C;
+// otherwise the sums go through a 32 x 32 scratch block, from which alpha
+// and beta are applied as in the AVX-512 kernels.
 
 // amxKernel writes amxKernel32x32 and the tile configuration it loads.
 //
@@ -45,6 +46,8 @@ TEXT ·amxKernel32x32(SB), NOSPLIT, $0-88
 	VBROADCASTSS alpha+56(FP), Z30
 	VBROADCASTSS beta+60(FP), Z31
 	VXORPS X29, X29, X29
+	MOVL $0x3f800000, AX
+	VMOVD AX, X28
 	LEAQ amxTileConfig<>(SB), AX`)
 	emit(ldtilecfg(mem{reg("AX"), -1, 0}))
 	p(`	MOVL $0xffff, AX
@@ -77,7 +80,30 @@ amxstep:`)
 	ADDQ $64, R11
 	ADDQ $2048, DI
 	DECQ AX
-	JNZ amxstep
+	JNZ amxstep`)
+	// alpha 1, beta 0 on a full 32 x 32 block: C is the tiles, stored
+	// straight there (alpha*acc = acc bit for bit).
+	p(`	CMPQ R13, $32
+	JNE amxscratch
+	CMPQ R12, $1
+	JNE amxwhole
+	CMPL mask+72(FP), $-1
+	JNE amxscratch
+amxwhole:
+	VUCOMISS X29, X31
+	JNE amxscratch
+	JPS amxscratch
+	VUCOMISS X28, X30
+	JNE amxscratch
+	JPS amxscratch`)
+	emit(tilestored(mem{reg("DX"), reg("BX"), 0}, 0))
+	emit(tilestored(mem{reg("DX"), reg("BX"), 64}, 1))
+	p(`	LEAQ (DX)(BX*8), R11
+	LEAQ (R11)(BX*8), R11`)
+	emit(tilestored(mem{reg("R11"), reg("BX"), 0}, 2))
+	emit(tilestored(mem{reg("R11"), reg("BX"), 64}, 3))
+	p(`	JMP amxnext
+amxscratch:
 	MOVQ scratch+80(FP), AX`)
 	emit(tilestored(mem{reg("AX"), reg("R9"), 0}, 0))
 	emit(tilestored(mem{reg("AX"), reg("R9"), 64}, 1))
