@@ -38,13 +38,14 @@ func (c bf16Case) String() string {
 
 // bf16Cases covers every transpose pair on odd and even K, K = 1, M and N
 // off the kernels' blocks (12 x 32, 32 x 32, the test kernels' 5 x 32), K
-// over several steps of the small-blocking test kernel, beta 0 over NaN,
+// over several steps of the small-blocking test kernel and of AMX
+// (K 2100 against its kc of 1024), beta 0 over NaN,
 // beta 1 and others, and NaN, Inf and denormal operands.
 func bf16Cases() []bf16Case {
 	var cs []bf16Case
 	shapes := [][3]int{
 		{1, 1, 1}, {2, 3, 1}, {13, 33, 3}, {12, 32, 32}, {32, 32, 64},
-		{33, 65, 31}, {7, 17, 130}, {37, 40, 300}, {9, 40, 800},
+		{33, 65, 31}, {7, 17, 130}, {37, 40, 300}, {9, 40, 800}, {3, 33, 2100},
 	}
 	for _, tA := range []bool{false, true} {
 		for _, tB := range []bool{false, true} {
