@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -339,4 +340,30 @@ func TestBF16Packing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNativeBF16Concurrent runs bfloat16 products (on each kernel this CPU
+// has, or the portable ones) and float32 products from many goroutines at
+// once, each on two workers, and checks every result: the two kinds share
+// the job pool, the workers' buffers and the helpers.
+func TestNativeBF16Concurrent(t *testing.T) {
+	kernels := bf16Kernels
+	if len(kernels) == 0 {
+		kernels = testBF16Kernels()
+	}
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 99))
+			bcs, fcs := bf16Cases(), nativeCases()
+			for i := range 6 {
+				kb := kernels[(g+i)%len(kernels)]
+				runBF16Case(t, kb, nil, 2, bcs[(g*7+i*5)%len(bcs)], rng)
+				runNativeCase(t, nativeBest, 2, fcs[(g*5+i*3)%len(fcs)], rng)
+			}
+		}()
+	}
+	wg.Wait()
 }
