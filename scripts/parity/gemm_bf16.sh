@@ -11,10 +11,15 @@
 # spread (lowest-highest) of bf16/f32.
 # Usage: scripts/parity/gemm_bf16.sh [SHAPES]
 # PyTorch runs on OpenBLAS's AVX-512 kernels (OPENBLAS_CORETYPE=Cooperlake,
-# the OpenMP build) for float32; its bfloat16 matmul is oneDNN's.
+# the OpenMP build) for float32; its bfloat16 matmul is oneDNN's (AMX on
+# this CPU, in 1.13). Its OpenMP threads wait passively between calls
+# (OMP_WAIT_POLICY=PASSIVE unless set), as Hilbert asks of OpenBLAS: on a
+# busy machine spinning threads took PyTorch's 2-thread rates to a few
+# GFLOP/s.
 set -eu
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Cooperlake}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 shapes=${1:-2048x768x768,2048x128x128:nt,2048x128x128:nn,128x128x2048:tn,2048x512x128:nt,2048x128x512:nn,512x128x2048:tn,128x512x2048:tn,2048x256x256:nt,2048x1024x256:nt,2048x256x1024:nn,1024x256x2048:tn}
 rounds=${ROUNDS:-3}
 reps=${REPS:-10}
