@@ -44,6 +44,7 @@ var (
 	gemmUse  string // gemmNative, gemmOpenBLAS or gemmGo
 	gemmErr  error  // set when HILBERT_GEMM could not be honoured
 	gemmDesc string // what GemmDescription returns
+	bf16Desc string // its part on the bfloat16 products
 	goBLAS   gonum.Implementation
 
 	blasOnce sync.Once
@@ -198,7 +199,7 @@ func initGemm() {
 			dotFast: dotBF16Fast(),
 			godebug: os.Getenv("GODEBUG"),
 		})
-		bf16Use = b.kernel
+		bf16Use, bf16Desc = b.kernel, b.desc
 		gemmDesc += "; " + b.desc
 		gemmErr = errors.Join(gemmErr, b.err)
 		if c.use == gemmGo {
@@ -250,7 +251,7 @@ func UseNativeKernel(name string) error {
 			initGemm()
 			nativeBest = kn
 			if gemmUse == gemmNative {
-				gemmDesc = fmt.Sprintf("native (%s kernel %dx%d), chosen by cpu.UseNativeKernel", kn.name, kn.mr, kn.nr)
+				gemmDesc = fmt.Sprintf("native (%s kernel %dx%d), chosen by cpu.UseNativeKernel; %s", kn.name, kn.mr, kn.nr, bf16Desc)
 			}
 			return nil
 		}
