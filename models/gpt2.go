@@ -180,7 +180,7 @@ func (m *GPT2) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (lo
 		return nil, nil
 	}
 	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
+		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", tensor.ShapeOf(targets), inputs.Shape()))
 		return nil, nil
 	}
 	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
@@ -209,7 +209,7 @@ func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCach
 		pos = cache.Len(0)
 	}
 	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: GPT2.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		g.Fail(fmt.Errorf("models: GPT2.Forward: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
 		return nil
 	}
 	t := inputs.Dim(1)

@@ -237,7 +237,7 @@ func TestGPT2LossFused(t *testing.T) {
 	inputs, _ := tensor.FromInt32(dev, in, 2, 12)
 	targets, _ := tensor.FromInt32(dev, tg, 2, 12)
 	run := func(fused bool) (float32, [][]float32) {
-		autograd.ZeroGrad(m.Parameters())
+		tensor.ZeroGrad(m.Parameters())
 		g := autograd.New(dev)
 		defer g.Reset()
 		var loss *tensor.Tensor

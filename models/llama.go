@@ -375,7 +375,7 @@ func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (l
 		return nil, nil
 	}
 	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
+		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", tensor.ShapeOf(targets), inputs.Shape()))
 		return nil, nil
 	}
 	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
@@ -400,7 +400,7 @@ func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCac
 		return nil
 	}
 	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Llama.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		g.Fail(fmt.Errorf("models: Llama.Forward: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
 		return nil
 	}
 	pos := 0

@@ -218,7 +218,7 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 		return nil, nil
 	}
 	if inputs == nil || targets == nil || inputs.Rank() != 2 || !inputs.SameShape(targets) {
-		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", shapeOf(inputs), shapeOf(targets)))
+		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", tensor.ShapeOf(inputs), tensor.ShapeOf(targets)))
 		return nil, nil
 	}
 	h := m.hidden(g, inputs, nil)
@@ -279,7 +279,7 @@ func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 		return nil
 	}
 	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Transformer: inputs %v: want [batch, seq]", shapeOf(inputs)))
+		g.Fail(fmt.Errorf("models: Transformer: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
 		return nil
 	}
 	pos := 0
@@ -306,13 +306,6 @@ func (m *Transformer) Layers() int { return m.Config.Layers }
 
 // ContextLen returns the longest sequence the model takes.
 func (m *Transformer) ContextLen() int { return m.Config.Context }
-
-func shapeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Shape()
-}
 
 // Save writes the model's parameters to a safetensors checkpoint at path
 // (atomically), with metadata.

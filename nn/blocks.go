@@ -41,7 +41,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		name = moduleName("LayerNorm", n.Bias, "bias")
 	}
 	if g.Err() != nil || x == nil || x.Rank() == 0 {
-		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, shapeOf(x)))
+		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, tensor.ShapeOf(x)))
 		return nil
 	}
 	for _, p := range []struct {
@@ -68,13 +68,6 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		y = g.Add(y, n.Bias)
 	}
 	return y
-}
-
-func shapeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Shape()
 }
 
 // Activation selects an elementwise nonlinearity.

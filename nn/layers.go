@@ -55,7 +55,7 @@ func (l *Linear) check(x *tensor.Tensor) error {
 	case x == nil:
 		return fmt.Errorf("nn: %s: nil input", name)
 	case w == nil || w.Rank() != 2:
-		return fmt.Errorf("nn: %s: weight %v: want a matrix [out, in]", name, shapeOf(w))
+		return fmt.Errorf("nn: %s: weight %v: want a matrix [out, in]", name, tensor.ShapeOf(w))
 	case x.Rank() < 1 || x.Dim(-1) != w.Dim(1):
 		return fmt.Errorf("nn: %s (%d -> %d features): input %v has %s features (weight %s)", name, w.Dim(1), w.Dim(0), x.Shape(), lastAxis(x), paramDesc(w))
 	case l.Bias != nil && (l.Bias.Rank() != 1 || l.Bias.Dim(0) != w.Dim(0)):

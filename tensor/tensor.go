@@ -90,6 +90,15 @@ func (s Shape) String() string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
+// ShapeOf formats t's shape for an error message about an argument that
+// may be missing: [2 3 4], or nil for a nil tensor.
+func ShapeOf(t *Tensor) string {
+	if t == nil {
+		return "nil"
+	}
+	return t.Shape().String()
+}
+
 func checkShape(op string, shape []int) error {
 	if len(shape) > MaxRank {
 		return fmt.Errorf("tensor: %s: rank %d exceeds the maximum %d (shape %v)", op, len(shape), MaxRank, Shape(shape))
@@ -499,6 +508,15 @@ func (t *Tensor) Grad() *Tensor { return t.grad }
 
 // SetGrad replaces the gradient slot (autograd and optimizers use it).
 func (t *Tensor) SetGrad(g *Tensor) { t.grad = g }
+
+// ZeroGrad sets the gradients of params to zero (those that have one).
+func ZeroGrad(params []*Tensor) {
+	for _, p := range params {
+		if g := p.Grad(); g != nil {
+			g.Device().Fill(g.Buffer(), 0)
+		}
+	}
+}
 
 // String describes the tensor without its values.
 func (t *Tensor) String() string {

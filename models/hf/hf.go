@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ func LoadWeights(dir string, m Model) error {
 		if !e.info.DType.IsFloat() {
 			return fmt.Errorf("hf: tensor %q in %s has dtype %s: want F32, F16, BF16 or F64", e.name, e.file.Path(), e.info.DType)
 		}
-		if !equalShape(e.info.Shape, p.shape) {
+		if !slices.Equal(e.info.Shape, p.shape) {
 			return fmt.Errorf("hf: tensor %q in %s has shape %v, the model's %s needs %v", e.name, e.file.Path(), e.info.Shape, p.param.Name, p.shape)
 		}
 		used[p.src] = true
@@ -289,7 +290,7 @@ func ignored(family, name string) bool {
 // sameTensor requires a stored lm_head to equal the embedding a tied
 // model uses for it, comparing stored bytes in the loader's buffers.
 func (l *loader) sameTensor(head, embed entry) error {
-	if head.info.DType != embed.info.DType || !equalShape(head.info.Shape, embed.info.Shape) {
+	if head.info.DType != embed.info.DType || !slices.Equal(head.info.Shape, embed.info.Shape) {
 		return fmt.Errorf("hf: tensor %q in %s is %s %v, the embedding %q it is tied to %s %v",
 			head.name, head.file.Path(), head.info.DType, head.info.Shape, embed.name, embed.info.DType, embed.info.Shape)
 	}
@@ -376,16 +377,4 @@ func arrange[T float32 | float64](v, w []T, p piece) []T {
 		}
 	}
 	return w
-}
-
-func equalShape(a []int, b tensor.Shape) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
