@@ -175,16 +175,7 @@ func (m *GPT2) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.T
 // [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
 // them).
 func (m *GPT2) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	h := m.hidden(g, inputs, nil)
-	if h == nil {
-		return nil, nil
-	}
-	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", tensor.ShapeOf(targets), inputs.Shape()))
-		return nil, nil
-	}
-	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
-	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
+	return headLoss(g, "GPT2", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already
@@ -204,20 +195,11 @@ func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCach
 	if g.Err() != nil {
 		return nil
 	}
-	pos := 0
-	if cache != nil && m.Config.Layers > 0 {
-		pos = cache.Len(0)
-	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: GPT2.Forward: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
+	pos, ok := startPosition(g, "GPT2.Forward", inputs, cache, m.Config.Layers, m.Config.Context)
+	if !ok {
 		return nil
 	}
-	t := inputs.Dim(1)
-	if pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: GPT2.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
-		return nil
-	}
-	x := g.Add(m.Tok.Forward(g, inputs), g.Slice(m.Pos.Weight, 0, pos, pos+t))
+	x := g.Add(m.Tok.Forward(g, inputs), g.Slice(m.Pos.Weight, 0, pos, pos+inputs.Dim(1)))
 	x = m.Drop.Forward(g, x)
 	for i := range m.Blocks {
 		bl := &m.Blocks[i]
@@ -237,22 +219,6 @@ func (m *GPT2) Layers() int { return m.Config.Layers }
 
 // ContextLen returns the longest sequence the model takes.
 func (m *GPT2) ContextLen() int { return m.Config.Context }
-
-// crossEntropy is the mean cross-entropy of logits [B, T, V] against
-// targets [B, T].
-func crossEntropy(g *autograd.Graph, model string, logits, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	if !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: %s.Forward: targets %v for inputs %v: want equal shapes", model, targets.Shape(), inputs.Shape()))
-		return nil
-	}
-	rows, v := inputs.Len(), logits.Dim(2)
-	flat, err := targets.Reshape(rows)
-	if err != nil {
-		g.Fail(fmt.Errorf("models: %s targets: %w", model, err))
-		return nil
-	}
-	return g.CrossEntropy(g.Reshape(logits, rows, v), flat)
-}
 
 // Save writes the model's parameters to a safetensors checkpoint at path
 // (atomically), with metadata.

@@ -370,16 +370,7 @@ func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.
 // [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
 // them).
 func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	h := m.hidden(g, inputs, nil)
-	if h == nil {
-		return nil, nil
-	}
-	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", tensor.ShapeOf(targets), inputs.Shape()))
-		return nil, nil
-	}
-	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
-	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
+	return headLoss(g, "Llama", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already
@@ -399,16 +390,7 @@ func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCac
 	if g.Err() != nil {
 		return nil
 	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Llama.Forward: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
-		return nil
-	}
-	pos := 0
-	if cache != nil && len(m.Blocks) > 0 {
-		pos = cache.Len(0)
-	}
-	if t := inputs.Dim(1); pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Llama.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+	if _, ok := startPosition(g, "Llama.Forward", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
 		return nil
 	}
 	x := m.Embed.Forward(g, inputs)

@@ -278,16 +278,7 @@ func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 	if g.Err() != nil {
 		return nil
 	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Transformer: inputs %v: want [batch, seq]", tensor.ShapeOf(inputs)))
-		return nil
-	}
-	pos := 0
-	if cache != nil && len(m.Blocks) > 0 {
-		pos = cache.Len(0)
-	}
-	if t := inputs.Dim(1); pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Transformer: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+	if _, ok := startPosition(g, "Transformer", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
 		return nil
 	}
 	x := m.Embed.Forward(g, inputs)
