@@ -15,13 +15,7 @@ import (
 // FromFloat32 copies host data into a new float32 tensor of the given
 // shape; len(data) must equal the shape's element count.
 func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromFloat32", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromFloat32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := New(dev, shape...)
+	t, err := fromHost("FromFloat32", dev, device.Float32, len(data), shape)
 	if err != nil {
 		return nil, err
 	}
@@ -29,16 +23,22 @@ func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, erro
 	return t, nil
 }
 
+// fromHost returns a new tensor of dtype and shape for op to copy n host
+// values into, or an error for a bad shape or n not its element count.
+func fromHost(op string, dev device.Device, dtype device.DType, n int, shape []int) (*Tensor, error) {
+	if err := checkShape(op, shape); err != nil {
+		return nil, err
+	}
+	if want := Shape(shape).Numel(); n != want {
+		return nil, fmt.Errorf("tensor: %s: %d values for shape %v (want %d)", op, n, Shape(shape), want)
+	}
+	return NewOf(dev, dtype, shape...)
+}
+
 // FromInt32 copies host token ids into a new int32 tensor and records
 // their range, so index ops can check them against a table's size.
 func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromInt32", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromInt32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := NewOf(dev, device.Int32, shape...)
+	t, err := fromHost("FromInt32", dev, device.Int32, len(data), shape)
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +52,7 @@ func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
 // FromFloat64 copies host data into a new float64 tensor of the given
 // shape (on a backend that supports float64: the CPU).
 func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromFloat64", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromFloat64: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := NewOf(dev, device.Float64, shape...)
+	t, err := fromHost("FromFloat64", dev, device.Float64, len(data), shape)
 	if err != nil {
 		return nil, err
 	}
