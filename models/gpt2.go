@@ -2,8 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -50,12 +51,7 @@ var gpt2Presets = map[string]GPT2Config{
 func GPT2Preset(name string) (GPT2Config, error) {
 	c, ok := gpt2Presets[name]
 	if !ok {
-		names := make([]string, 0, len(gpt2Presets))
-		for n := range gpt2Presets {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(names, ", "))
+		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(gpt2Presets)), ", "))
 	}
 	return c, nil
 }

@@ -2,8 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -81,12 +82,7 @@ var llamaPresets = map[string]LlamaConfig{
 
 // LlamaPresetNames returns the Llama preset names, sorted.
 func LlamaPresetNames() []string {
-	names := make([]string, 0, len(llamaPresets))
-	for n := range llamaPresets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(llamaPresets))
 }
 
 // LlamaPreset returns the named configuration: "llama-tiny" (2 layers of

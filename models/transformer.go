@@ -13,7 +13,8 @@ package models
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -80,12 +81,7 @@ func Preset(name string) (Config, error) {
 
 // PresetNames returns the preset names, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // Validate reports a configuration that cannot be built.

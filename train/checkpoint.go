@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +133,7 @@ func writeCheckpoint(root string, step, keep int, params []*tensor.Tensor, optSt
 	if err := nn.SaveTensors(filepath.Join(dir, "model.safetensors"), params, meta); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	names := sortedNames(optState)
+	names := slices.Sorted(maps.Keys(optState))
 	st := make([]safetensors.Tensor, 0, len(names))
 	for _, n := range names {
 		st = append(st, optState[n].encode(n))

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -395,7 +397,7 @@ func readOptimState(path string, opt *optim.Set) (map[string]hostValues, error) 
 	defer f.Close()
 	want, _ := optimState(opt)
 	out := make(map[string]hostValues, len(want))
-	for _, name := range sortedNames(want) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		v := want[name]
 		if v.wide() {
 			v = hostValues{f64: make([]float64, v.len())}
