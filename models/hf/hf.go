@@ -329,10 +329,7 @@ func grow[T any](b []T, n int) []T {
 
 // load reads the stored tensor into the parameter in its dtype dt.
 func (l *loader) load(p piece, e entry, dt device.DType) error {
-	n := 1
-	for _, d := range e.info.Shape {
-		n *= d
-	}
+	n := e.info.Numel()
 	l.raw = grow(l.raw, int(e.info.End-e.info.Begin))
 	if err := e.file.ReadBytes(e.name, l.raw); err != nil {
 		return fmt.Errorf("hf: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/safetensors"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // Save writes m as a Hugging Face model directory dir (created if need
@@ -135,11 +136,7 @@ const f16Overflow = 65520
 // assemble builds one stored tensor from the parameters mapped to it
 // (the inverse of arrange), as float32.
 func assemble(ps []piece) []float32 {
-	n := 1
-	for _, d := range ps[0].shape {
-		n *= d
-	}
-	out := make([]float32, n)
+	out := make([]float32, tensor.Shape(ps[0].shape).Numel())
 	for _, p := range ps {
 		var v []float32
 		if p.param.DType() == device.Float64 {
