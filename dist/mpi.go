@@ -153,23 +153,21 @@ func (c *MPIComm) call(what string, f func() uintptr) error {
 		c.broken = *p
 		return c.broken
 	}
-	if c.timeout <= 0 {
-		if rc := onThread(c.thread, f); int32(rc) != 0 {
-			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(c.thread, rc))
-		}
-		return nil
-	}
 	done := make(chan uintptr, 1)
 	c.thread <- mpiCall{f, done}
-	t := time.NewTimer(c.timeout)
-	defer t.Stop()
+	var expired <-chan time.Time // nil, never ready, without a timeout
+	if c.timeout > 0 {
+		t := time.NewTimer(c.timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case rc := <-done:
 		if int32(rc) != 0 {
 			return fmt.Errorf("dist: mpi: %s on rank %d of %d: %s", what, c.rank, c.size, c.abi.errString(c.thread, rc))
 		}
 		return nil
-	case <-t.C:
+	case <-expired:
 		c.broken = fmt.Errorf("dist: mpi: %s on rank %d of %d did not complete within %v: another rank died or hung; this communicator is unusable, exit the process",
 			what, c.rank, c.size, c.timeout)
 		mpiProcess.stuck.Store(&c.broken)
