@@ -216,6 +216,19 @@ func (m *GPT2) Layers() int { return m.Config.Layers }
 // ContextLen returns the longest sequence the model takes.
 func (m *GPT2) ContextLen() int { return m.Config.Context }
 
+// UntieHead gives the model a head of its own: a copy of the token
+// embedding (the tied head's weight now), named head.weight among the
+// Parameters, so an optimizer can update the two apart (RowNorm on the
+// head). Called at initialisation it changes no output; a head already
+// untied is an error.
+func (m *GPT2) UntieHead() error {
+	if err := untieHead("GPT2", &m.Head, m.Tok.Weight); err != nil {
+		return err
+	}
+	m.params = nn.Parameters(m)
+	return nil
+}
+
 // Save writes the model's parameters to a safetensors checkpoint at path
 // (atomically), with metadata.
 func (m *GPT2) Save(path string, metadata map[string]string) error {

@@ -413,22 +413,9 @@ func (m *Llama) ContextLen() int { return m.Config.Context }
 // embedding, named head.weight among the Parameters (so RowNorm can take
 // it); it changes no output. An untied model is an error.
 func (m *Llama) UntieHead() error {
-	if m.Head.Weight != m.Embed.Weight {
-		return fmt.Errorf("models: Llama.UntieHead: the head is already untied")
+	if err := untieHead("Llama", &m.Head, m.Embed.Weight); err != nil {
+		return err
 	}
-	e := m.Embed.Weight
-	var w *tensor.Tensor
-	var err error
-	if e.DType() == device.Float64 {
-		w, err = tensor.FromFloat64(e.Device(), e.Float64s(), e.Shape()...)
-	} else {
-		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
-	}
-	if err != nil {
-		return fmt.Errorf("models: Llama.UntieHead: %w", err)
-	}
-	w.SetRequiresGrad(true)
-	m.Head.Weight = w
 	m.params = nn.Parameters(m)
 	return nil
 }

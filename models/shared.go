@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// The steps the models share around their own layers: the checks of
-// inputs [B, T] and their start position, and the losses.
+// What the language models share around their own layers: the checks of
+// inputs [B, T] and their start position, the losses, and untying a head.
 
 // startPosition checks inputs [B, T] of the model named name (in errors)
 // and returns the position of their first token, after those already in
@@ -59,4 +60,26 @@ func crossEntropy(g *autograd.Graph, model string, logits, inputs, targets *tens
 		return nil
 	}
 	return g.CrossEntropy(g.Reshape(logits, rows, v), flat)
+}
+
+// untieHead gives head a weight of its own, a copy of the embedding weight
+// e it is tied to, as a new parameter (model names the model in errors);
+// a head already untied is an error.
+func untieHead(model string, head *nn.Linear, e *tensor.Tensor) error {
+	if head.Weight != e {
+		return fmt.Errorf("models: %s.UntieHead: the head is already untied", model)
+	}
+	var w *tensor.Tensor
+	var err error
+	if e.DType() == device.Float64 {
+		w, err = tensor.FromFloat64(e.Device(), e.Float64s(), e.Shape()...)
+	} else {
+		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
+	}
+	if err != nil {
+		return fmt.Errorf("models: %s.UntieHead: %w", model, err)
+	}
+	w.SetRequiresGrad(true)
+	head.Weight = w
+	return nil
 }
