@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
@@ -63,9 +64,7 @@ func NewMPI(opts MPIOptions) (*MPIComm, error) {
 		return nil, fmt.Errorf("dist: mpi: negative chunk %d", opts.Chunk)
 	}
 	chunk := opts.Chunk
-	if chunk == 0 {
-		chunk = DefaultChunk
-	}
+	chunk = cmp.Or(chunk, DefaultChunk)
 	chunk = min(chunk, maxCount)
 	mpiProcess.Lock()
 	defer mpiProcess.Unlock()

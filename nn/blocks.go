@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -54,9 +55,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		}
 	}
 	eps := n.Eps
-	if eps == 0 {
-		eps = 1e-5
-	}
+	eps = cmp.Or(eps, 1e-5)
 	ax := x.Rank() - 1
 	c := g.Sub(x, g.MeanAxis(x, ax, true))
 	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -150,9 +151,7 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	eps := n.Eps
-	if eps == 0 {
-		eps = DefaultEps
-	}
+	eps = cmp.Or(eps, DefaultEps)
 	y := g.RMSNorm(x, eps)
 	if n.Gain != nil {
 		y = g.Mul(y, n.Gain)

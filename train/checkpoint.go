@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,9 +185,7 @@ func pruneCheckpoints(root string, step, keep int) {
 	if keep < 0 {
 		return
 	}
-	if keep == 0 {
-		keep = DefaultKeepCheckpoints
-	}
+	keep = cmp.Or(keep, DefaultKeepCheckpoints)
 	folders := checkpointFolders(root)
 	kept := 0
 	for i := len(folders) - 1; i >= 0; i-- {

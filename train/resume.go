@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -21,12 +22,8 @@ import (
 // latest.json, or a checkpoint folder without one (which Resume explains),
 // so that a fresh start does not delete it unasked.
 func HasCheckpoint(cfg Config) bool {
-	if cfg.Name == "" {
-		cfg.Name = "run"
-	}
-	if cfg.RunsDir == "" {
-		cfg.RunsDir = "runs"
-	}
+	cfg.Name = cmp.Or(cfg.Name, "run")
+	cfg.RunsDir = cmp.Or(cfg.RunsDir, "runs")
 	root := filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints")
 	_, err := os.Stat(filepath.Join(root, "latest.json"))
 	return err == nil || len(checkpointFolders(root)) > 0
@@ -214,12 +211,8 @@ var ErrNoCheckpoint = errors.New("train: resume: no checkpoint")
 // (version 1) matches any data. Where the run has no checkpoint, the error
 // wraps ErrNoCheckpoint.
 func DataMatchesCheckpoint(cfg Config, trainShards []string, valShard string) (bool, error) {
-	if cfg.Name == "" {
-		cfg.Name = "run"
-	}
-	if cfg.RunsDir == "" {
-		cfg.RunsDir = "runs"
-	}
+	cfg.Name = cmp.Or(cfg.Name, "run")
+	cfg.RunsDir = cmp.Or(cfg.RunsDir, "runs")
 	dir, step, raw, _, err := readLatest(filepath.Join(cfg.RunsDir, cfg.Name, "checkpoints"))
 	if err != nil {
 		return false, err

@@ -21,6 +21,7 @@ package hf
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -57,9 +58,7 @@ type Options struct {
 // model built from it, and its weights (LoadWeights).
 func Load(dev device.Device, dir string, opt Options) (Model, *Config, error) {
 	dt := opt.DType
-	if dt == 0 {
-		dt = device.Float32
-	}
+	dt = cmp.Or(dt, device.Float32)
 	cfg, err := ReadConfig(dir, dt)
 	if err != nil {
 		return nil, nil, err

@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,9 +26,7 @@ import (
 // with a config.json is therefore complete. Tensors are converted one at
 // a time; a float64 model's values are rounded through float32.
 func Save(dir string, m Model, dtype safetensors.DType) error {
-	if dtype == "" {
-		dtype = safetensors.F32
-	}
+	dtype = cmp.Or(dtype, safetensors.F32)
 	if torchDType[dtype] == "" {
 		return fmt.Errorf("hf: Save %s: dtype %s: want F32, BF16 or F16", dir, dtype)
 	}
