@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -33,7 +32,8 @@ func (g *Graph) binary(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
 	if out == nil {
 		return nil
 	}
-	compose.Binary(g.dev, op, out.Buffer(), a.Buffer(), b.Buffer())
+	dims := device.DimsOf(out.Len())
+	g.dev.BinaryStrided(op, dims, out.Buffer(), device.Contiguous(a.Buffer(), dims), device.Contiguous(b.Buffer(), dims))
 	if g.wantsGrad(a, b) {
 		g.record(node{op: binaryOp(op), out: out, in: [3]*tensor.Tensor{a, b}})
 	}

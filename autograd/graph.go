@@ -445,12 +445,3 @@ func (g *Graph) leafGrad(t *tensor.Tensor) *tensor.Tensor {
 	}
 	return t.Grad()
 }
-
-// ZeroGrad sets the gradients of params to zero (those that have one).
-func ZeroGrad(params []*tensor.Tensor) {
-	for _, p := range params {
-		if gr := p.Grad(); gr != nil {
-			gr.Device().Fill(gr.Buffer(), 0)
-		}
-	}
-}

@@ -57,6 +57,33 @@ func TestRecordingAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestUnaryBuildsNoName checks that Unary takes its name (for errors) from
+// a table rather than building it per call: for each op it costs the
+// allocations of Scale, whose name is a constant (its output tensor alone).
+func TestUnaryBuildsNoName(t *testing.T) {
+	dev := cpu.New()
+	x, err := tensor.NewOf(dev, device.Float32, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(dev)
+	g.SetNoGrad(true)
+	allocs := func(f func()) float64 {
+		return testing.AllocsPerRun(20, func() {
+			g.Reset()
+			for range 4 {
+				f()
+			}
+		})
+	}
+	scale := allocs(func() { g.Scale(x, 2) })
+	for _, op := range device.UnaryOps() {
+		if got := allocs(func() { g.Unary(op, x) }); got != scale || g.Err() != nil {
+			t.Errorf("Unary(%v): %v allocations per 4 calls, Scale %v (err %v)", op, got, scale, g.Err())
+		}
+	}
+}
+
 // TestBackwardReleasesRuleTensors checks that the tensors a backward rule
 // written in Graph ops makes are released once its node has run, but for
 // the gradient it hands on: a chain of 20 Tanh (4 tensors each in its

@@ -24,7 +24,16 @@ type unaryRule struct {
 // Unary, which looks the table up.)
 var unaryRules []unaryRule
 
-func init() { unaryRules = unaryRuleTable() }
+// unaryNames names each op of unaryRules in errors, Unary(Op): made once,
+// so that a forward call builds no string.
+var unaryNames []string
+
+func init() {
+	unaryRules = unaryRuleTable()
+	for op := range unaryRules {
+		unaryNames = append(unaryNames, "Unary("+device.UnaryOp(op).String()+")")
+	}
+}
 
 func unaryRuleTable() []unaryRule {
 	return []unaryRule{
@@ -76,7 +85,7 @@ func unaryRuleTable() []unaryRule {
 // unaryOp is a recorded Unary.
 type unaryOp device.UnaryOp
 
-func (u unaryOp) name() string      { return "Unary(" + device.UnaryOp(u).String() + ")" }
+func (u unaryOp) name() string      { return unaryNames[u] }
 func (u unaryOp) reads(*node) slots { return unaryRules[u].reads }
 func (u unaryOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
 	g.give(n.in[0], unaryRules[u].dx(g, n.in[0], n.out, dy))
@@ -85,15 +94,15 @@ func (u unaryOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
 // Unary returns op(x) elementwise, differentiable for every op but Sign
 // (whose gradient is zero).
 func (g *Graph) Unary(op device.UnaryOp, x *tensor.Tensor) *tensor.Tensor {
-	name := "Unary(" + op.String() + ")"
+	if int(op) >= len(unaryRules) || unaryRules[op].dx == nil {
+		return g.failf("Unary(%v): unknown op", op)
+	}
+	name := unaryNames[op]
 	if !g.ok(name, x) {
 		return nil
 	}
 	if !isFloat(x) {
 		return g.failf("%s: dtype %v (want float32 or float64)", name, x.DType())
-	}
-	if int(op) >= len(unaryRules) || unaryRules[op].dx == nil {
-		return g.failf("%s: unknown op", name)
 	}
 	out := g.allocOf(name, x.DType(), x.Shape()...)
 	if out == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/optim"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // BenchmarkTrainStep times one forward+backward pass (no optimizer step)
@@ -37,7 +38,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			g := autograd.New(dev)
 			step := func() {
 				g.Reset()
-				autograd.ZeroGrad(m.Parameters())
+				tensor.ZeroGrad(m.Parameters())
 				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
 				if err := g.Backward(loss); err != nil {
 					b.Fatal(err)
@@ -86,7 +87,7 @@ func BenchmarkPaperUpdate(b *testing.B) {
 			}
 			update := func() {
 				g.Reset()
-				autograd.ZeroGrad(m.Parameters())
+				tensor.ZeroGrad(m.Parameters())
 				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
 				if err := g.Backward(loss); err != nil {
 					b.Fatal(err)

@@ -221,7 +221,7 @@ func TestTransformerMatchesLegacyBlocks(t *testing.T) {
 				inputs, _ := tensor.FromInt32(prof, in.Int32s(), in.Shape()...)
 				targets, _ := tensor.FromInt32(prof, tg.Int32s(), tg.Shape()...)
 				run := func(loss func(g *autograd.Graph) *tensor.Tensor) (vals [][]float32, calls map[string]int) {
-					autograd.ZeroGrad(m.Parameters())
+					tensor.ZeroGrad(m.Parameters())
 					g := autograd.New(prof)
 					defer g.Reset()
 					prof.Reset()

@@ -40,14 +40,10 @@ func (t *Trainer) measure(r *Record, last bool) error {
 // headStep copies the head's last step S_t to the host (nil for a tied
 // head, or before the first step).
 func (t *Trainer) headStep() []float32 {
-	if t.model.head == nil {
-		return nil
+	if s := t.headStepTensor(); s != nil {
+		return s.Float32s()
 	}
-	s := t.opt.LastStep(t.model.head)
-	if s == nil {
-		return nil
-	}
-	return s.Float32s()
+	return nil
 }
 
 // headStepTensor returns the head's last step S_t on its device (nil for
@@ -81,10 +77,7 @@ func float32Step(s *tensor.Tensor) (*tensor.Tensor, func(), error) {
 // diagnoseStep computes the exact row diameter of the head step on the
 // device that holds it (no host copy of the V x d step).
 func (t *Trainer) diagnoseStep(r *Record) error {
-	if t.model.head == nil {
-		return nil
-	}
-	s := t.opt.LastStep(t.model.head)
+	s := t.headStepTensor()
 	if s == nil {
 		return nil
 	}

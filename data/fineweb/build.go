@@ -1,6 +1,7 @@
 package fineweb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,15 +97,9 @@ type stream struct {
 
 // NewBuilder checks the configuration and the output directory.
 func NewBuilder(cfg BuildConfig) (*Builder, error) {
-	if cfg.Prefix == "" {
-		cfg.Prefix = "fineweb"
-	}
-	if cfg.ShardTokens == 0 {
-		cfg.ShardTokens = DefaultShardTokens
-	}
-	if cfg.Column == "" {
-		cfg.Column = "text"
-	}
+	cfg.Prefix = cmp.Or(cfg.Prefix, "fineweb")
+	cfg.ShardTokens = cmp.Or(cfg.ShardTokens, DefaultShardTokens)
+	cfg.Column = cmp.Or(cfg.Column, "text")
 	if cfg.BatchRows <= 0 {
 		cfg.BatchRows = 1024
 	}

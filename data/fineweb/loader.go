@@ -1,6 +1,7 @@
 package fineweb
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -102,15 +103,9 @@ func Glob(pattern string) ([]string, error) {
 // the manifest of their folder: see VerifyManifest) and starts at the
 // first micro-batch of epoch 0.
 func NewLoader(cfg LoaderConfig) (*Loader, error) {
-	if cfg.Vocab == 0 {
-		cfg.Vocab = tokenizer.VocabSize
-	}
-	if cfg.BatchSeqs == 0 {
-		cfg.BatchSeqs = cfg.MicroBatch
-	}
-	if cfg.Prefetch == 0 {
-		cfg.Prefetch = 4
-	}
+	cfg.Vocab = cmp.Or(cfg.Vocab, tokenizer.VocabSize)
+	cfg.BatchSeqs = cmp.Or(cfg.BatchSeqs, cfg.MicroBatch)
+	cfg.Prefetch = cmp.Or(cfg.Prefetch, 4)
 	switch {
 	case len(cfg.Shards) == 0:
 		return nil, errors.New("fineweb: loader: Shards: expected at least one shard")

@@ -22,12 +22,6 @@ func FillFrom(d device.Core, dst, src device.Buffer, alpha float32) {
 	}
 }
 
-// Binary computes dst = a op b over buffers of equal length: BinaryStrided
-// over their contiguous views. dst may alias a or b.
-func Binary(d device.Core, op device.BinaryOp, dst, a, b device.Buffer) {
-	d.BinaryStrided(op, device.DimsOf(dst.Len()), dst, flat(a), flat(b))
-}
-
 // Scale computes dst = alpha * src (Axpby with beta 0); dst may alias src.
 func Scale(d device.Core, dst, src device.Buffer, alpha float32) { Axpby(d, dst, src, alpha, 0) }
 

@@ -69,7 +69,8 @@ func TestBinary(t *testing.T) {
 				case "b":
 					dst = B
 				}
-				compose.Binary(dev, o.op, dst, A, B)
+				dims := device.DimsOf(n)
+				dev.BinaryStrided(o.op, dims, dst, device.Contiguous(A, dims), device.Contiguous(B, dims))
 				want := make([]float64, n)
 				for i := range want {
 					want[i] = o.f(float64(a[i]), float64(b[i]))

@@ -24,9 +24,14 @@ import (
 // compose.Run found on the wrapped device (composed: run as its
 // composition), timed as name, or "name/composed" (compose.Wrapper).
 func (p *Device) Around(name string, composed bool, call func()) {
+	p.timed(name, composed, nil, 0, call)
+}
+
+// timed runs call between start and end (which see).
+func (p *Device) timed(name string, composed bool, detail func() string, flops float64, call func()) {
 	t := p.start()
 	call()
-	p.end(t, name, composed, nil, 0)
+	p.end(t, name, composed, detail, flops)
 }
 
 // end charges the call started at t0 (start) to name, with the suffix
@@ -130,11 +135,7 @@ func (p *Device) Alloc(dtype device.DType, n int) (device.Buffer, error) {
 }
 
 // Free is timed as "Free".
-func (p *Device) Free(b device.Buffer) {
-	t := p.start()
-	p.inner.Free(b)
-	p.end(t, "Free", false, nil, 0)
-}
+func (p *Device) Free(b device.Buffer) { p.timed("Free", false, nil, 0, func() { p.inner.Free(b) }) }
 
 // Synchronize is timed as "Synchronize": while recording, every call is
 // already synchronized, so it measures only the call itself.
@@ -147,65 +148,47 @@ func (p *Device) Synchronize() error {
 
 // CopyFromHost is timed as "CopyFromHost".
 func (p *Device) CopyFromHost(dst device.Buffer, src []float32) {
-	t := p.start()
-	p.inner.CopyFromHost(dst, src)
-	p.end(t, "CopyFromHost", false, nil, 0)
+	p.timed("CopyFromHost", false, nil, 0, func() { p.inner.CopyFromHost(dst, src) })
 }
 
 // CopyToHost is timed as "CopyToHost".
 func (p *Device) CopyToHost(dst []float32, src device.Buffer) {
-	t := p.start()
-	p.inner.CopyToHost(dst, src)
-	p.end(t, "CopyToHost", false, nil, 0)
+	p.timed("CopyToHost", false, nil, 0, func() { p.inner.CopyToHost(dst, src) })
 }
 
 // CopyInt32FromHost is timed as "CopyInt32FromHost".
 func (p *Device) CopyInt32FromHost(dst device.Buffer, src []int32) {
-	t := p.start()
-	p.inner.CopyInt32FromHost(dst, src)
-	p.end(t, "CopyInt32FromHost", false, nil, 0)
+	p.timed("CopyInt32FromHost", false, nil, 0, func() { p.inner.CopyInt32FromHost(dst, src) })
 }
 
 // CopyInt32ToHost is timed as "CopyInt32ToHost".
 func (p *Device) CopyInt32ToHost(dst []int32, src device.Buffer) {
-	t := p.start()
-	p.inner.CopyInt32ToHost(dst, src)
-	p.end(t, "CopyInt32ToHost", false, nil, 0)
+	p.timed("CopyInt32ToHost", false, nil, 0, func() { p.inner.CopyInt32ToHost(dst, src) })
 }
 
 // CopyFloat64FromHost is timed as "CopyFloat64FromHost".
 func (p *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
-	t := p.start()
-	p.inner.CopyFloat64FromHost(dst, src)
-	p.end(t, "CopyFloat64FromHost", false, nil, 0)
+	p.timed("CopyFloat64FromHost", false, nil, 0, func() { p.inner.CopyFloat64FromHost(dst, src) })
 }
 
 // CopyFloat64ToHost is timed as "CopyFloat64ToHost".
 func (p *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
-	t := p.start()
-	p.inner.CopyFloat64ToHost(dst, src)
-	p.end(t, "CopyFloat64ToHost", false, nil, 0)
+	p.timed("CopyFloat64ToHost", false, nil, 0, func() { p.inner.CopyFloat64ToHost(dst, src) })
 }
 
 // Copy is timed as "Copy".
 func (p *Device) Copy(dst, src device.Buffer) {
-	t := p.start()
-	p.inner.Copy(dst, src)
-	p.end(t, "Copy", false, nil, 0)
+	p.timed("Copy", false, nil, 0, func() { p.inner.Copy(dst, src) })
 }
 
 // Cast is timed as "Cast", by the dtypes.
 func (p *Device) Cast(dst, src device.Buffer) {
-	t := p.start()
-	p.inner.Cast(dst, src)
-	p.end(t, "Cast", false, func() string { return src.DType().String() + " -> " + dst.DType().String() }, 0)
+	p.timed("Cast", false, func() string { return src.DType().String() + " -> " + dst.DType().String() }, 0, func() { p.inner.Cast(dst, src) })
 }
 
 // Fill is timed as "Fill".
 func (p *Device) Fill(dst device.Buffer, v float32) {
-	t := p.start()
-	p.inner.Fill(dst, v)
-	p.end(t, "Fill", false, nil, 0)
+	p.timed("Fill", false, nil, 0, func() { p.inner.Fill(dst, v) })
 }
 
 // Gemm is timed by shape, transposes, dtypes and batch, with 2 M N K flops
@@ -225,9 +208,8 @@ func (p *Device) Gemm(g device.GemmArgs) {
 
 // CopyStrided is timed by dims and dtype.
 func (p *Device) CopyStrided(dims device.Dims, dst, src device.View) {
-	t := p.start()
-	p.inner.CopyStrided(dims, dst, src)
-	p.end(t, "CopyStrided", false, func() string { return dims.String() + " " + dst.Buf.DType().String() }, 0)
+	p.timed("CopyStrided", false, func() string { return dims.String() + " " + dst.Buf.DType().String() }, 0,
+		func() { p.inner.CopyStrided(dims, dst, src) })
 }
 
 // Unary is timed by operation and length.
@@ -250,9 +232,7 @@ func (p *Device) BinaryStrided(op device.BinaryOp, dims device.Dims, dst device.
 
 // Where is timed by dims.
 func (p *Device) Where(dims device.Dims, dst device.Buffer, cond, a, b device.View) {
-	t := p.start()
-	p.inner.Where(dims, dst, cond, a, b)
-	p.end(t, "Where", false, func() string { return dims.String() + " " + dst.DType().String() }, 0)
+	p.timed("Where", false, func() string { return dims.String() + " " + dst.DType().String() }, 0, func() { p.inner.Where(dims, dst, cond, a, b) })
 }
 
 // ReduceAxis is timed by operation and [outer, n, inner].
@@ -266,16 +246,14 @@ func (p *Device) ReduceAxis(op device.ReduceOp, dst, src device.Buffer, outer, n
 
 // GatherAxis is timed by [outer, m, inner].
 func (p *Device) GatherAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
-	t := p.start()
-	p.inner.GatherAxis(dst, src, idx, outer, n, inner, m)
-	p.end(t, "GatherAxis", false, func() string { return fmt.Sprintf("[%d %d %d] of %d", outer, m, inner, n) }, 0)
+	p.timed("GatherAxis", false, func() string { return fmt.Sprintf("[%d %d %d] of %d", outer, m, inner, n) }, 0,
+		func() { p.inner.GatherAxis(dst, src, idx, outer, n, inner, m) })
 }
 
 // ScatterAddAxis is timed by [outer, m, inner].
 func (p *Device) ScatterAddAxis(dst, src device.Buffer, idx device.View, outer, n, inner, m int) {
-	t := p.start()
-	p.inner.ScatterAddAxis(dst, src, idx, outer, n, inner, m)
-	p.end(t, "ScatterAddAxis", false, func() string { return fmt.Sprintf("[%d %d %d] into %d", outer, m, inner, n) }, 0)
+	p.timed("ScatterAddAxis", false, func() string { return fmt.Sprintf("[%d %d %d] into %d", outer, m, inner, n) }, 0,
+		func() { p.inner.ScatterAddAxis(dst, src, idx, outer, n, inner, m) })
 }
 
 // Random is timed by distribution and length.
@@ -289,16 +267,12 @@ func (p *Device) Random(dist device.Distribution, dst device.Buffer, seed, offse
 
 // Transpose is timed as "Transpose".
 func (p *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {
-	t := p.start()
-	compose.Transpose(p.inner, dst, src, batch, rows, cols, inner)
-	p.end(t, "Transpose", lacks[device.Transposer](p.inner), nil, 0)
+	p.timed("Transpose", lacks[device.Transposer](p.inner), nil, 0, func() { compose.Transpose(p.inner, dst, src, batch, rows, cols, inner) })
 }
 
 // Axpby is timed as "Axpby".
 func (p *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
-	t := p.start()
-	compose.Axpby(p.inner, dst, x, alpha, beta)
-	p.end(t, "Axpby", lacks[device.Axpbyer](p.inner), nil, 0)
+	p.timed("Axpby", lacks[device.Axpbyer](p.inner), nil, 0, func() { compose.Axpby(p.inner, dst, x, alpha, beta) })
 }
 
 // Reduce is timed by operation and axis.
@@ -312,30 +286,24 @@ func (p *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, ro
 
 // Gather is timed as "Gather".
 func (p *Device) Gather(dst, table, idx device.Buffer, cols int) {
-	t := p.start()
-	compose.Gather(p.inner, dst, table, idx, cols)
-	p.end(t, "Gather", lacks[device.RowGatherer](p.inner), nil, 0)
+	p.timed("Gather", lacks[device.RowGatherer](p.inner), nil, 0, func() { compose.Gather(p.inner, dst, table, idx, cols) })
 }
 
 // ScatterAdd is timed as "ScatterAdd".
 func (p *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
-	t := p.start()
-	compose.ScatterAdd(p.inner, dst, src, idx, cols)
-	p.end(t, "ScatterAdd", lacks[device.RowGatherer](p.inner), nil, 0)
+	p.timed("ScatterAdd", lacks[device.RowGatherer](p.inner), nil, 0, func() { compose.ScatterAdd(p.inner, dst, src, idx, cols) })
 }
 
 // RMSNorm is timed by shape.
 func (p *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
-	t := p.start()
-	compose.RMSNorm(p.inner, out, rstd, x, rows, cols, float64(eps))
-	p.end(t, "RMSNorm", lacks[device.RMSNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("RMSNorm", lacks[device.RMSNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.RMSNorm(p.inner, out, rstd, x, rows, cols, float64(eps)) })
 }
 
 // RMSNormBackward is timed by shape.
 func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
-	t := p.start()
-	compose.RMSNormBackward(p.inner, dx, dy, x, rstd, rows, cols)
-	p.end(t, "RMSNormBackward", lacks[device.RMSNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("RMSNormBackward", lacks[device.RMSNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.RMSNormBackward(p.inner, dx, dy, x, rstd, rows, cols) })
 }
 
 // RoPE is timed by direction.
@@ -351,51 +319,43 @@ func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, i
 
 // SwiGLU is timed by length.
 func (p *Device) SwiGLU(out, a, b device.Buffer) {
-	t := p.start()
-	compose.SwiGLU(p.inner, out, a, b)
-	p.end(t, "SwiGLU", lacks[device.SwiGLUer](p.inner), func() string { return length(out) }, 0)
+	p.timed("SwiGLU", lacks[device.SwiGLUer](p.inner), func() string { return length(out) }, 0, func() { compose.SwiGLU(p.inner, out, a, b) })
 }
 
 // SwiGLUBackward is timed by length.
 func (p *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
-	t := p.start()
-	compose.SwiGLUBackward(p.inner, da, db, dout, a, b)
-	p.end(t, "SwiGLUBackward", lacks[device.SwiGLUer](p.inner), func() string { return length(dout) }, 0)
+	p.timed("SwiGLUBackward", lacks[device.SwiGLUer](p.inner), func() string { return length(dout) }, 0,
+		func() { compose.SwiGLUBackward(p.inner, da, db, dout, a, b) })
 }
 
 // Attention is timed by shape (and kernel, see AttentionKerneler), with
 // AttentionFlops.
 func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
-	t := p.start()
-	compose.Attention(p.inner, out, lse, q, k, v, s, scale)
-	p.end(t, "Attention", lacks[device.Attender](p.inner), func() string { return p.attentionDetail(s) }, AttentionFlops(s, false))
+	p.timed("Attention", lacks[device.Attender](p.inner), func() string { return p.attentionDetail(s) }, AttentionFlops(s, false),
+		func() { compose.Attention(p.inner, out, lse, q, k, v, s, scale) })
 }
 
 // AttentionBackward is timed by shape (and kernel, see
 // AttentionKerneler), with AttentionFlops.
 func (p *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
-	t := p.start()
-	compose.AttentionBackward(p.inner, dq, dk, dv, dout, q, k, v, out, lse, s, scale)
-	p.end(t, "AttentionBackward", lacks[device.Attender](p.inner), func() string { return p.attentionDetail(s) }, AttentionFlops(s, true))
+	p.timed("AttentionBackward", lacks[device.Attender](p.inner), func() string { return p.attentionDetail(s) }, AttentionFlops(s, true),
+		func() { compose.AttentionBackward(p.inner, dq, dk, dv, dout, q, k, v, out, lse, s, scale) })
 }
 
 // CrossEntropy is timed by shape.
 func (p *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
-	t := p.start()
-	compose.CrossEntropy(p.inner, loss, lse, logits, targets, rows, vocab)
-	p.end(t, "CrossEntropy", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0)
+	p.timed("CrossEntropy", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0,
+		func() { compose.CrossEntropy(p.inner, loss, lse, logits, targets, rows, vocab) })
 }
 
 // CrossEntropyBackward is timed by shape.
 func (p *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
-	t := p.start()
-	compose.CrossEntropyBackward(p.inner, dlogits, dloss, logits, lse, targets, rows, vocab)
-	p.end(t, "CrossEntropyBackward", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0)
+	p.timed("CrossEntropyBackward", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0,
+		func() { compose.CrossEntropyBackward(p.inner, dlogits, dloss, logits, lse, targets, rows, vocab) })
 }
 
 // CrossEntropyWithGrad is timed by shape.
 func (p *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
-	t := p.start()
-	compose.CrossEntropyWithGrad(p.inner, loss, lse, logits, targets, rows, vocab, gradScale)
-	p.end(t, "CrossEntropyWithGrad", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0)
+	p.timed("CrossEntropyWithGrad", lacks[device.CrossEntropier](p.inner), func() string { return rowsCols(rows, vocab) }, 0,
+		func() { compose.CrossEntropyWithGrad(p.inner, loss, lse, logits, targets, rows, vocab, gradScale) })
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -44,12 +44,7 @@ var benchTargets = map[string]benchTarget{
 }
 
 func benchTargetNames() []string {
-	names := make([]string, 0, len(benchTargets))
-	for n := range benchTargets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(benchTargets))
 }
 
 // runBench dispatches "hilbert bench <target> [flags]".

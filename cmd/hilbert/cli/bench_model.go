@@ -138,7 +138,7 @@ func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
 // step runs one forward and backward pass to completion.
 func (b *benchModel) step() error {
 	b.g.Reset()
-	autograd.ZeroGrad(b.m.Parameters())
+	tensor.ZeroGrad(b.m.Parameters())
 	loss := b.m.Loss(b.g, b.inputs, b.targets)
 	if err := b.g.Err(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -169,15 +170,11 @@ func evalHF(dir, valPath, devName string, valTokens, seqLen, micro int, stdout i
 		return err
 	}
 	size := registry.SizesOf(cfg.Model)
-	if seqLen == 0 {
-		seqLen = size.Context
-	}
+	seqLen = cmp.Or(seqLen, size.Context)
 	if seqLen > size.Context {
 		return fmt.Errorf("-seq-len %d exceeds the model's context of %d (%s)", seqLen, size.Context, cfg.Path)
 	}
-	if valTokens == 0 {
-		valTokens = math.MaxInt // the whole shard
-	}
+	valTokens = cmp.Or(valTokens, math.MaxInt) // the whole shard
 	dev, err := openDevice(devName)
 	if err != nil {
 		return err

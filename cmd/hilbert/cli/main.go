@@ -25,8 +25,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -205,12 +206,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: hilbert <subcommand> [flags]")
 	fmt.Fprintln(w, "\nsubcommands:")
-	names := make([]string, 0, len(subcommands))
-	for n := range subcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(subcommands)) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
 	fmt.Fprintf(w, "\nWith no subcommand (or only flags), hilbert runs %q: hilbert -resume is hilbert %s -resume.\n", defaultSubcommand, defaultSubcommand)
