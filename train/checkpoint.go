@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/nn"
@@ -45,13 +45,13 @@ type checkpointState struct {
 	Tokens   int64   `json:"tokens"`
 	ElapsedS float64 `json:"elapsed_s"`
 	// CursorJSON is the data position as JSON: a run's loader position
-	// (a fineweb.Cursor), or a train.Loop Source's cursor that is JSON;
+	// (a data.Cursor), or a train.Loop Source's cursor that is JSON;
 	// RawCursor a Source's cursor that is not.
 	CursorJSON json.RawMessage `json:"cursor,omitempty"`
 	RawCursor  []byte          `json:"raw_cursor,omitempty"`
 	// Cursor is CursorJSON decoded as a run's loader position (by
 	// decodeState).
-	Cursor   fineweb.Cursor   `json:"-"`
+	Cursor   data.Cursor      `json:"-"`
 	Counters map[string]int64 `json:"counters"`
 	// MetricsRecords counts the records of metrics.jsonl up to Step, for
 	// a resume to tell lost ones (0: not counted, an older checkpoint).
@@ -272,7 +272,7 @@ func (t *Trainer) settings() ([]setting, error) {
 	// shard in full (see datahash.go).
 	if t.dataID[0] == "" {
 		t.dataID[0] = sumsFingerprint(t.loader.Sums())
-		t.dataID[1] = sumsFingerprint([]fineweb.ShardSum{t.val.Sum()})
+		t.dataID[1] = sumsFingerprint([]data.ShardSum{t.val.Sum()})
 	}
 	s = append(s, setting{"train_data", t.dataID[0]}, setting{"val_data", t.dataID[1]})
 	return s, nil

@@ -8,7 +8,7 @@
 // front ends over Trainer, and user code can drive it the same way, with a
 // Hook to watch or extend each update.
 //
-// This package sits on top: it depends on models, optim, data/fineweb and
+// This package sits on top: it depends on models, optim, data and
 // the layers below them, and nothing depends on it but commands, examples
 // and the run dashboard (package view, which reads what it writes), and
 // the studies under study/ (which train and measure).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/models/registry"
@@ -34,8 +34,8 @@ type Trainer struct {
 	model  *runModel
 	opt    *optim.Set
 	sched  optim.Cosine
-	loader *fineweb.Loader
-	val    *fineweb.ValLoader
+	loader *data.Loader
+	val    *data.ValLoader
 	loop   *Loop[Tokens]
 	g      *autograd.Graph // the loop's graph
 
@@ -180,7 +180,7 @@ func (t *Trainer) setupModel() (err error) {
 // micro-batch's token tensors. What it opened is closed when it fails.
 func (t *Trainer) openData() (err error) {
 	cfg := t.cfg
-	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
+	if t.loader, err = data.NewLoader(data.LoaderConfig{
 		Shards: cfg.TrainShards, Vocab: t.model.vocab, SeqLen: cfg.SeqLen,
 		MicroBatch: cfg.MicroBatch, BatchSeqs: cfg.BatchSeqs, Seed: cfg.DataSeed,
 	}); err != nil {
@@ -227,8 +227,8 @@ func sameDir(a, b string) bool {
 }
 
 // openValidation opens the validation prefix, cut to what the shard holds.
-func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
-	sh, err := fineweb.OpenShard(t.cfg.ValShard, t.model.vocab)
+func (t *Trainer) openValidation() (*data.ValLoader, error) {
+	sh, err := data.OpenShard(t.cfg.ValShard, t.model.vocab)
 	if err != nil {
 		return nil, fmt.Errorf("train: validation: %w", err)
 	}
@@ -239,7 +239,7 @@ func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
 		return nil, fmt.Errorf("train: validation shard %s holds %d tokens, fewer than seq_len+1 = %d", t.cfg.ValShard, have, t.cfg.SeqLen+1)
 	}
 	t.cfg.ValTokens = n
-	v, err := fineweb.Validation(t.cfg.ValShard, n, t.cfg.SeqLen, t.cfg.MicroBatch)
+	v, err := data.Validation(t.cfg.ValShard, n, t.cfg.SeqLen, t.cfg.MicroBatch)
 	if err != nil {
 		return nil, fmt.Errorf("train: validation: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"strconv"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models/hf"
 	"github.com/hilbert-ml/hilbert/models/registry"
@@ -200,9 +200,9 @@ func validationLoss(dev device.Device, model registry.Model, vocab int, path str
 	if !ok {
 		return 0, 0, fmt.Errorf("model %T has no Loss(g, inputs, targets) method (train.LanguageModel) to validate with", model)
 	}
-	sh, err := fineweb.OpenShard(path, vocab)
+	sh, err := data.OpenShard(path, vocab)
 	if err != nil {
-		if s, err0 := fineweb.OpenShard(path, 0); err0 == nil {
+		if s, err0 := data.OpenShard(path, 0); err0 == nil {
 			// The file reads; its token ids do not fit the model.
 			s.Close()
 			return 0, 0, fmt.Errorf("-val: the model's vocabulary of %d does not hold the shard's tokens: %w", vocab, err)
@@ -215,7 +215,7 @@ func validationLoss(dev device.Device, model registry.Model, vocab int, path str
 	if n < seqLen+1 {
 		return 0, 0, fmt.Errorf("-val %s holds %d tokens, fewer than the run's seq_len+1 = %d", path, have, seqLen+1)
 	}
-	v, err := fineweb.Validation(path, n, seqLen, micro)
+	v, err := data.Validation(path, n, seqLen, micro)
 	if err != nil {
 		return 0, 0, fmt.Errorf("-val: %w", err)
 	}

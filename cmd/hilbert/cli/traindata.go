@@ -14,7 +14,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -133,16 +133,16 @@ func opticksPath() (string, error) {
 }
 
 // shardsFromText tokenizes the job's text files into shards in the
-// folder dir as prepare does (fineweb.AddTextFile: plain or gzip text,
+// folder dir as prepare does (data.AddTextFile: plain or gzip text,
 // one document per blank-line-separated paragraph), sending the first
 // TextValTokens tokens to validation, and points the job at them.
-func shardsFromText(ctx context.Context, job *trainFile, dir string) (fineweb.Summary, error) {
+func shardsFromText(ctx context.Context, job *trainFile, dir string) (data.Summary, error) {
 	c := &job.Config
-	sum, err := fineweb.BuildFromTextFiles(ctx, fineweb.BuildConfig{
+	sum, err := data.BuildFromTextFiles(ctx, data.BuildConfig{
 		Dir: dir, Prefix: "text", Overwrite: true,
-		Split: fineweb.Split{ValTokens: job.TextValTokens},
+		Split: data.Split{ValTokens: job.TextValTokens},
 	}, job.Text...)
-	if errors.Is(err, fineweb.ErrNoTraining) || err == nil && (len(sum.TrainShards) == 0 || len(sum.ValShards) == 0) {
+	if errors.Is(err, data.ErrNoTraining) || err == nil && (len(sum.TrainShards) == 0 || len(sum.ValShards) == 0) {
 		return sum, fmt.Errorf("-text: %d tokens are too few for a training and a validation split of %d tokens", sum.Tokens, job.TextValTokens)
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 // permutation returns a permutation of 0..n-1 drawn from (seed, a, b) by a
 // Fisher-Yates shuffle over splitmix64. It is written out here, not taken

@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"bytes"
@@ -100,7 +100,7 @@ func TestOpenShardRejects(t *testing.T) {
 // body) so that an input costs microseconds, not a file's syscalls; the
 // seeds also go through OpenShard and a file. Run for longer with:
 //
-//	go test ./data/fineweb -run '^$' -fuzz FuzzOpenShard -fuzztime 5m -fuzzminimizetime 10s
+//	go test ./data -run '^$' -fuzz FuzzOpenShard -fuzztime 5m -fuzzminimizetime 10s
 func FuzzOpenShard(f *testing.F) {
 	f.Add(header(Magic, 1, 0))
 	f.Add(append(header(Magic, 1, 1), 0x51, 0xc4))

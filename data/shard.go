@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"bufio"
@@ -60,12 +60,12 @@ const scanChunk = 1 << 20
 func OpenShard(path string, vocab int) (*Shard, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: shard: %w", err)
+		return nil, fmt.Errorf("data: shard: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
+		return nil, fmt.Errorf("data: shard %s: %w", path, err)
 	}
 	s, err := readShard(path, f, st.Size(), vocab)
 	if err != nil {
@@ -81,15 +81,15 @@ func OpenShard(path string, vocab int) (*Shard, error) {
 // checks, on any io.ReaderAt: the fuzz test runs them on memory).
 func readShard(path string, r io.ReaderAt, size int64, vocab int) (*Shard, error) {
 	if size < HeaderBytes {
-		return nil, fmt.Errorf("fineweb: shard %s: size: expected at least %d bytes for the header, got %d", path, HeaderBytes, size)
+		return nil, fmt.Errorf("data: shard %s: size: expected at least %d bytes for the header, got %d", path, HeaderBytes, size)
 	}
 	var hdr [3 * 4]byte
 	if _, err := r.ReadAt(hdr[:], 0); err != nil {
-		return nil, fmt.Errorf("fineweb: shard %s: header: %w", path, err)
+		return nil, fmt.Errorf("data: shard %s: header: %w", path, err)
 	}
 	count, err := checkHeader(hdr[:], size)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
+		return nil, fmt.Errorf("data: shard %s: %w", path, err)
 	}
 	s := &Shard{path: path, r: r, close: func() error { return nil }, count: count}
 	if s.sum, err = s.scan(vocab); err != nil {
@@ -126,7 +126,7 @@ func (s *Shard) scan(vocab int) (uint32, error) {
 			}
 		}
 		if i := firstAtOrAbove(toks, vocab); i >= 0 {
-			return 0, fmt.Errorf("fineweb: shard %s: token %d: expected id below vocab size %d, got %d", s.path, off+i, vocab, toks[i])
+			return 0, fmt.Errorf("data: shard %s: token %d: expected id below vocab size %d, got %d", s.path, off+i, vocab, toks[i])
 		}
 	}
 	return sum, nil
@@ -145,20 +145,20 @@ func (s *Shard) Verify() error {
 	}
 	st, err := s.stat()
 	if err != nil {
-		return fmt.Errorf("fineweb: shard %s: %w", s.path, err)
+		return fmt.Errorf("data: shard %s: %w", s.path, err)
 	}
 	if st.Size() == s.size && st.ModTime().Equal(s.modTime) {
 		return nil
 	}
 	if want := HeaderBytes + 2*int64(s.count); st.Size() != want {
-		return fmt.Errorf("fineweb: shard %s changed while in use: %d bytes, it held %d when opened; restore it (or start over on the new data)", s.path, st.Size(), want)
+		return fmt.Errorf("data: shard %s changed while in use: %d bytes, it held %d when opened; restore it (or start over on the new data)", s.path, st.Size(), want)
 	}
 	sum, err := s.scan(0)
 	if err != nil {
 		return err
 	}
 	if sum != s.sum {
-		return fmt.Errorf("fineweb: shard %s changed while in use: its tokens' CRC-32C is now %08x, %08x when it was opened (written over in place?); restore it (or start over on the new data)", s.path, sum, s.sum)
+		return fmt.Errorf("data: shard %s changed while in use: its tokens' CRC-32C is now %08x, %08x when it was opened (written over in place?); restore it (or start over on the new data)", s.path, sum, s.sum)
 	}
 	s.size, s.modTime = st.Size(), st.ModTime() // touched, not changed
 	return nil
@@ -248,19 +248,19 @@ func (s *Shard) ReadTokens(dst []uint16, off int) error {
 func (s *Shard) readRaw(b []byte, off int) error {
 	n := len(b) / 2
 	if off < 0 || off+n > s.count {
-		return fmt.Errorf("fineweb: shard %s: tokens [%d, %d) outside the shard's %d", s.path, off, off+n, s.count)
+		return fmt.Errorf("data: shard %s: tokens [%d, %d) outside the shard's %d", s.path, off, off+n, s.count)
 	}
 	if s.r == nil {
-		return fmt.Errorf("fineweb: shard %s: %w", s.path, os.ErrClosed)
+		return fmt.Errorf("data: shard %s: %w", s.path, os.ErrClosed)
 	}
 	at := HeaderBytes + 2*int64(off)
 	got, err := s.r.ReadAt(b, at)
 	if got < len(b) {
 		if err == nil || errors.Is(err, io.EOF) {
-			return fmt.Errorf("fineweb: shard %s: truncated while in use: read %d of %d bytes at offset %d (it held %d tokens when opened)",
+			return fmt.Errorf("data: shard %s: truncated while in use: read %d of %d bytes at offset %d (it held %d tokens when opened)",
 				s.path, got, len(b), at, s.count)
 		}
-		return fmt.Errorf("fineweb: shard %s: %w", s.path, err)
+		return fmt.Errorf("data: shard %s: %w", s.path, err)
 	}
 	return nil
 }
@@ -301,18 +301,18 @@ type ShardWriter struct {
 func CreateShard(path string, overwrite bool) (*ShardWriter, error) {
 	if !overwrite {
 		if _, err := os.Lstat(path); err == nil {
-			return nil, fmt.Errorf("fineweb: shard %s: %w", path, os.ErrExist)
+			return nil, fmt.Errorf("data: shard %s: %w", path, os.ErrExist)
 		}
 	}
 	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
+		return nil, fmt.Errorf("data: shard %s: %w", path, err)
 	}
 	w := &ShardWriter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}
 	var hdr [HeaderBytes]byte
 	if _, err := w.w.Write(hdr[:]); err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("fineweb: shard %s: %w", path, err)
+		return nil, fmt.Errorf("data: shard %s: %w", path, err)
 	}
 	return w, nil
 }
@@ -333,21 +333,21 @@ func (w *ShardWriter) Write(tokens []int32) error {
 		return w.err
 	}
 	if w.count+int64(len(tokens)) > MaxShardTokens {
-		w.err = fmt.Errorf("fineweb: shard %s: token count: exceeds %d", w.path, MaxShardTokens)
+		w.err = fmt.Errorf("data: shard %s: token count: exceeds %d", w.path, MaxShardTokens)
 		return w.err
 	}
 	for len(tokens) > 0 {
 		n := min(len(tokens), len(w.buf)/2)
 		for i, t := range tokens[:n] {
 			if t < 0 || t > math.MaxUint16 {
-				w.err = fmt.Errorf("fineweb: shard %s: token %d: expected 0..65535, got %d", w.path, w.count+int64(i), t)
+				w.err = fmt.Errorf("data: shard %s: token %d: expected 0..65535, got %d", w.path, w.count+int64(i), t)
 				return w.err
 			}
 			binary.LittleEndian.PutUint16(w.buf[2*i:], uint16(t))
 		}
 		w.sum = crc32.Update(w.sum, castagnoli, w.buf[:2*n])
 		if _, err := w.w.Write(w.buf[:2*n]); err != nil {
-			w.err = fmt.Errorf("fineweb: shard %s: %w", w.path, err)
+			w.err = fmt.Errorf("data: shard %s: %w", w.path, err)
 			return w.err
 		}
 		w.count += int64(n)
@@ -378,10 +378,10 @@ func (w *ShardWriter) Close() error {
 	}
 	if err != nil {
 		f.Abort()
-		return fmt.Errorf("fineweb: shard %s: %w", w.path, err)
+		return fmt.Errorf("data: shard %s: %w", w.path, err)
 	}
 	if err := f.Commit(); err != nil {
-		return fmt.Errorf("fineweb: shard: %w", err)
+		return fmt.Errorf("data: shard: %w", err)
 	}
 	return nil
 }
@@ -394,7 +394,7 @@ func (w *ShardWriter) Abort() {
 	w.f.Abort()
 	w.f = nil
 	if w.err == nil {
-		w.err = errors.New("fineweb: shard " + w.path + ": aborted")
+		w.err = errors.New("data: shard " + w.path + ": aborted")
 	}
 }
 

@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ type ValLoader struct {
 // Tokens and Cut report it). A shard of fewer than T+1 tokens is an error.
 func Validation(path string, nTokens, T, B int) (*ValLoader, error) {
 	if T <= 0 || B <= 0 {
-		return nil, fmt.Errorf("fineweb: validation %s: expected T > 0 and B > 0, got T=%d B=%d", path, T, B)
+		return nil, fmt.Errorf("data: validation %s: expected T > 0 and B > 0, got T=%d B=%d", path, T, B)
 	}
 	s, err := OpenShard(path, tokenizer.VocabSize)
 	if err != nil {
@@ -39,7 +39,7 @@ func Validation(path string, nTokens, T, B int) (*ValLoader, error) {
 	have := s.Len()
 	if have < T+1 {
 		s.Close()
-		return nil, fmt.Errorf("fineweb: validation %s: token count: expected at least %d (T+1) for one sequence, got %d", path, T+1, have)
+		return nil, fmt.Errorf("data: validation %s: token count: expected at least %d (T+1) for one sequence, got %d", path, T+1, have)
 	}
 	requested := nTokens
 	if nTokens <= 0 || nTokens > have-1 {
@@ -72,7 +72,7 @@ func (v *ValLoader) Cut() bool { return v.requested > 0 && v.requested != v.nTok
 // returns 0, io.EOF. A shard truncated since Validation is an error.
 func (v *ValLoader) Next(inputs, targets []int32) (int, error) {
 	if len(inputs) < v.B*v.T || len(targets) < v.B*v.T {
-		return 0, fmt.Errorf("fineweb: validation %s: next: expected inputs and targets of at least %d, got %d and %d", v.shard.path, v.B*v.T, len(inputs), len(targets))
+		return 0, fmt.Errorf("data: validation %s: next: expected inputs and targets of at least %d, got %d and %d", v.shard.path, v.B*v.T, len(inputs), len(targets))
 	}
 	if v.next >= v.nSeq {
 		return 0, io.EOF

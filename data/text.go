@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"bufio"
@@ -64,7 +64,7 @@ func isBzip2(head []byte) bool {
 func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: text: %w", err)
+		return nil, fmt.Errorf("data: text: %w", err)
 	}
 	br := bufio.NewReaderSize(&countingReader{f, progress}, 1<<20)
 	head, _ := br.Peek(10)
@@ -72,19 +72,19 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 		z, err := gzip.NewReader(br)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("fineweb: text %s: gzip: %w", path, err)
+			return nil, fmt.Errorf("data: text %s: gzip: %w", path, err)
 		}
 		return &textReader{Reader: &gzipReader{z: z}, close: func() error { return errors.Join(z.Close(), f.Close()) }}, nil
 	}
 	for _, m := range magics {
 		if bytes.HasPrefix(head, m.prefix) {
 			f.Close()
-			return nil, fmt.Errorf("fineweb: text %s: %s-compressed; decompress it first (only gzip is read)", path, m.name)
+			return nil, fmt.Errorf("data: text %s: %s-compressed; decompress it first (only gzip is read)", path, m.name)
 		}
 	}
 	if isBzip2(head) {
 		f.Close()
-		return nil, fmt.Errorf("fineweb: text %s: bzip2-compressed; decompress it first (only gzip is read)", path)
+		return nil, fmt.Errorf("data: text %s: bzip2-compressed; decompress it first (only gzip is read)", path)
 	}
 	return &textReader{Reader: br, close: f.Close}, nil
 }
@@ -141,7 +141,7 @@ func (c *textChecker) check(b []byte) error {
 	}
 	c.n += int64(len(b))
 	if c.bad > maxBadBytes(c.n) {
-		return fmt.Errorf("fineweb: text %s: not UTF-8 text: %d NUL or invalid UTF-8 bytes in its first %d bytes (the first, 0x%02x, at byte %d); is it a binary file?",
+		return fmt.Errorf("data: text %s: not UTF-8 text: %d NUL or invalid UTF-8 bytes in its first %d bytes (the first, 0x%02x, at byte %d); is it a binary file?",
 			c.path, c.bad, c.n, c.firstByte, c.firstBad)
 	}
 	return nil
@@ -219,7 +219,7 @@ func (b *Builder) AddTextFile(ctx context.Context, path string) error {
 		n, eof, rerr := readChunk(r, raw[len(carry):])
 		chunk := raw[:len(carry)+n]
 		if rerr != nil {
-			return fmt.Errorf("fineweb: text %s: %w", path, rerr)
+			return fmt.Errorf("data: text %s: %w", path, rerr)
 		}
 		keep := 0
 		if !eof {

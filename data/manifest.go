@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"encoding/json"
@@ -62,28 +62,28 @@ func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestName)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: manifest: %w", err)
+		return nil, fmt.Errorf("data: manifest: %w", err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("fineweb: manifest %s: %w", path, err)
+		return nil, fmt.Errorf("data: manifest %s: %w", path, err)
 	}
 	switch {
 	case m.Format != manifestFormat:
-		return nil, fmt.Errorf("fineweb: manifest %s: format: expected %q, got %q", path, manifestFormat, m.Format)
+		return nil, fmt.Errorf("data: manifest %s: format: expected %q, got %q", path, manifestFormat, m.Format)
 	case m.Version != 1:
-		return nil, fmt.Errorf("fineweb: manifest %s: version: expected 1, got %d", path, m.Version)
+		return nil, fmt.Errorf("data: manifest %s: version: expected 1, got %d", path, m.Version)
 	case m.Checksum != "crc32c":
-		return nil, fmt.Errorf("fineweb: manifest %s: checksum: expected \"crc32c\", got %q", path, m.Checksum)
+		return nil, fmt.Errorf("data: manifest %s: checksum: expected \"crc32c\", got %q", path, m.Checksum)
 	}
 	seen := map[string]bool{}
 	for i, s := range m.Shards {
 		if s.File == "" || s.File != filepath.Base(s.File) || seen[s.File] {
-			return nil, fmt.Errorf("fineweb: manifest %s: shard %d: file %q: expected a unique base name", path, i, s.File)
+			return nil, fmt.Errorf("data: manifest %s: shard %d: file %q: expected a unique base name", path, i, s.File)
 		}
 		seen[s.File] = true
 		if _, err := strconv.ParseUint(s.Checksum, 16, 32); err != nil || len(s.Checksum) != 8 {
-			return nil, fmt.Errorf("fineweb: manifest %s: shard %s: checksum %q: expected 8 hex digits", path, s.File, s.Checksum)
+			return nil, fmt.Errorf("data: manifest %s: shard %s: checksum %q: expected 8 hex digits", path, s.File, s.Checksum)
 		}
 	}
 	return &m, nil
@@ -115,7 +115,7 @@ func writeManifest(dir string, m *Manifest) error {
 	path := filepath.Join(dir, ManifestName)
 	if len(m.Shards) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("fineweb: manifest: %w", err)
+			return fmt.Errorf("data: manifest: %w", err)
 		}
 		return nil
 	}
@@ -123,10 +123,10 @@ func writeManifest(dir string, m *Manifest) error {
 	slices.SortFunc(m.Shards, func(a, b ManifestShard) int { return strings.Compare(a.File, b.File) })
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("fineweb: manifest %s: %w", path, err)
+		return fmt.Errorf("data: manifest %s: %w", path, err)
 	}
 	if err := atomicfile.WriteFile(path, append(data, '\n')); err != nil {
-		return fmt.Errorf("fineweb: manifest: %w", err)
+		return fmt.Errorf("data: manifest: %w", err)
 	}
 	return nil
 }
@@ -155,10 +155,10 @@ func updateManifest(dir string, edit func(*Manifest)) error {
 func WriteManifest(dir string) (*Manifest, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.bin"))
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: manifest: %w", err)
+		return nil, fmt.Errorf("data: manifest: %w", err)
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("fineweb: manifest: %s holds no .bin shards", dir)
+		return nil, fmt.Errorf("data: manifest: %s holds no .bin shards", dir)
 	}
 	m := &Manifest{}
 	for _, p := range paths {
@@ -201,7 +201,7 @@ func manifestFor(s *Shard) (*Manifest, error) {
 	dir := filepath.Dir(s.path)
 	m, err := ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("fineweb: shard %s: its folder has no %s, so it may be a partial set (a prepare that did not finish writes none); if the shards are complete (llm.c's downloads), write one with `hilbert prepare -manifest %s`", s.path, ManifestName, dir)
+		return nil, fmt.Errorf("data: shard %s: its folder has no %s, so it may be a partial set (a prepare that did not finish writes none); if the shards are complete (llm.c's downloads), write one with `hilbert prepare -manifest %s`", s.path, ManifestName, dir)
 	}
 	return m, err
 }
@@ -211,13 +211,13 @@ func checkEntry(s *Shard, m *Manifest) error {
 	dir := filepath.Dir(s.path)
 	e := m.entry(filepath.Base(s.path))
 	if e == nil {
-		return fmt.Errorf("fineweb: shard %s is not listed in %s (%d shards listed)", s.path, filepath.Join(dir, ManifestName), len(m.Shards))
+		return fmt.Errorf("data: shard %s is not listed in %s (%d shards listed)", s.path, filepath.Join(dir, ManifestName), len(m.Shards))
 	}
 	if e.Tokens != int64(s.Len()) {
-		return fmt.Errorf("fineweb: shard %s does not match %s: tokens: expected %d, got %d", s.path, filepath.Join(dir, ManifestName), e.Tokens, s.Len())
+		return fmt.Errorf("data: shard %s does not match %s: tokens: expected %d, got %d", s.path, filepath.Join(dir, ManifestName), e.Tokens, s.Len())
 	}
 	if got := checksumString(s.Checksum()); got != e.Checksum {
-		return fmt.Errorf("fineweb: shard %s does not match %s: crc32c: expected %s, got %s (the file changed after the manifest was written)", s.path, filepath.Join(dir, ManifestName), e.Checksum, got)
+		return fmt.Errorf("data: shard %s does not match %s: crc32c: expected %s, got %s (the file changed after the manifest was written)", s.path, filepath.Join(dir, ManifestName), e.Checksum, got)
 	}
 	return nil
 }
@@ -258,7 +258,7 @@ func verifyTraining(shards []*Shard) error {
 				return err
 			}
 			if e := m.entry(filepath.Base(s.path)); e.Split != "train" {
-				return fmt.Errorf("fineweb: shard %s is listed as %q in %s, not as a training shard", s.path, e.Split, filepath.Join(d, ManifestName))
+				return fmt.Errorf("data: shard %s is listed as %q in %s, not as a training shard", s.path, e.Split, filepath.Join(d, ManifestName))
 			}
 			have[filepath.Base(s.path)] = true
 		}
@@ -278,7 +278,7 @@ func verifyTraining(shards []*Shard) error {
 			if len(missing) > len(show) {
 				more = fmt.Sprintf(" and %d more", len(missing)-len(show))
 			}
-			return fmt.Errorf("fineweb: training set: %s lists %d training shards, the set has %d of them: missing %s%s (pass them all; to train on a subset, put it in a folder of its own and run `hilbert prepare -manifest DIR` there)",
+			return fmt.Errorf("data: training set: %s lists %d training shards, the set has %d of them: missing %s%s (pass them all; to train on a subset, put it in a folder of its own and run `hilbert prepare -manifest DIR` there)",
 				filepath.Join(d, ManifestName), train, train-len(missing), strings.Join(show, ", "), more)
 		}
 	}

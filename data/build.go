@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"cmp"
@@ -105,11 +105,11 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 	}
 	switch {
 	case cfg.Dir == "":
-		return nil, fmt.Errorf("fineweb: build: Dir: expected a directory, got \"\"")
+		return nil, fmt.Errorf("data: build: Dir: expected a directory, got \"\"")
 	case cfg.ShardTokens < 0 || cfg.ShardTokens > MaxShardTokens:
-		return nil, fmt.Errorf("fineweb: build: ShardTokens: expected 1..%d, got %d", MaxShardTokens, cfg.ShardTokens)
+		return nil, fmt.Errorf("data: build: ShardTokens: expected 1..%d, got %d", MaxShardTokens, cfg.ShardTokens)
 	case cfg.Split.ValTokens < 0 || cfg.Split.ValEvery < 0:
-		return nil, fmt.Errorf("fineweb: build: Split: expected non-negative fields, got %+v", cfg.Split)
+		return nil, fmt.Errorf("data: build: Split: expected non-negative fields, got %+v", cfg.Split)
 	}
 	tok := cfg.Tokenizer
 	if tok == nil {
@@ -119,14 +119,14 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 		}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("fineweb: build: %w", err)
+		return nil, fmt.Errorf("data: build: %w", err)
 	}
 	old, err := filepath.Glob(filepath.Join(cfg.Dir, cfg.Prefix+"_*.bin"))
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: build: %w", err)
+		return nil, fmt.Errorf("data: build: %w", err)
 	}
 	if len(old) > 0 && !cfg.Overwrite {
-		return nil, fmt.Errorf("fineweb: build: %s holds %d shards named %s_*.bin (first %s): %w; allow overwriting to replace them",
+		return nil, fmt.Errorf("data: build: %s holds %d shards named %s_*.bin (first %s): %w; allow overwriting to replace them",
 			cfg.Dir, len(old), cfg.Prefix, filepath.Base(old[0]), os.ErrExist)
 	}
 	// The manifest stops listing the old shards before they go, so that
@@ -139,12 +139,12 @@ func NewBuilder(cfg BuildConfig) (*Builder, error) {
 		if err := updateManifest(cfg.Dir, func(m *Manifest) {
 			m.Shards = slices.DeleteFunc(m.Shards, func(e ManifestShard) bool { return gone[e.File] })
 		}); err != nil {
-			return nil, fmt.Errorf("fineweb: build: %w", err)
+			return nil, fmt.Errorf("data: build: %w", err)
 		}
 	}
 	for _, p := range old {
 		if err := os.Remove(p); err != nil {
-			return nil, fmt.Errorf("fineweb: build: %w", err)
+			return nil, fmt.Errorf("data: build: %w", err)
 		}
 	}
 	mk := func(kind string) stream {
@@ -293,9 +293,9 @@ func (b *Builder) Close() (Summary, error) {
 	b.sum.Elapsed = time.Since(b.start)
 	if sp := b.cfg.Split; (sp.ValTokens > 0 || sp.ValEvery > 0) && len(b.train.paths) == 0 {
 		if sp.ValEvery > 0 {
-			return b.sum, fmt.Errorf("fineweb: build: %w: the split (every %d-th document, first %d tokens) sends all %d tokens to validation", ErrNoTraining, sp.ValEvery, sp.ValTokens, b.sum.Tokens)
+			return b.sum, fmt.Errorf("data: build: %w: the split (every %d-th document, first %d tokens) sends all %d tokens to validation", ErrNoTraining, sp.ValEvery, sp.ValTokens, b.sum.Tokens)
 		}
-		return b.sum, fmt.Errorf("fineweb: build: %w: validation takes the first %d tokens, at or above the input's %d", ErrNoTraining, sp.ValTokens, b.sum.Tokens)
+		return b.sum, fmt.Errorf("data: build: %w: validation takes the first %d tokens, at or above the input's %d", ErrNoTraining, sp.ValTokens, b.sum.Tokens)
 	}
 	err := updateManifest(b.cfg.Dir, func(m *Manifest) {
 		for _, e := range append(b.val.entries, b.train.entries...) {
@@ -303,7 +303,7 @@ func (b *Builder) Close() (Summary, error) {
 		}
 	})
 	if err != nil {
-		return b.sum, fmt.Errorf("fineweb: build: %w", err)
+		return b.sum, fmt.Errorf("data: build: %w", err)
 	}
 	return b.sum, nil
 }

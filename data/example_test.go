@@ -1,21 +1,21 @@
-package fineweb_test
+package data_test
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 )
 
 func ExampleWriteShard() {
 	dir, _ := os.MkdirTemp("", "shards")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "fineweb_train_000000.bin")
-	if err := fineweb.WriteShard(path, []int32{50256, 15496, 995}, false); err != nil {
+	if err := data.WriteShard(path, []int32{50256, 15496, 995}, false); err != nil {
 		panic(err)
 	}
-	s, err := fineweb.OpenShard(path, 50257)
+	s, err := data.OpenShard(path, 50257)
 	if err != nil {
 		panic(err)
 	}
@@ -36,10 +36,10 @@ func ExampleNewLoader() {
 		toks[i] = int32(i)
 	}
 	path := filepath.Join(dir, "fineweb_train_000000.bin")
-	if err := fineweb.WriteShard(path, toks, false); err != nil {
+	if err := data.WriteShard(path, toks, false); err != nil {
 		panic(err)
 	}
-	l, err := fineweb.NewLoader(fineweb.LoaderConfig{Shards: []string{path}, SeqLen: 8, MicroBatch: 2, BatchSeqs: 2, Seed: 1})
+	l, err := data.NewLoader(data.LoaderConfig{Shards: []string{path}, SeqLen: 8, MicroBatch: 2, BatchSeqs: 2, Seed: 1})
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package fineweb
+package data
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"cmp"
@@ -90,10 +90,10 @@ type prefetched struct {
 func Glob(pattern string) ([]string, error) {
 	m, err := filepath.Glob(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("fineweb: glob %q: %w", pattern, err)
+		return nil, fmt.Errorf("data: glob %q: %w", pattern, err)
 	}
 	if len(m) == 0 {
-		return nil, fmt.Errorf("fineweb: glob %q: no shard files match", pattern)
+		return nil, fmt.Errorf("data: glob %q: no shard files match", pattern)
 	}
 	slices.Sort(m)
 	return m, nil
@@ -108,13 +108,13 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	cfg.Prefetch = cmp.Or(cfg.Prefetch, 4)
 	switch {
 	case len(cfg.Shards) == 0:
-		return nil, errors.New("fineweb: loader: Shards: expected at least one shard")
+		return nil, errors.New("data: loader: Shards: expected at least one shard")
 	case cfg.SeqLen <= 0:
-		return nil, fmt.Errorf("fineweb: loader: SeqLen: expected > 0, got %d", cfg.SeqLen)
+		return nil, fmt.Errorf("data: loader: SeqLen: expected > 0, got %d", cfg.SeqLen)
 	case cfg.MicroBatch <= 0:
-		return nil, fmt.Errorf("fineweb: loader: MicroBatch: expected > 0, got %d", cfg.MicroBatch)
+		return nil, fmt.Errorf("data: loader: MicroBatch: expected > 0, got %d", cfg.MicroBatch)
 	case cfg.BatchSeqs%cfg.MicroBatch != 0 || cfg.BatchSeqs < 0:
-		return nil, fmt.Errorf("fineweb: loader: BatchSeqs: expected a positive multiple of MicroBatch %d, got %d", cfg.MicroBatch, cfg.BatchSeqs)
+		return nil, fmt.Errorf("data: loader: BatchSeqs: expected a positive multiple of MicroBatch %d, got %d", cfg.MicroBatch, cfg.BatchSeqs)
 	}
 	l := &Loader{cfg: cfg, microPer: cfg.BatchSeqs / cfg.MicroBatch}
 	l.own = l.newReader()
@@ -139,7 +139,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	if total == 0 {
 		l.closeShards()
-		return nil, fmt.Errorf("fineweb: loader: no shard holds one optimizer batch of %d sequences of %d+1 tokens", cfg.BatchSeqs, cfg.SeqLen)
+		return nil, fmt.Errorf("data: loader: no shard holds one optimizer batch of %d sequences of %d+1 tokens", cfg.BatchSeqs, cfg.SeqLen)
 	}
 	l.cur = l.own.normalize(Cursor{})
 	l.start()
@@ -184,11 +184,11 @@ func (l *Loader) Cursor() Cursor { return l.cur }
 // Loader with the same configuration).
 func (l *Loader) Restore(c Cursor) error {
 	if c.Epoch < 0 || c.Shard < 0 || c.Shard >= len(l.shards) || c.Batch < 0 || c.Micro < 0 || c.Micro >= l.microPer {
-		return fmt.Errorf("fineweb: loader: restore: cursor %+v out of range for %d shards, %d micro-batches per batch", c, len(l.shards), l.microPer)
+		return fmt.Errorf("data: loader: restore: cursor %+v out of range for %d shards, %d micro-batches per batch", c, len(l.shards), l.microPer)
 	}
 	order := l.own.shardOrder(c.Epoch)
 	if c.Batch >= l.nBatches[order[c.Shard]] && !(c.Batch == 0 && l.nBatches[order[c.Shard]] == 0) {
-		return fmt.Errorf("fineweb: loader: restore: cursor batch %d out of range for shard %s with %d batches", c.Batch, l.shards[order[c.Shard]].path, l.nBatches[order[c.Shard]])
+		return fmt.Errorf("data: loader: restore: cursor batch %d out of range for shard %s with %d batches", c.Batch, l.shards[order[c.Shard]].path, l.nBatches[order[c.Shard]])
 	}
 	l.halt()
 	l.cur, l.err = l.own.normalize(c), nil
@@ -202,7 +202,7 @@ func (l *Loader) Restore(c Cursor) error {
 func (l *Loader) Next(inputs, targets []int32) error {
 	B, T := l.cfg.MicroBatch, l.cfg.SeqLen
 	if len(inputs) != B*T || len(targets) != B*T {
-		return fmt.Errorf("fineweb: loader: next: expected inputs and targets of %d*%d=%d, got %d and %d", B, T, B*T, len(inputs), len(targets))
+		return fmt.Errorf("data: loader: next: expected inputs and targets of %d*%d=%d, got %d and %d", B, T, B*T, len(inputs), len(targets))
 	}
 	if l.err != nil {
 		return l.err

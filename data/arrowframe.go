@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"encoding/binary"

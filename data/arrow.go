@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // check. Deferred by AddParquet and AddArrow.
 func malformed(kind, path string, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("fineweb: %s %s: malformed file (reading it failed: %v)", kind, path, r)
+		*err = fmt.Errorf("data: %s %s: malformed file (reading it failed: %v)", kind, path, r)
 	}
 }
 
@@ -35,12 +35,12 @@ func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 	defer malformed("parquet", path, &err)
 	f, err := regfile.Open(path)
 	if err != nil {
-		return fmt.Errorf("fineweb: parquet: %w", err)
+		return fmt.Errorf("data: parquet: %w", err)
 	}
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+		return fmt.Errorf("data: parquet %s: %w", path, err)
 	}
 	defer pf.Close()
 	// The Arrow schema that Arrow's writers keep in the file's metadata
@@ -56,11 +56,11 @@ func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(b.cfg.BatchRows)}, memory.DefaultAllocator)
 	if err != nil {
-		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+		return fmt.Errorf("data: parquet %s: %w", path, err)
 	}
 	schema, err := fr.Schema()
 	if err != nil {
-		return fmt.Errorf("fineweb: parquet %s: schema: %w", path, err)
+		return fmt.Errorf("data: parquet %s: schema: %w", path, err)
 	}
 	col, err := b.findColumn(path, schema)
 	if err != nil {
@@ -68,7 +68,7 @@ func (b *Builder) AddParquet(ctx context.Context, path string) (err error) {
 	}
 	rr, err := fr.GetRecordReader(ctx, []int{col}, nil)
 	if err != nil {
-		return fmt.Errorf("fineweb: parquet %s: %w", path, err)
+		return fmt.Errorf("data: parquet %s: %w", path, err)
 	}
 	defer rr.Release()
 	return b.addRecords(ctx, path, rr, 0, sizeProgress(path, pf.NumRows()))
@@ -83,17 +83,17 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 	defer malformed("arrow", path, &err)
 	f, err := regfile.Open(path)
 	if err != nil {
-		return fmt.Errorf("fineweb: arrow: %w", err)
+		return fmt.Errorf("data: arrow: %w", err)
 	}
 	defer f.Close()
 	var magic [6]byte
 	n, _ := io.ReadFull(f, magic[:])
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+		return fmt.Errorf("data: arrow %s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+		return fmt.Errorf("data: arrow %s: %w", path, err)
 	}
 	// arrow-go does not verify the flatbuffers it reads (see
 	// arrowcheck.go): check them, and cap what it may read at the file's
@@ -105,14 +105,14 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 		err = checkArrowStream(f, 0, st.Size())
 	}
 	if err != nil {
-		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+		return fmt.Errorf("data: arrow %s: %w", path, err)
 	}
 	limit := max(st.Size(), 1) // 0 would disable the limits
 	limits := []ipc.Option{ipc.WithMetadataSizeLimit(limit), ipc.WithBodySizeLimit(limit)}
 	if isFile {
 		fr, err := ipc.NewFileReader(f, limits...)
 		if err != nil {
-			return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+			return fmt.Errorf("data: arrow %s: %w", path, err)
 		}
 		defer fr.Close()
 		col, err := b.findColumn(path, fr.Schema())
@@ -124,7 +124,7 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 	}
 	sr, err := ipc.NewReader(f, limits...)
 	if err != nil {
-		return fmt.Errorf("fineweb: arrow %s: %w", path, err)
+		return fmt.Errorf("data: arrow %s: %w", path, err)
 	}
 	defer sr.Release()
 	col, err := b.findColumn(path, sr.Schema())
@@ -138,7 +138,7 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 func (b *Builder) findColumn(path string, s *arrow.Schema) (int, error) {
 	idx := s.FieldIndices(b.cfg.Column)
 	if len(idx) == 0 {
-		return 0, fmt.Errorf("fineweb: %s: column %q: not found in schema %s", path, b.cfg.Column, s)
+		return 0, fmt.Errorf("data: %s: column %q: not found in schema %s", path, b.cfg.Column, s)
 	}
 	t := s.Field(idx[0]).Type
 	switch t.ID() {
@@ -149,7 +149,7 @@ func (b *Builder) findColumn(path string, s *arrow.Schema) (int, error) {
 			return idx[0], nil
 		}
 	}
-	return 0, fmt.Errorf("fineweb: %s: column %q: type: expected string, large_string or a list of integers, got %s", path, b.cfg.Column, t)
+	return 0, fmt.Errorf("data: %s: column %q: type: expected string, large_string or a list of integers, got %s", path, b.cfg.Column, t)
 }
 
 func isInteger(id arrow.Type) bool {
@@ -217,7 +217,7 @@ func (b *Builder) addRecords(ctx context.Context, path string, src recordSource,
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("fineweb: %s: reading record batch: %w", path, err)
+			return fmt.Errorf("data: %s: reading record batch: %w", path, err)
 		}
 		arr := rec.Column(col)
 		switch a := arr.(type) {
@@ -231,7 +231,7 @@ func (b *Builder) addRecords(ctx context.Context, path string, src recordSource,
 			}
 			texts = texts[:0]
 		default:
-			return fmt.Errorf("fineweb: %s: column %q: unexpected array type %s", path, b.cfg.Column, arr.DataType())
+			return fmt.Errorf("data: %s: column %q: unexpected array type %s", path, b.cfg.Column, arr.DataType())
 		}
 		b.sum.Nulls += arr.NullN()
 		if len(texts) > 0 {
@@ -268,7 +268,7 @@ func (b *Builder) addTokenLists(path string, a array.ListLike, scratch *[]int32)
 	values := a.ListValues()
 	get, err := integerGetter(values)
 	if err != nil {
-		return fmt.Errorf("fineweb: %s: column %q: %w", path, b.cfg.Column, err)
+		return fmt.Errorf("data: %s: column %q: %w", path, b.cfg.Column, err)
 	}
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {
@@ -281,7 +281,7 @@ func (b *Builder) addTokenLists(path string, a array.ListLike, scratch *[]int32)
 			if v < 0 || v >= int64(b.tok.VocabSize()) || values.IsNull(int(j)) {
 				// ValueStr gives the stored value (a uint64 above 2^62, which
 				// v cannot hold, included) or "(null)".
-				return fmt.Errorf("fineweb: %s: column %q: row %d token %d: expected id in [0,%d), got %s", path, b.cfg.Column, i, j-start, b.tok.VocabSize(), values.ValueStr(int(j)))
+				return fmt.Errorf("data: %s: column %q: row %d token %d: expected id in [0,%d), got %s", path, b.cfg.Column, i, j-start, b.tok.VocabSize(), values.ValueStr(int(j)))
 			}
 			ids = append(ids, int32(v))
 		}

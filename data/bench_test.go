@@ -1,4 +1,4 @@
-package fineweb
+package data
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // BenchmarkBuildParquet measures ingestion MB/s (text bytes) from a Parquet
 // file of Austen's paragraphs to shards:
 //
-//	go test ./data/fineweb -run '^$' -bench . -benchtime 3x
+//	go test ./data -run '^$' -bench . -benchtime 3x
 func BenchmarkBuildParquet(b *testing.B) {
 	text := testcorpus.Text(b, "austen.txt.gz")
 	var docs []*string
@@ -48,7 +48,7 @@ func BenchmarkBuildText(b *testing.B) {
 // vocabulary and computes the CRC-32C the manifest is checked against.
 // BenchmarkShardCRC32C is the checksum's share of that pass.
 //
-//	go test ./data/fineweb -run '^$' -bench 'OpenShard|CRC32C' -benchtime 5x
+//	go test ./data -run '^$' -bench 'OpenShard|CRC32C' -benchtime 5x
 func BenchmarkOpenShard(b *testing.B) {
 	p := bigShard(b)
 	b.SetBytes(HeaderBytes + 2*50<<20)
