@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -257,5 +258,61 @@ func TestGenerateOnEmulatedCUDA(t *testing.T) {
 	}
 	if d := maxAbsDiff(logits[0], logits[1]); d > 1e-4 {
 		t.Errorf("train-mode logits differ between CPU and CUDA by %g (dropout masks?)", d)
+	}
+}
+
+// TestGenerateBatch: each row of a batch gets the tokens Generate gives
+// its prompt alone with seed Seed+row, greedy and sampled, with and
+// without the cache; Stream sees every step's tokens; prompts of two
+// lengths are refused.
+func TestGenerateBatch(t *testing.T) {
+	dev := cpu.New()
+	prompts := [][]int32{{5, 17, 42}, {1, 2, 3}, {60, 0, 9}}
+	for name, m := range genModels(t) {
+		for _, o := range []GenerateOptions{
+			{Tokens: 9},
+			{Tokens: 9, Temperature: 1, TopK: 20, TopP: 0.9, Seed: 5},
+			{Tokens: 9, Temperature: 1, Seed: 6, NoCache: true},
+		} {
+			t.Run(fmt.Sprintf("%s/T=%g,nocache=%v", name, o.Temperature, o.NoCache), func(t *testing.T) {
+				var streamed [][]int32
+				ob := o
+				ob.Stream = func(step int, tokens []int32) {
+					if step != len(streamed) || len(tokens) != len(prompts) {
+						t.Fatalf("Stream(%d, %v) after %d steps", step, tokens, len(streamed))
+					}
+					streamed = append(streamed, append([]int32(nil), tokens...))
+				}
+				got, err := GenerateBatch(dev, m, prompts, ob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r, p := range prompts {
+					or := o
+					or.Seed += uint64(r)
+					want, err := Generate(dev, m, p, or)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got[r]) != fmt.Sprint(want) {
+						t.Errorf("row %d: batch %v, alone %v", r, got[r], want)
+					}
+					for step, toks := range streamed {
+						if toks[r] != got[r][step] {
+							t.Errorf("row %d step %d: streamed %d, returned %d", r, step, toks[r], got[r][step])
+						}
+					}
+				}
+				if len(streamed) != o.Tokens {
+					t.Errorf("Stream called %d times, want %d", len(streamed), o.Tokens)
+				}
+			})
+		}
+	}
+	if _, err := GenerateBatch(dev, genModels(t)["gpt2"], [][]int32{{1, 2}, {3}}, GenerateOptions{Tokens: 1}); err == nil || !strings.Contains(err.Error(), "one length") {
+		t.Errorf("prompts of two lengths: error %v, want one naming the lengths", err)
+	}
+	if _, err := GenerateBatch(dev, genModels(t)["gpt2"], nil, GenerateOptions{Tokens: 1}); err == nil {
+		t.Error("no prompts: accepted")
 	}
 }
