@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hilbert-ml/hilbert/device/cpu"
+	"github.com/hilbert-ml/hilbert/device/profile"
+	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/models/registry"
+)
+
+// benchGenerateFlags are bench generate's settings.
+type benchGenerateFlags struct {
+	family, preset, devName string
+	sizes                   benchSizes
+	batch, prompt, tokens   int
+	reps, profileTop        int
+}
+
+// generateTimes are the timestamps of one generation: the time to the
+// first token (the prompt's forward and its pick, "prefill") and the mean
+// time of each later token.
+type generateTimes struct {
+	first, perToken time.Duration
+}
+
+// runBenchGenerate is the "generate" bench target: greedy models.Generate
+// (GenerateBatch for a batch) with the KV cache on random prompts, timed
+// as prefill (the time to the first token) and decode (each later token);
+// "bench parity" compares it with PyTorch's own KV-cache loop.
+func runBenchGenerate(args []string, stdout, stderr io.Writer) error {
+	var f benchGenerateFlags
+	fs := flag.NewFlagSet("bench generate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.family, "model", "gpt2", "model family: "+strings.Join(registry.Names(), ", "))
+	fs.StringVar(&f.preset, "preset", "gpt2", "model preset of the family ("+presetsUsage()+")")
+	f.sizes.flags(fs)
+	fs.IntVar(&f.batch, "batch", 1, "prompts generated together")
+	fs.IntVar(&f.prompt, "prompt", 64, "tokens per prompt")
+	fs.IntVar(&f.tokens, "tokens", 32, "new tokens per prompt (at least 2)")
+	fs.IntVar(&f.reps, "reps", 3, "timed generations (after one warm-up); the medians are reported")
+	fs.StringVar(&f.devName, "device", "cpu", "cpu, cuda or cuda:N")
+	fs.IntVar(&f.profileTop, "profile", 0, "after the timed generations, profile the decode steps of one more (each kernel call timed to completion) and print its N costliest operations to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if f.batch < 1 || f.prompt < 1 || f.tokens < 2 || f.reps < 1 {
+		return usageErr(fs.Name(), fmt.Errorf("-batch %d, -prompt %d, -tokens %d, -reps %d: want batch, prompt, reps >= 1 and tokens >= 2", f.batch, f.prompt, f.tokens, f.reps))
+	}
+	fam, err := registry.Lookup(f.family)
+	if err != nil {
+		return usageErr(fs.Name(), fmt.Errorf("-model: %w", err))
+	}
+	cfg, err := fam.Preset(f.preset)
+	if err != nil {
+		return usageErr(fs.Name(), fmt.Errorf("-preset: %w", err))
+	}
+	if cfg, err = f.sizes.apply(cfg); err != nil {
+		return usageErr(fs.Name(), err)
+	}
+	size := registry.SizesOf(cfg)
+	if f.prompt+f.tokens > size.Context {
+		return usageErr(fs.Name(), fmt.Errorf("-prompt %d and -tokens %d exceed the context of %d", f.prompt, f.tokens, size.Context))
+	}
+	dev, err := openDevice(f.devName)
+	if err != nil {
+		return err
+	}
+	var prof *profile.Device
+	if f.profileTop > 0 {
+		prof = profile.Wrap(dev)
+		dev = prof
+	}
+	m, err := fam.Build(dev, cfg, registry.BuildOptions{Seed: 1})
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	prompts := make([][]int32, f.batch)
+	for r := range prompts {
+		prompts[r] = make([]int32, f.prompt)
+		for i := range prompts[r] {
+			prompts[r][i] = int32(rng.IntN(size.Vocab))
+		}
+	}
+	once := func(onFirst func()) (generateTimes, error) {
+		var first, last time.Time
+		opt := models.GenerateOptions{Tokens: f.tokens, Stream: func(step int, _ []int32) {
+			switch step {
+			case 0:
+				first = time.Now()
+				if onFirst != nil {
+					onFirst()
+				}
+			case f.tokens - 1:
+				last = time.Now()
+			}
+		}}
+		start := time.Now()
+		if _, err := models.GenerateBatch(dev, m, prompts, opt); err != nil {
+			return generateTimes{}, err
+		}
+		return generateTimes{first: first.Sub(start), perToken: last.Sub(first) / time.Duration(f.tokens-1)}, nil
+	}
+	if _, err := once(nil); err != nil { // warm up
+		return err
+	}
+	var firsts, pers []time.Duration
+	for range f.reps {
+		t, err := once(nil)
+		if err != nil {
+			return err
+		}
+		firsts, pers = append(firsts, t.first), append(pers, t.perToken)
+	}
+	first, per := medianDuration(firsts), medianDuration(pers)
+	out := map[string]any{
+		"target": "generate", "model": f.family, "preset": f.preset, "layers": size.Layers, "dim": size.Dim,
+		"batch": f.batch, "prompt": f.prompt, "tokens": f.tokens, "reps": f.reps,
+		"prefill_ms": ms(first), "prefill_tokens_per_s": float64(f.batch*f.prompt) / first.Seconds(),
+		"ms_per_token": ms(per), "decode_tokens_per_s": float64(f.batch) / per.Seconds(),
+		"tokens_per_s": float64(f.batch*f.tokens) / (first + per*time.Duration(f.tokens-1)).Seconds(),
+		"threads":      cpu.Threads(), "device": dev.Name(),
+	}
+	if prof != nil {
+		if err := profileDecode(prof, once, f, stderr); err != nil {
+			return err
+		}
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}
+
+// profileDecode runs one more generation with the calls of its decode
+// steps (after the first token) timed and prints the costliest.
+func profileDecode(prof *profile.Device, once func(func()) (generateTimes, error), f benchGenerateFlags, stderr io.Writer) error {
+	t, err := once(func() { prof.Record(true) })
+	prof.Record(false)
+	if err != nil {
+		return err
+	}
+	var calls time.Duration
+	for _, o := range prof.Ops() {
+		calls += o.Time
+	}
+	steps := f.tokens - 1
+	fmt.Fprintf(stderr, "profile of %d decode steps (%s, batch %d, after a %d-token prompt; calls synchronized): %.2f ms a token, of which device calls %.2f ms (the rest: graph, sampling, host)\n",
+		steps, f.preset, f.batch, f.prompt, float64(t.perToken)/1e6, float64(calls)/1e6/float64(steps))
+	return prof.WriteTable(stderr, f.profileTop)
+}
+
+func medianDuration(ts []time.Duration) time.Duration {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
