@@ -21,8 +21,8 @@ import (
 
 // parityFlags are bench parity's settings.
 type parityFlags struct {
-	rows, python, script, coretype, blasDir, jsonOut string
-	reps, steps, threads                             int
+	rows, python, script, coretype, blasDir, jsonOut, baseline string
+	reps, steps, threads                                       int
 }
 
 // paritySample is what one child process measured: its JSON line and its
@@ -36,6 +36,8 @@ type paritySample struct {
 type parityRun struct {
 	rows                []parityRow
 	hilbert, pytorch    [][]paritySample // [row][rep]
+	baseline            [][]paritySample // nil without -baseline
+	baselineName        string
 	threads, reps       int
 	coretype, torch     string
 	loadStart, loadStop string
@@ -71,6 +73,7 @@ func runBenchParity(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.coretype, "coretype", "auto", "OPENBLAS_CORETYPE for PyTorch: auto (kept if set; where OpenBLAS would run its generic Prescott kernels, this CPU's: Cooperlake with AVX512-BF16, SkylakeX with AVX-512, Haswell with AVX2), none, or a name")
 	fs.StringVar(&f.blasDir, "blas-dir", "/usr/lib/x86_64-linux-gnu/openblas-openmp", "put first on PyTorch's LD_LIBRARY_PATH where it exists (the OpenMP build of OpenBLAS; empty: leave it)")
 	fs.StringVar(&f.jsonOut, "json", "", "also write every measure as a JSON line to this file")
+	fs.StringVar(&f.baseline, "baseline", "", "another hilbert binary (a build of main, say) to run as a third side, taking turns with the other two; the table adds its medians and this binary's speedup over it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -93,7 +96,10 @@ func runBenchParity(args []string, stdout, stderr io.Writer) error {
 		}
 		return usageErr(fs.Name(), fmt.Errorf("-rows %q: no row or group %q (rows: %s; groups: gemm, paper, gpt2, bf16, gen, all)", f.rows, bad, strings.Join(names, ", ")))
 	}
-	for _, p := range []struct{ flag, path string }{{"-python", f.python}, {"-script", f.script}} {
+	for _, p := range []struct{ flag, path string }{{"-python", f.python}, {"-script", f.script}, {"-baseline", f.baseline}} {
+		if p.path == "" {
+			continue
+		}
 		if _, err := os.Stat(p.path); err != nil {
 			return fmt.Errorf("%s %s: %w (PyTorch's side: Debian's python3-torch and scripts/parity/bench.py; run from the repository root or give -script)", p.flag, p.path, err)
 		}
@@ -146,10 +152,17 @@ func parityCoretype(flagValue string) string {
 }
 
 // measure runs every row reps times, the rows interleaved and the sides
-// taking turns, and keeps the samples.
+// taking turns (the first side of a repetition goes last in the next),
+// and keeps the samples.
 func (r *parityRun) measure(f parityFlags, stderr io.Writer) error {
 	r.hilbert = make([][]paritySample, len(r.rows))
 	r.pytorch = make([][]paritySample, len(r.rows))
+	sides := []string{"hilbert", "pytorch"}
+	if f.baseline != "" {
+		r.baseline = make([][]paritySample, len(r.rows))
+		r.baselineName = f.baseline
+		sides = append(sides, "baseline")
+	}
 	r.loadStart = loadAverage()
 	pyEnv := os.Environ()
 	if r.coretype != "" {
@@ -160,26 +173,31 @@ func (r *parityRun) measure(f parityFlags, stderr io.Writer) error {
 			pyEnv = append(pyEnv, "LD_LIBRARY_PATH="+f.blasDir+prefixed(":", os.Getenv("LD_LIBRARY_PATH")))
 		}
 	}
+	goEnv := func(cmd *exec.Cmd) {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(r.threads))
+	}
 	for rep := range r.reps {
 		for i, row := range r.rows {
-			sides := []string{"hilbert", "pytorch"}
-			if rep%2 == 1 {
-				sides[0], sides[1] = sides[1], sides[0]
-			}
-			for _, side := range sides {
+			for k := range sides {
+				side := sides[(k+rep)%len(sides)]
 				var cmd *exec.Cmd
-				if side == "hilbert" {
+				var into *[]paritySample
+				switch side {
+				case "hilbert":
 					c, err := parityHilbertCmd(append([]string{"bench"}, row.hilbert...))
 					if err != nil {
 						return err
 					}
-					cmd = c
-					if cmd.Env == nil {
-						cmd.Env = os.Environ()
-					}
-					cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(r.threads))
-				} else {
-					cmd = exec.Command(f.python, append([]string{f.script}, row.pytorch...)...)
+					cmd, into = c, &r.hilbert[i]
+					goEnv(cmd)
+				case "baseline":
+					cmd, into = exec.Command(f.baseline, append([]string{"bench"}, row.hilbert...)...), &r.baseline[i]
+					goEnv(cmd)
+				default:
+					cmd, into = exec.Command(f.python, append([]string{f.script}, row.pytorch...)...), &r.pytorch[i]
 					cmd.Env = pyEnv
 				}
 				start := time.Now()
@@ -187,13 +205,9 @@ func (r *parityRun) measure(f parityFlags, stderr io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("bench parity: row %s, %s side: %w", row.name, side, err)
 				}
-				if side == "hilbert" {
-					r.hilbert[i] = append(r.hilbert[i], s)
-				} else {
-					r.pytorch[i] = append(r.pytorch[i], s)
-					if v, ok := s.out["torch"].(string); ok {
-						r.torch = v
-					}
+				*into = append(*into, s)
+				if v, ok := s.out["torch"].(string); ok && side == "pytorch" {
+					r.torch = v
 				}
 				m := row.measures[0]
 				key := m.hilbertKey

@@ -47,13 +47,18 @@ type parityLine struct {
 	// Ideal is the GEMM-bound tokens/s (6 N + 12 L T d FLOPs a token at
 	// the run's native GEMM rate), OfIdeal Hilbert's median over it; both
 	// absent where they do not apply or the GEMM row did not run.
-	Ideal       *float64    `json:"ideal,omitempty"`
-	OfIdeal     *float64    `json:"hilbert_over_ideal,omitempty"`
-	RSSHilbert  parityStats `json:"peak_rss_mib_hilbert"`
-	RSSPyTorch  parityStats `json:"peak_rss_mib_pytorch"`
-	RSSRatio    float64     `json:"peak_rss_hilbert_over_pytorch"`
-	GemmGFLOPS  *float64    `json:"gemm_gflops,omitempty"`
-	Repetitions int         `json:"reps"`
+	Ideal   *float64 `json:"ideal,omitempty"`
+	OfIdeal *float64 `json:"hilbert_over_ideal,omitempty"`
+	// Baseline and its RSS are the -baseline binary's; Gain is this
+	// binary's speedup over it (of the medians; a latency inverted).
+	Baseline    *parityStats `json:"baseline,omitempty"`
+	RSSBaseline *parityStats `json:"peak_rss_mib_baseline,omitempty"`
+	Gain        *float64     `json:"speedup_over_baseline,omitempty"`
+	RSSHilbert  parityStats  `json:"peak_rss_mib_hilbert"`
+	RSSPyTorch  parityStats  `json:"peak_rss_mib_pytorch"`
+	RSSRatio    float64      `json:"peak_rss_hilbert_over_pytorch"`
+	GemmGFLOPS  *float64     `json:"gemm_gflops,omitempty"`
+	Repetitions int          `json:"reps"`
 }
 
 // lines computes every row's measures from the samples.
@@ -82,6 +87,11 @@ func (r *parityRun) lines() []parityLine {
 			l.SpeedupMin, l.SpeedupMax = ps.Min, ps.Max
 			if l.RSSPyTorch.Median > 0 {
 				l.RSSRatio = l.RSSHilbert.Median / l.RSSPyTorch.Median
+			}
+			if r.baseline != nil {
+				bs, brss := statsOf(values(r.baseline[i], m.hilbertKey)), rss(r.baseline[i])
+				gain := speedup(l.Hilbert.Median, bs.Median, m.lowerBetter)
+				l.Baseline, l.RSSBaseline, l.Gain = &bs, &brss, &gain
 			}
 			if row.flopsPerToken > 0 && gemm > 0 {
 				ideal := gemm * 1e9 / row.flopsPerToken
@@ -134,15 +144,29 @@ func (r *parityRun) writeTable(w io.Writer, lines []parityLine) error {
 	fmt.Fprintf(&b, "PyTorch %s, OPENBLAS_CORETYPE %s; load average %s at the start, %s at the end\n",
 		orUnknown(r.torch), orUnknown(r.coretype), orUnknown(r.loadStart), orUnknown(r.loadStop))
 	b.WriteString("medians (min-max); speedup: Hilbert over PyTorch (a latency: PyTorch over Hilbert), of the medians (of each repetition's pair)\n\n")
-	b.WriteString("| row | measure | PyTorch | Hilbert | speedup | Hilbert / ideal | peak RSS MiB PyTorch | Hilbert | RSS ratio |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	base := r.baseline != nil
+	if base {
+		fmt.Fprintf(&b, "baseline: %s (before); its columns are its medians and this binary's speedup over it\n\n", r.baselineName)
+		b.WriteString("| row | measure | PyTorch | baseline | Hilbert | over baseline | speedup | Hilbert / ideal | peak RSS MiB PyTorch | baseline | Hilbert | RSS ratio |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| row | measure | PyTorch | Hilbert | speedup | Hilbert / ideal | peak RSS MiB PyTorch | Hilbert | RSS ratio |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, l := range lines {
 		ideal := ""
 		if l.OfIdeal != nil {
 			ideal = fmt.Sprintf("%.0f%% (ideal %s)", 100**l.OfIdeal, formatNumber(*l.Ideal))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2fx (%.2f-%.2f) | %s | %s | %s | %.2f |\n",
-			l.Row, l.Measure, formatStats(l.PyTorch), formatStats(l.Hilbert), l.Speedup, l.SpeedupMin, l.SpeedupMax,
+		speed := fmt.Sprintf("%.2fx (%.2f-%.2f)", l.Speedup, l.SpeedupMin, l.SpeedupMax)
+		if base {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s | %.2f |\n",
+				l.Row, l.Measure, formatStats(l.PyTorch), formatStats(*l.Baseline), formatStats(l.Hilbert), *l.Gain, speed,
+				ideal, formatStats(l.RSSPyTorch), formatStats(*l.RSSBaseline), formatStats(l.RSSHilbert), l.RSSRatio)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n",
+			l.Row, l.Measure, formatStats(l.PyTorch), formatStats(l.Hilbert), speed,
 			ideal, formatStats(l.RSSPyTorch), formatStats(l.RSSHilbert), l.RSSRatio)
 	}
 	b.WriteString("\nrows:\n")

@@ -27,6 +27,18 @@ generate) echo "{\"decode_tokens_per_s\": $v, \"prefill_tokens_per_s\": $v, \"ms
 esac
 `
 
+// fakeBaseline stands in for another hilbert binary (-baseline): called
+// as "bench TARGET ...", it prints 5 n for its n-th call.
+const fakeBaseline = `#!/bin/sh
+n=$(cat "$COUNT_BASE" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$COUNT_BASE"; v=$((5*n))
+case "$2" in
+gemm) echo "{\"native_gflops_median\": $v}" ;;
+model) echo "{\"tokens_per_s\": $v}" ;;
+generate) echo "{\"decode_tokens_per_s\": $v, \"prefill_tokens_per_s\": $v, \"ms_per_token\": $v}" ;;
+*) echo "unknown target $2" >&2; exit 2 ;;
+esac
+`
+
 // TestBenchParity runs bench parity on tiny rows, Hilbert's side for
 // real (this test binary as hilbert) and PyTorch's faked, and checks that
 // every number of the table is computed from the measured ones: medians
@@ -39,6 +51,11 @@ func TestBenchParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("COUNT", filepath.Join(dir, "count"))
+	baseline := filepath.Join(dir, "fake_hilbert")
+	if err := os.WriteFile(baseline, []byte(fakeBaseline), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COUNT_BASE", filepath.Join(dir, "count_base"))
 	orig := parityHilbertCmd
 	defer func() { parityHilbertCmd, parityConfigHook = orig, nil }()
 	parityHilbertCmd = func(args []string) (*exec.Cmd, error) {
@@ -64,7 +81,7 @@ func TestBenchParity(t *testing.T) {
 	// One row of each kind (the others differ only in sizes), rows named
 	// and a group.
 	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,bf16-d64,gen-b1", "-reps", "2", "-threads", "2",
-		"-python", "/bin/sh", "-script", script, "-coretype", "none", "-json", jsonOut}
+		"-python", "/bin/sh", "-script", script, "-coretype", "none", "-json", jsonOut, "-baseline", baseline}
 	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -91,7 +108,7 @@ func TestBenchParity(t *testing.T) {
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
 	var gemm float64
-	var pyValues []float64
+	var pyValues, baseValues []float64
 	for _, l := range lines {
 		name := l.Row + " " + l.Measure
 		if l.Repetitions != 2 || len(l.Hilbert.Values) != 2 || len(l.PyTorch.Values) != 2 {
@@ -114,6 +131,11 @@ func TestBenchParity(t *testing.T) {
 		if !near(l.Speedup, want) || !near(l.SpeedupMin, min(p0, p1)) || !near(l.SpeedupMax, max(p0, p1)) {
 			t.Errorf("%s: speedup %v (%v-%v), want %v (%v-%v)", name, l.Speedup, l.SpeedupMin, l.SpeedupMax, want, min(p0, p1), max(p0, p1))
 		}
+		if l.Baseline == nil || l.Gain == nil || len(l.Baseline.Values) != 2 || !near(*l.Gain, speedup(l.Hilbert.Median, l.Baseline.Median, l.LowerBetter)) {
+			t.Errorf("%s: baseline %+v, speedup over it %v", name, l.Baseline, l.Gain)
+		} else if l.Measure != "prefill tokens/s" && l.Measure != "ms a token" {
+			baseValues = append(baseValues, l.Baseline.Values...)
+		}
 		if runtime.GOOS == "linux" && !(l.RSSHilbert.Median > 1 && l.RSSPyTorch.Median > 0 && near(l.RSSRatio, l.RSSHilbert.Median/l.RSSPyTorch.Median)) {
 			t.Errorf("%s: peak RSS %v and %v MiB, ratio %v", name, l.RSSHilbert.Median, l.RSSPyTorch.Median, l.RSSRatio)
 		}
@@ -135,17 +157,18 @@ func TestBenchParity(t *testing.T) {
 			pyValues = append(pyValues, l.PyTorch.Values...)
 		}
 		// The table prints the same numbers.
-		cell := fmt.Sprintf("| %s | %s | %s | %s | %.2fx (%.2f-%.2f) |", l.Row, l.Measure, formatStats(l.PyTorch), formatStats(l.Hilbert), l.Speedup, l.SpeedupMin, l.SpeedupMax)
+		cell := fmt.Sprintf("| %s | %s | %s | %s | %s | %.2fx | %.2fx (%.2f-%.2f) |", l.Row, l.Measure, formatStats(l.PyTorch), formatStats(*l.Baseline), formatStats(l.Hilbert), *l.Gain, l.Speedup, l.SpeedupMin, l.SpeedupMax)
 		if !strings.Contains(stdout.String(), cell) {
 			t.Errorf("table lacks %q:\n%s", cell, stdout.String())
 		}
 	}
-	// PyTorch's numbers are the fake's: 10 n for its n-th call, every
-	// row's first repetition before any second one.
+	// PyTorch's and the baseline's numbers are the fakes': 10 n and 5 n
+	// for their n-th calls.
 	slices.Sort(pyValues)
-	for i, v := range pyValues {
-		if v != float64(10*(i+1)) {
-			t.Fatalf("PyTorch values %v, want 10, 20, ... (one per call)", pyValues)
+	slices.Sort(baseValues)
+	for i := range pyValues {
+		if pyValues[i] != float64(10*(i+1)) || baseValues[i] != float64(5*(i+1)) {
+			t.Fatalf("PyTorch values %v, want 10, 20, ...; baseline %v, want 5, 10, ... (one per call)", pyValues, baseValues)
 		}
 	}
 	for _, want := range []string{"bf16 over float32 at d64: Hilbert", "PyTorch fake", "load average"} {
