@@ -316,3 +316,77 @@ func TestGenerateBatch(t *testing.T) {
 		t.Error("no prompts: accepted")
 	}
 }
+
+// TestGenerateKeepsPoolFlat: a longer generation leaves no more in the
+// buffer pool than a shorter one from the same prompt (the KV cache's
+// outgrown tensors go back to the device, not to the pool, where buffers
+// of their lengths would never be asked for again).
+func TestGenerateKeepsPoolFlat(t *testing.T) {
+	dev := cpu.New()
+	m := genModels(t)["gpt2"]
+	held := func(tokens int) int64 {
+		tensor.DrainPool()
+		if _, err := GenerateBatch(dev, m, [][]int32{{1, 2, 3}, {4, 5, 6}}, GenerateOptions{Tokens: tokens}); err != nil {
+			t.Fatal(err)
+		}
+		return tensor.PoolBytes()
+	}
+	if short, long := held(3), held(12); long > short {
+		t.Errorf("the pool holds %d bytes after 3 tokens, %d after 12: want no more (it grew by the cache's outgrown tensors)", short, long)
+	}
+}
+
+// TestForwardCachedLast: each family's last-position logits are the last
+// row of ForwardCached's, bit for bit, for a prompt and for a cached
+// step; and Generate gives the same tokens whether or not it can use them.
+func TestForwardCachedLast(t *testing.T) {
+	dev := cpu.New()
+	lms := genModels(t)
+	lc, _ := LlamaPreset("llama-tiny")
+	lc.InitStd = 0.3
+	llama, err := NewLlama(dev, lc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lms["llama"] = llama
+	seq := []int32{1, 9, 33, 7, 60, 2, 5, 14, 3, 8, 11, 40}
+	for name, m := range lms {
+		lf, ok := m.(LastForwarder)
+		if !ok {
+			t.Fatalf("%s: no ForwardCachedLast", name)
+		}
+		g := autograd.New(dev)
+		g.SetNoGrad(true)
+		full, last := nnCache(m), nnCache(m)
+		for _, span := range [][2]int{{0, 5}, {5, 6}} {
+			ids, _ := tensor.FromInt32(dev, seq[2*span[0]:2*span[1]], 2, span[1]-span[0])
+			all := m.ForwardCached(g, ids, full).Float32s()
+			got := lf.ForwardCachedLast(g, ids, last)
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			v, tk := got.Dim(1), span[1]-span[0]
+			gotv := got.Float32s()
+			for b := range 2 {
+				want := all[(b*tk+tk-1)*v : (b*tk+tk)*v]
+				for i := range v {
+					if math.Float32bits(gotv[b*v+i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s positions %v row %d: logit %d = %v, ForwardCached's %v", name, span, b, i, gotv[b*v+i], want[i])
+					}
+				}
+			}
+			g.Reset()
+		}
+		full.Release()
+		last.Release()
+		o := GenerateOptions{Tokens: 6, Temperature: 1, TopK: 10, Seed: 9}
+		with, err1 := Generate(dev, m, seq[:4], o)
+		without, err2 := Generate(dev, plainLM{m}, seq[:4], o)
+		if err1 != nil || err2 != nil || fmt.Sprint(with) != fmt.Sprint(without) {
+			t.Errorf("%s: Generate %v (%v) with ForwardCachedLast, %v (%v) without", name, with, err1, without, err2)
+		}
+	}
+}
+
+// plainLM hides an LM's other methods (ForwardCachedLast) from Generate.
+type plainLM struct{ LM }
