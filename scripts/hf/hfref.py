@@ -133,8 +133,10 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def gpt2_forward(sd, cfg, ids, dt, past=None):
-    """Logits [B, T, V] of GPT2LMHeadModel for ids [B, T] in dtype dt.
+def gpt2_forward(sd, cfg, ids, dt, past=None, last=False):
+    """Logits [B, T, V] of GPT2LMHeadModel for ids [B, T] in dtype dt
+    (with last, of the last position alone, [B, 1, V]: transformers'
+    logits_to_keep=1, as its generate asks for).
 
     past, when given, is the KV cache (transformers' past_key_values): a
     list with one entry per layer, None before the first call, then the
@@ -171,6 +173,8 @@ def gpt2_forward(sd, cfg, ids, dt, past=None):
         m = torch.addmm(W(p + "mlp.c_proj.bias"), m, W(p + "mlp.c_proj.weight")).view(b, t, d)
         h = h + m
     h = torch.nn.functional.layer_norm(h, (d,), W("ln_f.weight"), W("ln_f.bias"), eps)
+    if last:
+        h = h[:, -1:]
     head = sd["lm_head.weight"].to(dt) if "lm_head.weight" in sd else W("wte.weight")
     return h @ head.T
 

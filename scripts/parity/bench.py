@@ -22,7 +22,8 @@ Modes (flags after the mode; --threads N sets torch's threads, default all):
             at 1.0 and torch.optim.AdamW on every parameter, --update off
             forward+backward only.
   generate  GPT-2 generation with the KV cache, greedy (transformers'
-            generate loop: the prompt once, then one position a step):
+            generate loop: the prompt once, then one position a step, the
+            head on the last position alone, logits_to_keep=1):
             --layers --dim --heads --batch --prompt 64 --tokens 32 --reps 1.
             prefill_ms is the time to the first token (the prompt's forward
             and its pick), ms_per_token the mean time of each later token.
@@ -198,13 +199,13 @@ def bench_generate(a):
         first token and the times of the later ones."""
         past = [None] * a.layers
         t0 = time.perf_counter()
-        logits = hfref.gpt2_forward(sd, cfg, prompt, torch.float32, past)
+        logits = hfref.gpt2_forward(sd, cfg, prompt, torch.float32, past, last=True)
         nxt = logits[:, -1].argmax(-1, keepdim=True)
         first = time.perf_counter() - t0
         later = []
         for _ in range(a.tokens - 1):
             t1 = time.perf_counter()
-            logits = hfref.gpt2_forward(sd, cfg, nxt, torch.float32, past)
+            logits = hfref.gpt2_forward(sd, cfg, nxt, torch.float32, past, last=True)
             nxt = logits[:, -1].argmax(-1, keepdim=True)
             later.append(time.perf_counter() - t1)
         return first, later
