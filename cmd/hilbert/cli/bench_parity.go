@@ -21,8 +21,8 @@ import (
 
 // parityFlags are bench parity's settings.
 type parityFlags struct {
-	rows, python, script, coretype, blasDir, jsonOut, baseline string
-	reps, steps, threads                                       int
+	rows, python, script, coretype, blasDir, jsonOut, baseline, ompWait string
+	reps, steps, threads                                                int
 }
 
 // paritySample is what one child process measured: its JSON line and its
@@ -40,6 +40,7 @@ type parityRun struct {
 	baselineName        string
 	threads, reps       int
 	coretype, torch     string
+	ompWait             string
 	loadStart, loadStop string
 }
 
@@ -72,6 +73,7 @@ func runBenchParity(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.script, "script", "scripts/parity/bench.py", "PyTorch's side")
 	fs.StringVar(&f.coretype, "coretype", "auto", "OPENBLAS_CORETYPE for PyTorch: auto (kept if set; where OpenBLAS would run its generic Prescott kernels, this CPU's: Cooperlake with AVX512-BF16, SkylakeX with AVX-512, Haswell with AVX2), none, or a name")
 	fs.StringVar(&f.blasDir, "blas-dir", "/usr/lib/x86_64-linux-gnu/openblas-openmp", "put first on PyTorch's LD_LIBRARY_PATH where it exists (the OpenMP build of OpenBLAS; empty: leave it)")
+	fs.StringVar(&f.ompWait, "omp-wait", "passive", "OMP_WAIT_POLICY for PyTorch unless the environment sets it: passive (its threads sleep at barriers, as Hilbert asks of its own OpenMP OpenBLAS: spinning threads on a busy machine cost PyTorch 3 to 8 times its speed), active, or empty to leave it")
 	fs.StringVar(&f.jsonOut, "json", "", "also write every measure as a JSON line to this file")
 	fs.StringVar(&f.baseline, "baseline", "", "another hilbert binary (a build of main, say) to run as a third side, taking turns with the other two; the table adds its medians and this binary's speedup over it")
 	if err := parseFlags(fs, args); err != nil {
@@ -167,6 +169,11 @@ func (r *parityRun) measure(f parityFlags, stderr io.Writer) error {
 	pyEnv := os.Environ()
 	if r.coretype != "" {
 		pyEnv = append(pyEnv, "OPENBLAS_CORETYPE="+r.coretype)
+	}
+	r.ompWait = os.Getenv("OMP_WAIT_POLICY")
+	if r.ompWait == "" && f.ompWait != "" {
+		r.ompWait = f.ompWait
+		pyEnv = append(pyEnv, "OMP_WAIT_POLICY="+f.ompWait)
 	}
 	if f.blasDir != "" {
 		if _, err := os.Stat(f.blasDir); err == nil {

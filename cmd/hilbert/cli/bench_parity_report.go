@@ -141,8 +141,8 @@ func speedup(h, p float64, lowerBetter bool) float64 {
 func (r *parityRun) writeTable(w io.Writer, lines []parityLine) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hilbert bench parity: %d repetitions, %d threads; Hilbert's GEMM: %s\n", r.reps, r.threads, cpu.GemmDescription())
-	fmt.Fprintf(&b, "PyTorch %s, OPENBLAS_CORETYPE %s; load average %s at the start, %s at the end\n",
-		orUnknown(r.torch), orUnknown(r.coretype), orUnknown(r.loadStart), orUnknown(r.loadStop))
+	fmt.Fprintf(&b, "PyTorch %s, OPENBLAS_CORETYPE %s, OMP_WAIT_POLICY %s; load average %s at the start, %s at the end\n",
+		orUnknown(r.torch), orUnknown(r.coretype), orUnknown(r.ompWait), orUnknown(r.loadStart), orUnknown(r.loadStop))
 	b.WriteString("medians (min-max); speedup: Hilbert over PyTorch (a latency: PyTorch over Hilbert), of the medians (of each repetition's pair)\n\n")
 	base := r.baseline != nil
 	if base {

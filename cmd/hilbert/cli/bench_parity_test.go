@@ -171,7 +171,11 @@ func TestBenchParity(t *testing.T) {
 			t.Fatalf("PyTorch values %v, want 10, 20, ...; baseline %v, want 5, 10, ... (one per call)", pyValues, baseValues)
 		}
 	}
-	for _, want := range []string{"bf16 over float32 at d64: Hilbert", "PyTorch fake", "load average"} {
+	omp := os.Getenv("OMP_WAIT_POLICY")
+	if omp == "" {
+		omp = "passive"
+	}
+	for _, want := range []string{"bf16 over float32 at d64: Hilbert", "PyTorch fake", "OMP_WAIT_POLICY " + omp, "load average"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
