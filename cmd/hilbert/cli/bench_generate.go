@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/models"
@@ -29,6 +30,16 @@ type benchGenerateFlags struct {
 // time of each later token.
 type generateTimes struct {
 	first, perToken time.Duration
+}
+
+// generateBench is a built model with its prompts, ready to time.
+type generateBench struct {
+	f       benchGenerateFlags
+	dev     device.Device
+	prof    *profile.Device // nil without -profile
+	m       registry.Model
+	size    registry.Sizes
+	prompts [][]int32
 }
 
 // runBenchGenerate is the "generate" bench target: greedy models.Generate
@@ -54,70 +65,16 @@ func runBenchGenerate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
-	if f.batch < 1 || f.prompt < 1 || f.tokens < 2 || f.reps < 1 {
-		return usageErr(fs.Name(), fmt.Errorf("-batch %d, -prompt %d, -tokens %d, -reps %d: want batch, prompt, reps >= 1 and tokens >= 2", f.batch, f.prompt, f.tokens, f.reps))
-	}
-	fam, err := registry.Lookup(f.family)
-	if err != nil {
-		return usageErr(fs.Name(), fmt.Errorf("-model: %w", err))
-	}
-	cfg, err := fam.Preset(f.preset)
-	if err != nil {
-		return usageErr(fs.Name(), fmt.Errorf("-preset: %w", err))
-	}
-	if cfg, err = f.sizes.apply(cfg); err != nil {
-		return usageErr(fs.Name(), err)
-	}
-	size := registry.SizesOf(cfg)
-	if f.prompt+f.tokens > size.Context {
-		return usageErr(fs.Name(), fmt.Errorf("-prompt %d and -tokens %d exceed the context of %d", f.prompt, f.tokens, size.Context))
-	}
-	dev, err := openDevice(f.devName)
+	b, err := buildGenerateBench(fs.Name(), f)
 	if err != nil {
 		return err
 	}
-	var prof *profile.Device
-	if f.profileTop > 0 {
-		prof = profile.Wrap(dev)
-		dev = prof
-	}
-	m, err := fam.Build(dev, cfg, registry.BuildOptions{Seed: 1})
-	if err != nil {
-		return err
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	prompts := make([][]int32, f.batch)
-	for r := range prompts {
-		prompts[r] = make([]int32, f.prompt)
-		for i := range prompts[r] {
-			prompts[r][i] = int32(rng.IntN(size.Vocab))
-		}
-	}
-	once := func(onFirst func()) (generateTimes, error) {
-		var first, last time.Time
-		opt := models.GenerateOptions{Tokens: f.tokens, Stream: func(step int, _ []int32) {
-			switch step {
-			case 0:
-				first = time.Now()
-				if onFirst != nil {
-					onFirst()
-				}
-			case f.tokens - 1:
-				last = time.Now()
-			}
-		}}
-		start := time.Now()
-		if _, err := models.GenerateBatch(dev, m, prompts, opt); err != nil {
-			return generateTimes{}, err
-		}
-		return generateTimes{first: first.Sub(start), perToken: last.Sub(first) / time.Duration(f.tokens-1)}, nil
-	}
-	if _, err := once(nil); err != nil { // warm up
+	if _, err := b.once(nil); err != nil { // warm up
 		return err
 	}
 	var firsts, pers []time.Duration
 	for range f.reps {
-		t, err := once(nil)
+		t, err := b.once(nil)
 		if err != nil {
 			return err
 		}
@@ -125,25 +82,90 @@ func runBenchGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	first, per := medianDuration(firsts), medianDuration(pers)
 	out := map[string]any{
-		"target": "generate", "model": f.family, "preset": f.preset, "layers": size.Layers, "dim": size.Dim,
+		"target": "generate", "model": f.family, "preset": f.preset, "layers": b.size.Layers, "dim": b.size.Dim,
 		"batch": f.batch, "prompt": f.prompt, "tokens": f.tokens, "reps": f.reps,
 		"prefill_ms": ms(first), "prefill_tokens_per_s": float64(f.batch*f.prompt) / first.Seconds(),
 		"ms_per_token": ms(per), "decode_tokens_per_s": float64(f.batch) / per.Seconds(),
 		"tokens_per_s": float64(f.batch*f.tokens) / (first + per*time.Duration(f.tokens-1)).Seconds(),
-		"threads":      cpu.Threads(), "device": dev.Name(),
+		"threads":      cpu.Threads(), "device": b.dev.Name(),
 	}
-	if prof != nil {
-		if err := profileDecode(prof, once, f, stderr); err != nil {
+	if b.prof != nil {
+		if err := b.profileDecode(stderr); err != nil {
 			return err
 		}
 	}
 	return json.NewEncoder(stdout).Encode(out)
 }
 
+// buildGenerateBench checks the flags and builds the model (on a profiled
+// device with -profile) and random prompts.
+func buildGenerateBench(cmd string, f benchGenerateFlags) (*generateBench, error) {
+	if f.batch < 1 || f.prompt < 1 || f.tokens < 2 || f.reps < 1 {
+		return nil, usageErr(cmd, fmt.Errorf("-batch %d, -prompt %d, -tokens %d, -reps %d: want batch, prompt, reps >= 1 and tokens >= 2", f.batch, f.prompt, f.tokens, f.reps))
+	}
+	fam, err := registry.Lookup(f.family)
+	if err != nil {
+		return nil, usageErr(cmd, fmt.Errorf("-model: %w", err))
+	}
+	cfg, err := fam.Preset(f.preset)
+	if err != nil {
+		return nil, usageErr(cmd, fmt.Errorf("-preset: %w", err))
+	}
+	if cfg, err = f.sizes.apply(cfg); err != nil {
+		return nil, usageErr(cmd, err)
+	}
+	b := &generateBench{f: f, size: registry.SizesOf(cfg)}
+	if f.prompt+f.tokens > b.size.Context {
+		return nil, usageErr(cmd, fmt.Errorf("-prompt %d and -tokens %d exceed the context of %d", f.prompt, f.tokens, b.size.Context))
+	}
+	if b.dev, err = openDevice(f.devName); err != nil {
+		return nil, err
+	}
+	if f.profileTop > 0 {
+		b.prof = profile.Wrap(b.dev)
+		b.dev = b.prof
+	}
+	if b.m, err = fam.Build(b.dev, cfg, registry.BuildOptions{Seed: 1}); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.prompts = make([][]int32, f.batch)
+	for r := range b.prompts {
+		b.prompts[r] = make([]int32, f.prompt)
+		for i := range b.prompts[r] {
+			b.prompts[r][i] = int32(rng.IntN(b.size.Vocab))
+		}
+	}
+	return b, nil
+}
+
+// once runs one generation and times it; onFirst, when set, runs right
+// after the first token.
+func (b *generateBench) once(onFirst func()) (generateTimes, error) {
+	var first, last time.Time
+	opt := models.GenerateOptions{Tokens: b.f.tokens, Stream: func(step int, _ []int32) {
+		switch step {
+		case 0:
+			first = time.Now()
+			if onFirst != nil {
+				onFirst()
+			}
+		case b.f.tokens - 1:
+			last = time.Now()
+		}
+	}}
+	start := time.Now()
+	if _, err := models.GenerateBatch(b.dev, b.m, b.prompts, opt); err != nil {
+		return generateTimes{}, err
+	}
+	return generateTimes{first: first.Sub(start), perToken: last.Sub(first) / time.Duration(b.f.tokens-1)}, nil
+}
+
 // profileDecode runs one more generation with the calls of its decode
 // steps (after the first token) timed and prints the costliest.
-func profileDecode(prof *profile.Device, once func(func()) (generateTimes, error), f benchGenerateFlags, stderr io.Writer) error {
-	t, err := once(func() { prof.Record(true) })
+func (b *generateBench) profileDecode(stderr io.Writer) error {
+	prof, f := b.prof, b.f
+	t, err := b.once(func() { prof.Record(true) })
 	prof.Record(false)
 	if err != nil {
 		return err

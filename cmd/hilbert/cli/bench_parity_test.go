@@ -39,25 +39,23 @@ generate) echo "{\"decode_tokens_per_s\": $v, \"prefill_tokens_per_s\": $v, \"ms
 esac
 `
 
-// TestBenchParity runs bench parity on tiny rows, Hilbert's side for
-// real (this test binary as hilbert) and PyTorch's faked, and checks that
-// every number of the table is computed from the measured ones: medians
-// and ranges of the repetitions, speedups of the medians and of each pair,
-// the GEMM-bound ideal from the run's GEMM rate, and peak RSS.
-func TestBenchParity(t *testing.T) {
+// runFakeParity runs bench parity on one tiny row of each kind, twice,
+// Hilbert's side for real (this test binary as hilbert), PyTorch's and a
+// -baseline binary's faked, and returns its JSON lines and its output.
+func runFakeParity(t *testing.T) ([]parityLine, string) {
+	t.Helper()
 	dir := t.TempDir()
-	script := filepath.Join(dir, "fake_bench.sh")
+	script, baseline := filepath.Join(dir, "fake_bench.sh"), filepath.Join(dir, "fake_hilbert")
 	if err := os.WriteFile(script, []byte(fakeBenchPy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("COUNT", filepath.Join(dir, "count"))
-	baseline := filepath.Join(dir, "fake_hilbert")
 	if err := os.WriteFile(baseline, []byte(fakeBaseline), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("COUNT", filepath.Join(dir, "count"))
 	t.Setenv("COUNT_BASE", filepath.Join(dir, "count_base"))
 	orig := parityHilbertCmd
-	defer func() { parityHilbertCmd, parityConfigHook = orig, nil }()
+	t.Cleanup(func() { parityHilbertCmd, parityConfigHook = orig, nil })
 	parityHilbertCmd = func(args []string) (*exec.Cmd, error) {
 		raw, _ := json.Marshal(args)
 		// -test.run=^$: should the arguments not reach TestMain's worker
@@ -75,11 +73,9 @@ func TestBenchParity(t *testing.T) {
 		c.gemmShape, c.gemmReps = "48x32x16", 2
 		return c
 	}
-
 	jsonOut := filepath.Join(dir, "parity.jsonl")
 	var stdout, stderr bytes.Buffer
-	// One row of each kind (the others differ only in sizes), rows named
-	// and a group.
+	// One row of each kind (the others differ only in sizes).
 	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,bf16-d64,gen-b1", "-reps", "2", "-threads", "2",
 		"-python", "/bin/sh", "-script", script, "-coretype", "none", "-json", jsonOut, "-baseline", baseline}
 	if code := Run(args, &stdout, &stderr); code != 0 {
@@ -98,6 +94,18 @@ func TestBenchParity(t *testing.T) {
 		}
 		lines = append(lines, l)
 	}
+	return lines, stdout.String()
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
+
+// TestBenchParity runs bench parity on tiny rows (runFakeParity) and
+// checks that every number of the table is computed from the measured
+// ones: medians and ranges of the repetitions, speedups of the medians and
+// of each pair, the speedup over the baseline, the GEMM-bound ideal from
+// the run's GEMM rate, and peak RSS; and that the table prints them.
+func TestBenchParity(t *testing.T) {
+	lines, out := runFakeParity(t)
 	wantRows := []string{"gemm-2t", "paper-d64", "gpt2-d64", "bf16-d64", "gen-b1", "gen-b1", "gen-b1"}
 	var rows []string
 	for _, l := range lines {
@@ -106,60 +114,13 @@ func TestBenchParity(t *testing.T) {
 	if !slices.Equal(rows, wantRows) {
 		t.Fatalf("rows %v, want %v", rows, wantRows)
 	}
-	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b)) }
-	var gemm float64
+	gemm := lines[0].Hilbert.Median
 	var pyValues, baseValues []float64
 	for _, l := range lines {
-		name := l.Row + " " + l.Measure
-		if l.Repetitions != 2 || len(l.Hilbert.Values) != 2 || len(l.PyTorch.Values) != 2 {
-			t.Fatalf("%s: %d repetitions, values %v and %v; want 2", name, l.Repetitions, l.Hilbert.Values, l.PyTorch.Values)
-		}
-		for _, s := range []parityStats{l.Hilbert, l.PyTorch} {
-			mid := (s.Values[0] + s.Values[1]) / 2
-			if !(s.Values[0] > 0 && s.Values[1] > 0) || !near(s.Median, mid) || s.Min != min(s.Values[0], s.Values[1]) || s.Max != max(s.Values[0], s.Values[1]) {
-				t.Errorf("%s: stats %+v not those of its values", name, s)
-			}
-		}
-		if l.Measure == l.Row || l.Measure == "" {
-			t.Errorf("%s: no measure", name)
-		}
-		want := l.Hilbert.Median / l.PyTorch.Median
-		p0, p1 := l.Hilbert.Values[0]/l.PyTorch.Values[0], l.Hilbert.Values[1]/l.PyTorch.Values[1]
-		if l.LowerBetter {
-			want, p0, p1 = 1/want, 1/p0, 1/p1
-		}
-		if !near(l.Speedup, want) || !near(l.SpeedupMin, min(p0, p1)) || !near(l.SpeedupMax, max(p0, p1)) {
-			t.Errorf("%s: speedup %v (%v-%v), want %v (%v-%v)", name, l.Speedup, l.SpeedupMin, l.SpeedupMax, want, min(p0, p1), max(p0, p1))
-		}
-		if l.Baseline == nil || l.Gain == nil || len(l.Baseline.Values) != 2 || !near(*l.Gain, speedup(l.Hilbert.Median, l.Baseline.Median, l.LowerBetter)) {
-			t.Errorf("%s: baseline %+v, speedup over it %v", name, l.Baseline, l.Gain)
-		} else if l.Measure != "prefill tokens/s" && l.Measure != "ms a token" {
-			baseValues = append(baseValues, l.Baseline.Values...)
-		}
-		if runtime.GOOS == "linux" && !(l.RSSHilbert.Median > 1 && l.RSSPyTorch.Median > 0 && near(l.RSSRatio, l.RSSHilbert.Median/l.RSSPyTorch.Median)) {
-			t.Errorf("%s: peak RSS %v and %v MiB, ratio %v", name, l.RSSHilbert.Median, l.RSSPyTorch.Median, l.RSSRatio)
-		}
-		if l.Row == "gemm-2t" {
-			gemm = l.Hilbert.Median
-		}
-		hasIdeal := l.Row == "paper-d64" || l.Row == "gpt2-d64"
-		if (l.OfIdeal != nil) != hasIdeal {
-			t.Errorf("%s: ideal %v, want one: %v", name, l.OfIdeal, hasIdeal)
-		}
-		if l.OfIdeal != nil {
-			flops := map[string]float64{"paper-d64": paperFlops(1, 64, 8), "gpt2-d64": gpt2Flops(1, 64, 8)}[l.Row]
-			ideal := gemm * 1e9 / flops
-			if !near(*l.Ideal, ideal) || !near(*l.OfIdeal, l.Hilbert.Median/ideal) || *l.GemmGFLOPS != gemm {
-				t.Errorf("%s: ideal %v (%v of it), want %v at %v GFLOP/s (%v)", name, *l.Ideal, *l.OfIdeal, ideal, gemm, l.Hilbert.Median/ideal)
-			}
-		}
+		checkParityLine(t, l, gemm, out)
 		if l.Measure != "prefill tokens/s" && l.Measure != "ms a token" { // a generation's three share one call
 			pyValues = append(pyValues, l.PyTorch.Values...)
-		}
-		// The table prints the same numbers.
-		cell := fmt.Sprintf("| %s | %s | %s | %s | %s | %.2fx | %.2fx (%.2f-%.2f) |", l.Row, l.Measure, formatStats(l.PyTorch), formatStats(*l.Baseline), formatStats(l.Hilbert), *l.Gain, l.Speedup, l.SpeedupMin, l.SpeedupMax)
-		if !strings.Contains(stdout.String(), cell) {
-			t.Errorf("table lacks %q:\n%s", cell, stdout.String())
+			baseValues = append(baseValues, l.Baseline.Values...)
 		}
 	}
 	// PyTorch's and the baseline's numbers are the fakes': 10 n and 5 n
@@ -176,9 +137,54 @@ func TestBenchParity(t *testing.T) {
 		omp = "passive"
 	}
 	for _, want := range []string{"bf16 over float32 at d64: Hilbert", "PyTorch fake", "OMP_WAIT_POLICY " + omp, "load average"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// checkParityLine checks one measure's numbers against its values, with
+// gemm the run's GEMM rate, and finds them in the table out.
+func checkParityLine(t *testing.T, l parityLine, gemm float64, out string) {
+	t.Helper()
+	name := l.Row + " " + l.Measure
+	if l.Repetitions != 2 || len(l.Hilbert.Values) != 2 || len(l.PyTorch.Values) != 2 || l.Baseline == nil || len(l.Baseline.Values) != 2 {
+		t.Fatalf("%s: %d repetitions, values %v, %v and baseline %+v; want 2 each", name, l.Repetitions, l.Hilbert.Values, l.PyTorch.Values, l.Baseline)
+	}
+	for _, s := range []parityStats{l.Hilbert, l.PyTorch, *l.Baseline} {
+		mid := (s.Values[0] + s.Values[1]) / 2
+		if !(s.Values[0] > 0 && s.Values[1] > 0) || !near(s.Median, mid) || s.Min != min(s.Values[0], s.Values[1]) || s.Max != max(s.Values[0], s.Values[1]) {
+			t.Errorf("%s: stats %+v not those of its values", name, s)
+		}
+	}
+	want := l.Hilbert.Median / l.PyTorch.Median
+	p0, p1 := l.Hilbert.Values[0]/l.PyTorch.Values[0], l.Hilbert.Values[1]/l.PyTorch.Values[1]
+	gain := l.Hilbert.Median / l.Baseline.Median
+	if l.LowerBetter {
+		want, p0, p1, gain = 1/want, 1/p0, 1/p1, 1/gain
+	}
+	if !near(l.Speedup, want) || !near(l.SpeedupMin, min(p0, p1)) || !near(l.SpeedupMax, max(p0, p1)) {
+		t.Errorf("%s: speedup %v (%v-%v), want %v (%v-%v)", name, l.Speedup, l.SpeedupMin, l.SpeedupMax, want, min(p0, p1), max(p0, p1))
+	}
+	if l.Gain == nil || !near(*l.Gain, gain) {
+		t.Errorf("%s: speedup over the baseline %v, want %v", name, l.Gain, gain)
+	}
+	if runtime.GOOS == "linux" && !(l.RSSHilbert.Median > 1 && l.RSSPyTorch.Median > 0 && near(l.RSSRatio, l.RSSHilbert.Median/l.RSSPyTorch.Median)) {
+		t.Errorf("%s: peak RSS %v and %v MiB, ratio %v", name, l.RSSHilbert.Median, l.RSSPyTorch.Median, l.RSSRatio)
+	}
+	flops := map[string]float64{"paper-d64": paperFlops(1, 64, 8), "gpt2-d64": gpt2Flops(1, 64, 8)}[l.Row]
+	if (l.OfIdeal != nil) != (flops > 0) {
+		t.Errorf("%s: ideal %v, want one: %v", name, l.OfIdeal, flops > 0)
+	} else if flops > 0 {
+		ideal := gemm * 1e9 / flops
+		if !near(*l.Ideal, ideal) || !near(*l.OfIdeal, l.Hilbert.Median/ideal) || *l.GemmGFLOPS != gemm {
+			t.Errorf("%s: ideal %v (%v of it), want %v at %v GFLOP/s (%v)", name, *l.Ideal, *l.OfIdeal, ideal, gemm, l.Hilbert.Median/ideal)
+		}
+	}
+	cell := fmt.Sprintf("| %s | %s | %s | %s | %s | %.2fx | %.2fx (%.2f-%.2f) |", l.Row, l.Measure, formatStats(l.PyTorch),
+		formatStats(*l.Baseline), formatStats(l.Hilbert), *l.Gain, l.Speedup, l.SpeedupMin, l.SpeedupMax)
+	if !strings.Contains(out, cell) {
+		t.Errorf("table lacks %q:\n%s", cell, out)
 	}
 }
 
