@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -58,7 +59,7 @@ func runBenchGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.tokens, "tokens", 32, "new tokens per prompt (at least 2)")
 	fs.IntVar(&f.reps, "reps", 3, "timed generations (after one warm-up); the medians are reported")
 	fs.StringVar(&f.devName, "device", "cpu", "cpu, cuda or cuda:N")
-	fs.IntVar(&f.profileTop, "profile", 0, "after the timed generations, profile the decode steps of one more (each kernel call timed to completion) and print its N costliest operations to stderr")
+	fs.IntVar(&f.profileTop, "profile", 0, "after the timed generations, profile one more (each kernel call timed to completion) and print the N costliest operations of its prefill and of its decode steps to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -161,23 +162,41 @@ func (b *generateBench) once(onFirst func()) (generateTimes, error) {
 	return generateTimes{first: first.Sub(start), perToken: last.Sub(first) / time.Duration(b.f.tokens-1)}, nil
 }
 
-// profileDecode runs one more generation with the calls of its decode
-// steps (after the first token) timed and prints the costliest.
+// profileDecode runs one more generation with every call timed and
+// prints the costliest of the prefill (the prompt up to the first token)
+// and, apart, of the decode steps.
 func (b *generateBench) profileDecode(stderr io.Writer) error {
 	prof, f := b.prof, b.f
-	t, err := b.once(func() { prof.Record(true) })
+	var prefill bytes.Buffer
+	var prefillCalls time.Duration
+	prof.Reset()
+	prof.Record(true)
+	t, err := b.once(func() {
+		prof.Record(false)
+		prefillCalls = callTime(prof)
+		err := prof.WriteTable(&prefill, f.profileTop)
+		prof.Reset()
+		prof.Record(err == nil)
+	})
 	prof.Record(false)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stderr, "profile of the prefill (%s, batch %d, a %d-token prompt; calls synchronized): %.1f ms to the first token, of which device calls %.1f ms\n%s",
+		f.preset, f.batch, f.prompt, ms(t.first), ms(prefillCalls), prefill.String())
+	steps := f.tokens - 1
+	fmt.Fprintf(stderr, "profile of %d decode steps (calls synchronized): %.2f ms a token, of which device calls %.2f ms (the rest: graph, sampling, host)\n",
+		steps, ms(t.perToken), ms(callTime(prof))/float64(steps))
+	return prof.WriteTable(stderr, f.profileTop)
+}
+
+// callTime is the time of every call prof recorded.
+func callTime(prof *profile.Device) time.Duration {
 	var calls time.Duration
 	for _, o := range prof.Ops() {
 		calls += o.Time
 	}
-	steps := f.tokens - 1
-	fmt.Fprintf(stderr, "profile of %d decode steps (%s, batch %d, after a %d-token prompt; calls synchronized): %.2f ms a token, of which device calls %.2f ms (the rest: graph, sampling, host)\n",
-		steps, f.preset, f.batch, f.prompt, float64(t.perToken)/1e6, float64(calls)/1e6/float64(steps))
-	return prof.WriteTable(stderr, f.profileTop)
+	return calls
 }
 
 func medianDuration(ts []time.Duration) time.Duration {

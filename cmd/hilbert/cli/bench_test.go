@@ -338,7 +338,7 @@ func TestBenchGenerate(t *testing.T) {
 		!near(out["tokens_per_s"], 2*3/((out["prefill_ms"]+2*out["ms_per_token"])/1000)) {
 		t.Errorf("speeds disagree with the times: %s", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "profile of 2 decode steps") || !strings.Contains(stderr.String(), "Gemm") {
+	if !strings.Contains(stderr.String(), "profile of the prefill (gpt2-tiny, batch 2, a 4-token prompt") || !strings.Contains(stderr.String(), "profile of 2 decode steps") || strings.Count(stderr.String(), "Gemm") < 2 {
 		t.Errorf("stderr lacks the decode profile:\n%s", stderr.String())
 	}
 	for _, bad := range [][]string{{"-tokens", "1"}, {"-prompt", "10", "-tokens", "10"}, {"-batch", "0"}} {
