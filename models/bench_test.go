@@ -13,12 +13,12 @@ import (
 
 // BenchmarkTrainStep times one forward+backward pass (no optimizer step)
 // of the small presets at batch 8 x 256 tokens and reports tokens/s.
-// scripts/parity/bench.sh prints it next to PyTorch's number for the same
-// model on the same machine.
+// "hilbert bench parity" measures the same models next to PyTorch on the
+// same machine (docs/development.md, Benchmarks).
 func BenchmarkTrainStep(b *testing.B) {
 	const batch, seq = 8, 256
-	// d128-l2 and d256-l4 are the configurations scripts/parity/bench.sh
-	// compares with PyTorch (docs/development.md: the bench.sh line);
+	// d128-l2 and d256-l4 are the configurations "hilbert bench parity"
+	// compares with PyTorch (its paper-d128 and paper-d256 rows);
 	// scripts/parity/bench.py builds the same ones.
 	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}
 	for _, preset := range []string{"d128-l2", "d256-l4", "cpu-128", "cpu-256"} {
@@ -60,8 +60,9 @@ func BenchmarkTrainStep(b *testing.B) {
 // on the embedding, RowNorm on the head), and reports tokens/s; the -bf16
 // variants run the blocks' matrix products under bfloat16 autocast
 // (-autocast bf16; on this CPU's bfloat16 GEMM, cpu.BFloat16Kernel).
-// scripts/parity/bench.sh prints it next to PyTorch's full update
-// (scripts/parity/bench.py -update [-autocast]) for the same model.
+// "hilbert bench parity" times the same update (bench model -update
+// recipe) next to PyTorch's (scripts/parity/bench.py paper --update paper
+// [--autocast bf16]).
 func BenchmarkPaperUpdate(b *testing.B) {
 	const batch, seq = 8, 256
 	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}

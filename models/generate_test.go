@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -259,3 +260,133 @@ func TestGenerateOnEmulatedCUDA(t *testing.T) {
 		t.Errorf("train-mode logits differ between CPU and CUDA by %g (dropout masks?)", d)
 	}
 }
+
+// TestGenerateBatch: each row of a batch gets the tokens Generate gives
+// its prompt alone with seed Seed+row, greedy and sampled, with and
+// without the cache; Stream sees every step's tokens; prompts of two
+// lengths are refused.
+func TestGenerateBatch(t *testing.T) {
+	dev := cpu.New()
+	prompts := [][]int32{{5, 17, 42}, {1, 2, 3}, {60, 0, 9}}
+	for name, m := range genModels(t) {
+		for _, o := range []GenerateOptions{
+			{Tokens: 9},
+			{Tokens: 9, Temperature: 1, TopK: 20, TopP: 0.9, Seed: 5},
+			{Tokens: 9, Temperature: 1, Seed: 6, NoCache: true},
+		} {
+			t.Run(fmt.Sprintf("%s/T=%g,nocache=%v", name, o.Temperature, o.NoCache), func(t *testing.T) {
+				var streamed [][]int32
+				ob := o
+				ob.Stream = func(step int, tokens []int32) {
+					if step != len(streamed) || len(tokens) != len(prompts) {
+						t.Fatalf("Stream(%d, %v) after %d steps", step, tokens, len(streamed))
+					}
+					streamed = append(streamed, append([]int32(nil), tokens...))
+				}
+				got, err := GenerateBatch(dev, m, prompts, ob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r, p := range prompts {
+					or := o
+					or.Seed += uint64(r)
+					want, err := Generate(dev, m, p, or)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got[r]) != fmt.Sprint(want) {
+						t.Errorf("row %d: batch %v, alone %v", r, got[r], want)
+					}
+					for step, toks := range streamed {
+						if toks[r] != got[r][step] {
+							t.Errorf("row %d step %d: streamed %d, returned %d", r, step, toks[r], got[r][step])
+						}
+					}
+				}
+				if len(streamed) != o.Tokens {
+					t.Errorf("Stream called %d times, want %d", len(streamed), o.Tokens)
+				}
+			})
+		}
+	}
+	if _, err := GenerateBatch(dev, genModels(t)["gpt2"], [][]int32{{1, 2}, {3}}, GenerateOptions{Tokens: 1}); err == nil || !strings.Contains(err.Error(), "one length") {
+		t.Errorf("prompts of two lengths: error %v, want one naming the lengths", err)
+	}
+	if _, err := GenerateBatch(dev, genModels(t)["gpt2"], nil, GenerateOptions{Tokens: 1}); err == nil {
+		t.Error("no prompts: accepted")
+	}
+}
+
+// TestGenerateKeepsPoolFlat: a longer generation leaves no more in the
+// buffer pool than a shorter one from the same prompt (the KV cache's
+// outgrown tensors go back to the device, not to the pool, where buffers
+// of their lengths would never be asked for again).
+func TestGenerateKeepsPoolFlat(t *testing.T) {
+	dev := cpu.New()
+	m := genModels(t)["gpt2"]
+	held := func(tokens int) int64 {
+		tensor.DrainPool()
+		if _, err := GenerateBatch(dev, m, [][]int32{{1, 2, 3}, {4, 5, 6}}, GenerateOptions{Tokens: tokens}); err != nil {
+			t.Fatal(err)
+		}
+		return tensor.PoolBytes()
+	}
+	if short, long := held(3), held(12); long > short {
+		t.Errorf("the pool holds %d bytes after 3 tokens, %d after 12: want no more (it grew by the cache's outgrown tensors)", short, long)
+	}
+}
+
+// TestForwardCachedLast: each family's last-position logits are the last
+// row of ForwardCached's, bit for bit, for a prompt and for a cached
+// step; and Generate gives the same tokens whether or not it can use them.
+func TestForwardCachedLast(t *testing.T) {
+	dev := cpu.New()
+	lms := genModels(t)
+	lc, _ := LlamaPreset("llama-tiny")
+	lc.InitStd = 0.3
+	llama, err := NewLlama(dev, lc, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lms["llama"] = llama
+	seq := []int32{1, 9, 33, 7, 60, 2, 5, 14, 3, 8, 11, 40}
+	for name, m := range lms {
+		lf, ok := m.(LastForwarder)
+		if !ok {
+			t.Fatalf("%s: no ForwardCachedLast", name)
+		}
+		g := autograd.New(dev)
+		g.SetNoGrad(true)
+		full, last := nnCache(m), nnCache(m)
+		for _, span := range [][2]int{{0, 5}, {5, 6}} {
+			ids, _ := tensor.FromInt32(dev, seq[2*span[0]:2*span[1]], 2, span[1]-span[0])
+			all := m.ForwardCached(g, ids, full).Float32s()
+			got := lf.ForwardCachedLast(g, ids, last)
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			v, tk := got.Dim(1), span[1]-span[0]
+			gotv := got.Float32s()
+			for b := range 2 {
+				want := all[(b*tk+tk-1)*v : (b*tk+tk)*v]
+				for i := range v {
+					if math.Float32bits(gotv[b*v+i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s positions %v row %d: logit %d = %v, ForwardCached's %v", name, span, b, i, gotv[b*v+i], want[i])
+					}
+				}
+			}
+			g.Reset()
+		}
+		full.Release()
+		last.Release()
+		o := GenerateOptions{Tokens: 6, Temperature: 1, TopK: 10, Seed: 9}
+		with, err1 := Generate(dev, m, seq[:4], o)
+		without, err2 := Generate(dev, plainLM{m}, seq[:4], o)
+		if err1 != nil || err2 != nil || fmt.Sprint(with) != fmt.Sprint(without) {
+			t.Errorf("%s: Generate %v (%v) with ForwardCachedLast, %v (%v) without", name, with, err1, without, err2)
+		}
+	}
+}
+
+// plainLM hides an LM's other methods (ForwardCachedLast) from Generate.
+type plainLM struct{ LM }

@@ -186,6 +186,12 @@ func (m *GPT2) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 	return m.Head.Forward(g, h)
 }
 
+// ForwardCachedLast is ForwardCached's logits of the last position of
+// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
+func (m *GPT2) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
+}
+
 // hidden returns the final-norm hidden states [B, T, Dim] of inputs.
 func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
 	if g.Err() != nil {

@@ -381,6 +381,12 @@ func (m *Llama) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *n
 	return m.Head.Forward(g, h)
 }
 
+// ForwardCachedLast is ForwardCached's logits of the last position of
+// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
+func (m *Llama) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
+}
+
 // hidden returns the final-norm hidden states [B, T, Dim] of inputs.
 func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
 	if g.Err() != nil {

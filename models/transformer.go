@@ -268,6 +268,12 @@ func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, ca
 	return m.Head.Forward(g, h)
 }
 
+// ForwardCachedLast is ForwardCached's logits of the last position of
+// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
+func (m *Transformer) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
+}
+
 // hidden returns the final-norm hidden states [B, T, Dim] of inputs
 // [B, T] placed after the positions in cache (nil: none).
 func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {

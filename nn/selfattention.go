@@ -280,23 +280,26 @@ func (c *KVCache) Append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*te
 		return nil, nil
 	}
 	// The cache takes the joined tensors out of the graph's ownership, so
-	// they survive its Reset; the previous ones are no longer used.
+	// they survive its Reset; the previous ones are no longer used, and
+	// go back to the device rather than the pool: their length, one
+	// position short of the new ones', is not asked for again.
 	g.Keep(ka)
 	g.Keep(va)
 	if c.k[layer] != nil {
-		c.k[layer].Release()
-		c.v[layer].Release()
+		c.k[layer].Free()
+		c.v[layer].Free()
 	}
 	c.k[layer], c.v[layer] = ka, va
 	return ka, va
 }
 
-// Release frees the cached tensors; the cache is empty afterwards.
+// Release frees the cached tensors (to the device, not the pool); the
+// cache is empty afterwards.
 func (c *KVCache) Release() {
 	for i := range c.k {
 		if c.k[i] != nil {
-			c.k[i].Release()
-			c.v[i].Release()
+			c.k[i].Free()
+			c.v[i].Free()
 			c.k[i], c.v[i] = nil, nil
 		}
 	}

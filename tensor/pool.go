@@ -72,6 +72,22 @@ func (t *Tensor) Release() {
 	t.root().released = true
 }
 
+// Free gives a pooled tensor's buffer back to its device instead of the
+// pool, for a buffer whose length will not be asked for again (a growing
+// KV cache's: the pool keeps buffers by length, so each such buffer would
+// stay in it unused). The tensor (and every view of it) must not be used
+// afterwards. Free of a tensor that is not pooled does nothing, as
+// Release.
+func (t *Tensor) Free() {
+	if t == nil || !t.pooled {
+		return
+	}
+	t.pooled = false
+	t.dev.Free(t.buf)
+	t.buf = nil
+	t.root().released = true
+}
+
 // Pooled reports whether the tensor's buffer belongs to the pool.
 func (t *Tensor) Pooled() bool { return t.pooled }
 

@@ -89,6 +89,30 @@ func TestPoolReusesReleasedBuffers(t *testing.T) {
 	}
 }
 
+// TestFreeBypassesPool: Free releases a pooled tensor without giving its
+// buffer to the pool, and does nothing to a tensor that is not pooled.
+func TestFreeBypassesPool(t *testing.T) {
+	dev := cpu.New()
+	DrainPool()
+	a, err := NewPooled(dev, device.Float32, 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Free()
+	if !a.Released() || a.Pooled() || PoolBytes() != 0 {
+		t.Fatalf("after Free: released %v, pooled %v, pool %d bytes; want released, not pooled, 0", a.Released(), a.Pooled(), PoolBytes())
+	}
+	a.Release() // a second release is a no-op
+	if PoolBytes() != 0 {
+		t.Fatal("Release after Free pooled the buffer")
+	}
+	b, _ := New(dev, 2)
+	b.Free()
+	if b.Released() {
+		t.Error("Free released a tensor that is not pooled")
+	}
+}
+
 // TestVersionCountsWrites: every setter bumps the version, which views
 // share.
 func TestVersionCountsWrites(t *testing.T) {

@@ -188,6 +188,12 @@ func unaryVV[T float](op device.UnaryOp, z, x []T) {
 			z[i] = 1 / v
 		}
 	case device.Tanh:
+		if is32[T]() {
+			for i, v := range x {
+				z[i] = T(tanhf(float32(v)))
+			}
+			return
+		}
 		f(math.Tanh)
 	case device.Erf:
 		f(math.Erf)

@@ -281,6 +281,9 @@ const (
 // Sgemm) with kernel kn on up to threads workers. alpha != 0, k >= 1,
 // m, n >= 1.
 func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if sgemvNative(kn, threads, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return // a few rows of A: the small-M path (gemv.go)
+	}
 	j := takeJob()
 	j.kn, j.mr, j.nr = kn, kn.mr, kn.nr
 	j.a, j.b = a, b

@@ -103,6 +103,13 @@ func gemmCases() []gemmCase {
 	cs = append(cs,
 		gemmCase{m: large(263, 67), n: large(517, 133), k: large(301, 71), alpha: 1, beta: 0, nanC: true},
 		gemmCase{tB: true, m: large(130, 33), n: large(257, 65), k: large(700, 90), batch: 2, alpha: 1, beta: 1},
+		// A few rows of A against a transposed B (a generation step's
+		// products; the CPU's small-M path): columns around groups of 16,
+		// K past several cache steps, alpha, beta, NaN in C, batches.
+		gemmCase{tB: true, m: 1, n: 37, k: large(1100, 70), alpha: 1, beta: 0, nanC: true, pad: 2},
+		gemmCase{tB: true, m: 3, n: 16, k: 33, batch: 2, alpha: -0.5, beta: 2, pad: 1, gap: 3},
+		gemmCase{tB: true, m: 8, n: large(300, 45), k: large(520, 40), alpha: 1.5, beta: 1, shareB: true, batch: 3},
+		gemmCase{tB: true, m: 5, n: 17, k: 17, alpha: 1, special: true},
 		// Empty products: nothing to do for m or n 0; C = beta*C for k 0
 		// (0 for beta 0, over NaN), and alpha 0 is the same.
 		gemmCase{m: 0, n: 4, k: 3, alpha: 1, beta: 1},

@@ -133,21 +133,34 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def gpt2_forward(sd, cfg, ids, dt):
-    """Logits [B, T, V] of GPT2LMHeadModel for ids [B, T] in dtype dt."""
+def gpt2_forward(sd, cfg, ids, dt, past=None, last=False):
+    """Logits [B, T, V] of GPT2LMHeadModel for ids [B, T] in dtype dt
+    (with last, of the last position alone, [B, 1, V]: transformers'
+    logits_to_keep=1, as its generate asks for).
+
+    past, when given, is the KV cache (transformers' past_key_values): a
+    list with one entry per layer, None before the first call, then the
+    layer's (keys, values) [B, heads, positions, head_dim]. ids are the
+    positions after those cached, and their keys and values are appended
+    (torch.cat, as transformers' GPT2Attention does)."""
     sd = strip_prefix(sd, "transformer.")
     W = lambda n: sd[n].to(dt)
     b, t = ids.shape
     d, heads, eps = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"]
     hd = d // heads
-    h = W("wte.weight")[ids] + W("wpe.weight")[torch.arange(t)][None]
-    causal = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    start = past[0][0].shape[2] if past and past[0] is not None else 0
+    h = W("wte.weight")[ids] + W("wpe.weight")[torch.arange(start, start + t)][None]
+    causal = torch.tril(torch.ones(t, start + t, dtype=torch.bool), diagonal=start)
     split = lambda x: x.view(b, t, heads, hd).permute(0, 2, 1, 3)
     for i in range(cfg["n_layer"]):
         p = f"h.{i}."
         a = torch.nn.functional.layer_norm(h, (d,), W(p + "ln_1.weight"), W(p + "ln_1.bias"), eps)
         qkv = torch.addmm(W(p + "attn.c_attn.bias"), a.view(-1, d), W(p + "attn.c_attn.weight")).view(b, t, 3 * d)
         q, k, v = (split(x) for x in qkv.split(d, dim=2))
+        if past is not None:
+            if past[i] is not None:
+                k, v = torch.cat((past[i][0], k), dim=-2), torch.cat((past[i][1], v), dim=-2)
+            past[i] = (k, v)
         w = torch.matmul(q, k.transpose(-1, -2))
         w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)
         w = torch.where(causal, w, torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype))
@@ -160,6 +173,8 @@ def gpt2_forward(sd, cfg, ids, dt):
         m = torch.addmm(W(p + "mlp.c_proj.bias"), m, W(p + "mlp.c_proj.weight")).view(b, t, d)
         h = h + m
     h = torch.nn.functional.layer_norm(h, (d,), W("ln_f.weight"), W("ln_f.bias"), eps)
+    if last:
+        h = h[:, -1:]
     head = sd["lm_head.weight"].to(dt) if "lm_head.weight" in sd else W("wte.weight")
     return h @ head.T
 

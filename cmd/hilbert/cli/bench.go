@@ -38,8 +38,16 @@ var benchTargets = map[string]benchTarget{
 		run:     runBenchGemm,
 	},
 	"model": {
-		summary: "transformer forward+backward tokens/s for a preset (-preset cpu-128 -batch 8 -seq 256), one JSON line",
+		summary: "a model's forward+backward or whole update (-update recipe|adamw) tokens/s for a preset (-preset cpu-128 -batch 8 -seq 256), one JSON line",
 		run:     runBenchModel,
+	},
+	"parity": {
+		summary: "issue 24's table: every measure (GEMM, paper update, GPT-2, bf16, generation, peak RSS) against PyTorch (scripts/parity/bench.py), interleaved repetitions, medians and ranges, speedups",
+		run:     runBenchParity,
+	},
+	"generate": {
+		summary: "greedy generation with the KV cache (-model gpt2 -preset gpt2 -batch 1 -prompt 64 -tokens 32): prefill and decode tokens/s, ms a token, one JSON line",
+		run:     runBenchGenerate,
 	},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/profile"
 	"github.com/hilbert-ml/hilbert/models/registry"
+	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/train"
 )
@@ -21,6 +22,8 @@ import (
 type benchModelFlags struct {
 	family, preset, devName, autocast string
 	untie                             bool
+	sizes                             benchSizes
+	update                            string
 	batch, seq, steps                 int
 	blockRows, profileTop             int
 }
@@ -30,19 +33,31 @@ type benchModel struct {
 	dev             device.Device
 	prof            *profile.Device // nil without -profile
 	m               train.LanguageModel
+	opt             *optim.Set // nil: forward+backward only
 	g               *autograd.Graph
 	inputs, targets *tensor.Tensor
 }
 
+// The -update values: forward+backward only, the family's recipe
+// (registry.Recipe: the paper's for the paper model), AdamW on every
+// parameter; the last two clip the gradient norm at 1.0 first.
+const (
+	updateOff    = "off"
+	updateRecipe = "recipe"
+	updateAdamW  = "adamw"
+)
+
 // runBenchModel is the "model" bench target: it times forward+backward
-// passes of a models preset; scripts/parity/bench.sh compares the same
-// measure with PyTorch.
+// passes, or whole updates, of a models preset; "bench parity" compares
+// the same measures with PyTorch.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	var f benchModelFlags
 	fs := newFlagSet("bench model", "", stderr)
 	fs.StringVar(&f.family, "model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
 	fs.StringVar(&f.preset, "preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
+	f.sizes.flags(fs)
 	fs.BoolVar(&f.untie, "untie-head", false, "untie a head tied to the embedding (gpt2)")
+	fs.StringVar(&f.update, "update", updateOff, "what a step is: off (forward+backward), recipe (then the gradient norm clipped at 1.0 and the family's optimizer recipe, the paper's for the paper model, an AdamW head for a tied one) or adamw (clipping, then AdamW on every parameter)")
 	fs.IntVar(&f.batch, "batch", 8, "sequences per step")
 	fs.IntVar(&f.seq, "seq", 256, "tokens per sequence")
 	fs.IntVar(&f.steps, "steps", 3, "timed steps (after one warm-up step)")
@@ -68,7 +83,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	per := time.Since(start).Seconds() / float64(f.steps)
 	out := map[string]any{
-		"target": "model", "model": f.family, "preset": f.preset, "batch": f.batch, "seq": f.seq, "steps": f.steps,
+		"target": "model", "model": f.family, "preset": f.preset, "batch": f.batch, "seq": f.seq, "steps": f.steps, "update": f.update,
 		"ms_per_step": per * 1000, "tokens_per_s": float64(f.batch*f.seq) / per, "threads": cpu.Threads(),
 		"device": b.dev.Name(), "autocast": f.autocast, "block_rows": f.blockRows,
 	}
@@ -93,6 +108,12 @@ func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
 	cfg, err := fam.Preset(f.preset)
 	if err != nil {
 		return nil, usageErr(cmd, fmt.Errorf("-preset: %w", err))
+	}
+	if cfg, err = f.sizes.apply(cfg); err != nil {
+		return nil, usageErr(cmd, err)
+	}
+	if f.update != updateOff && f.update != updateRecipe && f.update != updateAdamW {
+		return nil, usageErr(cmd, fmt.Errorf("-update %q: want off, recipe or adamw", f.update))
 	}
 	size := registry.SizesOf(cfg)
 	if f.seq > size.Context || f.batch < 1 || f.steps < 1 {
@@ -119,6 +140,9 @@ func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
 		return nil, fmt.Errorf("-model %s: %T has no Loss(g, inputs, targets) method to time", f.family, built)
 	}
 	b.m = train.WithBlockRows(b.m, f.blockRows)
+	if b.opt, err = benchOptimizer(fam, built, cfg, f); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]int32, f.batch*f.seq)
 	for i := range ids {
@@ -146,7 +170,42 @@ func (b *benchModel) step() error {
 	if err := b.g.Backward(loss); err != nil {
 		return err
 	}
+	if b.opt != nil {
+		if _, err := optim.ClipGradNorm(b.m.Parameters(), 1); err != nil {
+			return err
+		}
+		if err := b.opt.Step(0.5); err != nil {
+			return err
+		}
+	}
 	return b.dev.Synchronize()
+}
+
+// benchOptimizer builds the optimizer -update asks for (nil for off): the
+// family's recipe, with an AdamW head where the head is tied, or AdamW
+// (GPT-2's usual settings) on every parameter.
+func benchOptimizer(fam *registry.Family, m registry.Model, cfg any, f benchModelFlags) (*optim.Set, error) {
+	params := m.Parameters()
+	switch f.update {
+	case updateRecipe:
+		roles, err := fam.Roles(m)
+		if err != nil {
+			return nil, err
+		}
+		o := registry.RecipeOptions{Width: registry.SizesOf(cfg).Dim}
+		if fam.Tied(cfg, registry.BuildOptions{UntieHead: f.untie}) {
+			o.Head = optim.HeadAdamW
+		}
+		r, err := registry.Recipe(roles, params, o)
+		if err != nil {
+			return nil, err
+		}
+		return optim.NewSet(r, params)
+	case updateAdamW:
+		all := optim.AdamWConfig{LR: 6e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+		return optim.NewSet(optim.Recipe{Groups: []optim.GroupSpec{{Name: "all", Match: func(string) bool { return true }, Config: all}}}, params)
+	}
+	return nil, nil
 }
 
 // profile runs one more step with every kernel call timed, prints the

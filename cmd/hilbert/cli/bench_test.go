@@ -188,7 +188,7 @@ func TestOpenBLASCoreWarning(t *testing.T) {
 // TestBenchHelp checks that -h on a bench target prints its flags and
 // succeeds.
 func TestBenchHelp(t *testing.T) {
-	for _, target := range []string{"gemm", "model"} {
+	for _, target := range []string{"gemm", "model", "generate", "parity"} {
 		var stdout, stderr bytes.Buffer
 		if code := Run([]string{"bench", target, "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-threads") && !strings.Contains(stderr.String(), "-preset") {
 			t.Errorf("bench %s -h: exit %d, stderr %q; want 0 and the flags", target, code, stderr.String())
@@ -286,6 +286,74 @@ func TestBenchModelFamilies(t *testing.T) {
 		var out map[string]any
 		if code != 0 || json.Unmarshal(stdout.Bytes(), &out) != nil || out["model"] != tc.args[1] || !(out["tokens_per_s"].(float64) > 0) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestBenchModelUpdate: -update times whole updates (the family's recipe,
+// with an AdamW head where it is tied, or AdamW on everything), and the
+// size flags reshape a preset; what a family lacks is refused by name.
+func TestBenchModelUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr; "" for success
+	}{
+		{[]string{"-model", "paper", "-preset", "cpu-128", "-layers", "1", "-dim", "64", "-update", "recipe"}, ""},
+		{[]string{"-model", "gpt2", "-preset", "gpt2-tiny", "-update", "recipe"}, ""},
+		{[]string{"-model", "gpt2", "-preset", "gpt2-tiny", "-layers", "1", "-dim", "32", "-heads", "2", "-update", "adamw"}, ""},
+		{[]string{"-model", "paper", "-preset", "cpu-128", "-update", "sgd"}, `-update "sgd"`},
+		{[]string{"-model", "paper", "-preset", "cpu-128", "-heads", "3"}, "-heads"},
+		{[]string{"-model", "paper", "-preset", "cpu-128", "-dim", "-4"}, "-dim -4"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"bench", "model", "-batch", "2", "-seq", "8", "-steps", "1"}, tc.args...)
+		code := Run(args, &stdout, &stderr)
+		if tc.want != "" {
+			if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%q: exit %d, stderr %q; want a failure naming %q", args, code, stderr.String(), tc.want)
+			}
+			continue
+		}
+		var out map[string]any
+		if code != 0 || json.Unmarshal(stdout.Bytes(), &out) != nil || out["update"] != tc.args[len(tc.args)-1] || !(out["tokens_per_s"].(float64) > 0) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestBenchGenerate: bench generate reports prefill and decode speeds that
+// agree with its times, and profiles the decode steps with -profile.
+func TestBenchGenerate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "generate", "-preset", "gpt2-tiny", "-batch", "2", "-prompt", "4", "-tokens", "3", "-reps", "1", "-profile", "50"}
+	if code := Run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("%q: exit %d, stderr:\n%s", args, code, stderr.String())
+	}
+	var all map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &all); err != nil {
+		t.Fatalf("stdout %q: %v", stdout.String(), err)
+	}
+	out := map[string]float64{}
+	for k, v := range all {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(a, b) }
+	if !(out["prefill_ms"] > 0 && out["ms_per_token"] > 0) ||
+		!near(out["prefill_tokens_per_s"], 2*4/(out["prefill_ms"]/1000)) ||
+		!near(out["decode_tokens_per_s"], 2/(out["ms_per_token"]/1000)) ||
+		!near(out["tokens_per_s"], 2*3/((out["prefill_ms"]+2*out["ms_per_token"])/1000)) {
+		t.Errorf("speeds disagree with the times: %s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "profile of the prefill (gpt2-tiny, batch 2, a 4-token prompt") || !strings.Contains(stderr.String(), "profile of 2 decode steps") || strings.Count(stderr.String(), "Gemm") < 2 {
+		t.Errorf("stderr lacks the decode profile:\n%s", stderr.String())
+	}
+	for _, bad := range [][]string{{"-tokens", "1"}, {"-prompt", "10", "-tokens", "10"}, {"-batch", "0"}} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := Run(append([]string{"bench", "generate", "-preset", "gpt2-tiny"}, bad...), &stdout, &stderr); code == 0 {
+			t.Errorf("%q: accepted", bad)
 		}
 	}
 }
