@@ -13,11 +13,12 @@ var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 func expShiftSum8(dst, src *float32, n int, shift float32) float64
 
 // expShiftSum16 is the AVX-512 form of expShiftSum8, bit for bit the same
-// results (element values and sum) for n, a multiple of 8. Implemented in
+// results (element values and sum) for n, a multiple of 8; it prefetches
+// n elements of next as it goes, when next is not nil. Implemented in
 // expsimd_amd64.s.
 //
 //go:noescape
-func expShiftSum16(dst, src *float32, n int, shift float32) float64
+func expShiftSum16(dst, src *float32, n int, shift float32, next *float32) float64
 
 // hasAVX512Softmax reports whether the softmax kernels (expShiftSum,
 // rowMax, scaleInPlace) may use their AVX-512 forms; each gives its AVX2
@@ -25,8 +26,10 @@ func expShiftSum16(dst, src *float32, n int, shift float32) float64
 var hasAVX512Softmax = hasAVX2FMA && cpu.X86.HasAVX512F
 
 // expShiftSumFast runs the vector kernel over the longest multiple of 8
-// and returns how many elements it did (0 without AVX2+FMA).
-func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) {
+// and returns how many elements it did (0 without AVX2+FMA). The AVX-512
+// kernel prefetches next (nil: nothing; at least as long as src
+// otherwise) while it runs.
+func expShiftSumFast(dst, src, next []float32, shift float32) (done int, sum float64) {
 	n := len(src) &^ 7
 	if !hasAVX2FMA || n == 0 {
 		return 0, 0
@@ -36,7 +39,11 @@ func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) 
 		d = &dst[0]
 	}
 	if hasAVX512Softmax {
-		return n, expShiftSum16(d, &src[0], n, shift)
+		var pf *float32
+		if len(next) >= n {
+			pf = &next[0]
+		}
+		return n, expShiftSum16(d, &src[0], n, shift, pf)
 	}
 	return n, expShiftSum8(d, &src[0], n, shift)
 }

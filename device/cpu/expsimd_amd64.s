@@ -147,17 +147,20 @@ sdone:
 	VZEROUPPER
 	RET
 
-// func expShiftSum16(dst, src *float32, n int, shift float32) float64
+// func expShiftSum16(dst, src *float32, n int, shift float32, next *float32) float64
 // The AVX-512 form of expShiftSum8, 16 elements a step, for n a multiple
 // of 8: the same operations per element, and the same float64 sums: lane
 // j of Z7 adds the elements i = j mod 8 in order (the low 8 of a step,
 // then the high 8), and the lanes are added in expShiftSum8's order at
 // the end, so the results are expShiftSum8's bit for bit. A last 8 runs
-// masked.
-TEXT ·expShiftSum16(SB), NOSPLIT, $0-40
+// masked. When next is not nil, each step also prefetches 64 bytes of
+// next (into L2) at the step's offset: the next row of a softmax, on its
+// way from memory while this one computes.
+TEXT ·expShiftSum16(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ next+32(FP), R11
 	VBROADCASTSS shift+24(FP), Z15
 	VBROADCASTSS expconst<>+0(SB), Z14   // log2e
 	VBROADCASTSS expconst<>+4(SB), Z13   // ln2hi
@@ -181,6 +184,11 @@ TEXT ·expShiftSum16(SB), NOSPLIT, $0-40
 loop16:
 	CMPQ AX, BX
 	JGE tail8
+	TESTQ R11, R11
+	JZ nopf16
+	PREFETCHT1 (R11)(AX*4)
+
+nopf16:
 	VMOVUPS (SI)(AX*4), Z0
 	VSUBPS Z15, Z0, Z0          // x = src - shift
 	VMAXPS Z0, Z10, Z0          // max(minX, x); x is the source a NaN comes from
@@ -253,7 +261,7 @@ done16:
 	VEXTRACTF128 $1, Y7, X8
 	VADDPD X8, X7, X7
 	VHADDPD X7, X7, X7
-	MOVSD X7, ret+32(FP)
+	MOVSD X7, ret+40(FP)
 	VZEROUPPER
 	RET
 
