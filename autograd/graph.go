@@ -76,6 +76,16 @@ type Graph struct {
 	ready     func(*tensor.Tensor)
 	readyPlan []readyLeaf
 	readySeen map[*tensor.Tensor]struct{}
+	// casts holds this pass's autocast copies by source tensor (castCopy).
+	casts map[*tensor.Tensor]castEntry
+}
+
+// castEntry is an autocast copy and the version of its source it was made
+// from.
+type castEntry struct {
+	version uint64
+	dtype   device.DType
+	copy    *tensor.Tensor
 }
 
 // graphs counts the graphs made, to give each an id.
@@ -124,11 +134,21 @@ func (g *Graph) SetAutocast(dtype device.DType) { g.autocast = dtype }
 // Autocast returns the MatMul operand dtype, or 0 when autocast is off.
 func (g *Graph) Autocast() device.DType { return g.autocast }
 
-// castCopy returns a graph-owned copy of t in dtype.
+// castCopy returns a graph-owned copy of t in dtype, made once per pass
+// and version of t: a tensor multiplied several times (the normalized
+// input of q, k and v, or of the MLP's gate and up) is cast once, and one
+// changed in place since is cast again. The copies are read-only.
 func (g *Graph) castCopy(op string, t *tensor.Tensor, dtype device.DType) *tensor.Tensor {
+	if e, ok := g.casts[t]; ok && e.dtype == dtype && e.version == t.Version() {
+		return e.copy
+	}
 	c := g.allocOf(op, dtype, t.Shape()...)
 	if c != nil {
 		g.dev.Cast(c.Buffer(), t.Buffer())
+		if g.casts == nil {
+			g.casts = make(map[*tensor.Tensor]castEntry)
+		}
+		g.casts[t] = castEntry{t.Version(), dtype, c}
 	}
 	return c
 }
@@ -160,6 +180,7 @@ func (g *Graph) Reset() {
 	}
 	clear(g.owned)
 	g.owned = g.owned[:0]
+	clear(g.casts)
 	g.clearNodes()
 	g.applying, g.backwardCall = nil, nil
 	g.err = nil
@@ -354,6 +375,7 @@ func (g *Graph) abandon(last int, loss *tensor.Tensor) {
 // releases the forward tensors (and their gradients) except the loss.
 func (g *Graph) releaseForward(loss *tensor.Tensor) {
 	g.clearNodes()
+	clear(g.casts)
 	g.freed = true
 	kept := g.owned[:0]
 	for _, t := range g.owned {

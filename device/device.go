@@ -48,9 +48,10 @@ const (
 	// BFloat16 is bfloat16 storage (8-bit exponent, 7-bit mantissa), for
 	// autocast operands. Backends store it and convert it (Cast, Copy,
 	// CopyStrided, the host copies) and take it as Gemm operands (A and B,
-	// with float32 accumulation): the CPU widens them to float32 for its
-	// product, CUDA runs them on tensor cores. The other compute methods
-	// take float types of full width.
+	// with float32 accumulation): the CPU multiplies them on its bfloat16
+	// kernel (AMX, or VDPBF16PS) where it has one and otherwise widens them
+	// to float32 for its product, CUDA runs them on tensor cores. The other
+	// compute methods take float types of full width.
 	BFloat16
 	// Int32 holds token ids and targets.
 	Int32

@@ -81,7 +81,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := c.run(args, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
+		if !errors.As(err, new(*reportedError)) {
+			fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
+		}
 		var ie *interruptedError
 		if errors.As(err, &ie) {
 			return exitInterrupted
@@ -94,6 +96,22 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// reportedError is an error its command has already written to stderr,
+// as Run would ("hilbert CMD: ..."): a rank that fails while others wait
+// for it says why before they learn of it and exit, since mpirun may end
+// the job before the rank gets back to Run.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// report writes err as Run would for command cmd and returns it marked as
+// reported, so that Run does not write it again.
+func report(stderr io.Writer, cmd string, err error) error {
+	fmt.Fprintf(stderr, "hilbert %s: %v\n", cmd, err)
+	return &reportedError{err}
 }
 
 // exitUsage is the exit status of a usage error.

@@ -50,6 +50,11 @@ func trainRanks(st *trainSetup, comm dist.Communicator, stdout, stderr io.Writer
 	} else {
 		st.quiet = true
 	}
+	if prepErr != nil {
+		// Said now: once the others learn of it they exit, and mpirun
+		// may end this process before Run would print it.
+		prepErr = report(stderr, "train", prepErr)
+	}
 	// Every rank waits for rank 0's data; a failure there stops them all.
 	failed, err := anyFailed(comm, st.dev, prepErr != nil)
 	if err != nil {
