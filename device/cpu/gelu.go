@@ -11,15 +11,16 @@ const (
 
 // geluRows runs body over row chunks of at most sigmoidChunk elements of
 // a rows x cols matrix, rows split across workers, with each chunk's
-// z = x + bias (bias nil: x) and sigmoid(2u) at hand.
-func geluRows(x, bias []float32, rows, cols int, body func(off int, z, s []float32)) {
+// z = x + bias (bias nil: x), e = e^(-2u) and s = sigmoid(2u) = 1/(1 + e)
+// at hand.
+func geluRows(x, bias []float32, rows, cols int, body func(off int, z, e, s []float32)) {
 	parallelFor(rows, max(1, elementGrain/4/max(cols, 1)), func(lo, hi int) {
-		var zb, sb [sigmoidChunk]float32
+		var zb, eb, sb [sigmoidChunk]float32
 		for r := lo; r < hi; r++ {
 			for c0 := 0; c0 < cols; c0 += sigmoidChunk {
 				c1 := min(c0+sigmoidChunk, cols)
 				off := r*cols + c0
-				z, a := zb[:c1-c0], sb[:c1-c0]
+				z, e, s := zb[:c1-c0], eb[:c1-c0], sb[:c1-c0]
 				copy(z, x[off:off+len(z)])
 				if bias != nil {
 					for i, b := range bias[c0:c1] {
@@ -27,9 +28,13 @@ func geluRows(x, bias []float32, rows, cols int, body func(off int, z, s []float
 					}
 				}
 				for i, v := range z {
-					a[i] = geluK2 * (v + geluC*v*v*v)
+					e[i] = -geluK2 * (v + geluC*v*v*v)
 				}
-				body(off, z, sigmoidInto(&sb, a))
+				expShiftSum(e, e, 0)
+				for i, v := range e {
+					s[i] = 1 / (1 + v)
+				}
+				body(off, z, e, s)
 			}
 		}
 	})
@@ -37,10 +42,19 @@ func geluRows(x, bias []float32, rows, cols int, body func(off int, z, s []float
 
 // GELUTanh computes out = gelu(x + bias) with gelu(z) = z sigmoid(2u),
 // u = sqrt(2/pi) (z + 0.044715 z^3), the tanh form's value (1 + tanh u)/2
-// = sigmoid(2u), on the vector exponential.
+// = sigmoid(2u): row by row with the AVX-512 kernel where there is one,
+// else on the vector exponential.
 func (d *Device) GELUTanh(out, x, bias device.Buffer, rows, cols int) {
-	ov := Float32s(out)
-	geluRows(Float32s(x), optFloat32s(bias), rows, cols, func(off int, z, s []float32) {
+	ov, xv, bv := Float32s(out), Float32s(x), optFloat32s(bias)
+	if hasAVX512Softmax {
+		parallelFor(rows, max(1, elementGrain/4/max(cols, 1)), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				geluRowFast(ov[r*cols:(r+1)*cols], xv[r*cols:(r+1)*cols], bv)
+			}
+		})
+		return
+	}
+	geluRows(xv, bv, rows, cols, func(off int, z, _, s []float32) {
 		o := ov[off : off+len(z)]
 		for i, v := range z {
 			o[i] = v * s[i]
@@ -49,14 +63,24 @@ func (d *Device) GELUTanh(out, x, bias device.Buffer, rows, cols int) {
 }
 
 // GELUTanhBackward computes dx = dout gelu'(x + bias), gelu'(z) =
-// s + z s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 z^2) with s = sigmoid(2u).
+// s + z s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 z^2) with s = sigmoid(2u),
+// 1 - s taken as e^(-2u) s.
 func (d *Device) GELUTanhBackward(dx, dout, x, bias device.Buffer, rows, cols int) {
-	dv, gv := Float32s(dx), Float32s(dout)
-	geluRows(Float32s(x), optFloat32s(bias), rows, cols, func(off int, z, s []float32) {
+	dv, gv, xv, bv := Float32s(dx), Float32s(dout), Float32s(x), optFloat32s(bias)
+	if hasAVX512Softmax {
+		parallelFor(rows, max(1, elementGrain/4/max(cols, 1)), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				geluBackwardRowFast(dv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], xv[r*cols:(r+1)*cols], bv)
+			}
+		})
+		return
+	}
+	geluRows(xv, bv, rows, cols, func(off int, z, e, s []float32) {
 		ds, gs := dv[off:off+len(z)], gv[off:off+len(z)]
 		for i, v := range z {
 			si := s[i]
-			ds[i] = gs[i] * (si + v*si*(1-si)*geluK2*(1+3*geluC*v*v))
+			// 1 - s = e s, without the cancellation of 1 - s near 1.
+			ds[i] = gs[i] * (si + v*si*(e[i]*si)*geluK2*(1+3*geluC*v*v))
 		}
 	})
 }
