@@ -62,4 +62,3 @@ func TestGELUKernelsAgree(t *testing.T) {
 		}
 	}
 }
-
