@@ -189,10 +189,13 @@ func sigmoidInto(s *[sigmoidChunk]float32, a []float32) []float32 {
 	return t
 }
 
-// SwiGLU computes out = silu(a)*b.
+// SwiGLU computes out = silu(a)*b: the AVX-512 kernel over each worker's
+// longest multiple of 8 elements (bit for bit the loop below), the loop
+// on sigmoidInto for the rest.
 func (d *Device) SwiGLU(out, a, b device.Buffer) {
 	x, y, z := Float32s(a), Float32s(b), Float32s(out)
 	parallelFor(len(z), elementGrain/4, func(lo, hi int) {
+		lo += swigluFast(z[lo:hi], x[lo:hi], y[lo:hi])
 		var buf [sigmoidChunk]float32
 		for c := lo; c < hi; c += sigmoidChunk {
 			e := min(c+sigmoidChunk, hi)
@@ -205,11 +208,13 @@ func (d *Device) SwiGLU(out, a, b device.Buffer) {
 	})
 }
 
-// SwiGLUBackward computes da = dout*b*silu'(a) and db = dout*silu(a).
+// SwiGLUBackward computes da = dout*b*silu'(a) and db = dout*silu(a), as
+// SwiGLU with the AVX-512 kernel for the bulk.
 func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	x, y, g := Float32s(a), Float32s(b), Float32s(dout)
 	dx, dy := Float32s(da), Float32s(db)
 	parallelFor(len(g), elementGrain/4, func(lo, hi int) {
+		lo += swigluBackwardFast(dx[lo:hi], dy[lo:hi], g[lo:hi], x[lo:hi], y[lo:hi])
 		var buf [sigmoidChunk]float32
 		for c := lo; c < hi; c += sigmoidChunk {
 			e := min(c+sigmoidChunk, hi)

@@ -106,3 +106,42 @@ func TestAdamWStepVectorMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestSwiGLUVectorMatchesScalar: SwiGLU's and SwiGLUBackward's AVX-512
+// kernels give the loops' results on sigmoidInto bit for bit, for lengths
+// around the 16-wide step and the 8-element tail the loops keep, over the
+// exponential's range (|a| to 100: underflow and the clamp) with NaNs,
+// infinities and signed zeros.
+func TestSwiGLUVectorMatchesScalar(t *testing.T) {
+	if !hasAVX512Softmax {
+		t.Skip("no AVX-512 on this machine: only the loops run")
+	}
+	d := New()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{3, 8, 15, 16, 17, 24, 40, 1000, 1 << 15} {
+		a, b, g := elemsimdInputs(r, n), elemsimdInputs(r, n), elemsimdInputs(r, n)
+		for i := range a {
+			if i%7 == 0 {
+				a[i] = float32(r.NormFloat64() * 40)
+			}
+		}
+		run := func() (out [3][]float32) {
+			for k := range out {
+				out[k] = make([]float32, n)
+			}
+			d.SwiGLU(NewFloat32(out[0]), NewFloat32(a), NewFloat32(b))
+			d.SwiGLUBackward(NewFloat32(out[1]), NewFloat32(out[2]), NewFloat32(g), NewFloat32(a), NewFloat32(b))
+			return out
+		}
+		vec := run()
+		saved := hasAVX512Softmax
+		hasAVX512Softmax = false
+		ref := run()
+		hasAVX512Softmax = saved
+		for k, name := range []string{"out", "da", "db"} {
+			if i, ok := sameBits(vec[k], ref[k]); !ok {
+				t.Fatalf("n %d: %s[%d] = %v (a %v), the loop gives %v", n, name, i, vec[k][i], a[i], ref[k][i])
+			}
+		}
+	}
+}
