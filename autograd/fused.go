@@ -134,6 +134,148 @@ func (rmsNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	g.accumulate(x, dx)
 }
 
+// LayerNorm normalises x over its last axis to zero mean and unit
+// (biased) variance, then scales by w and shifts by b ([cols] each, nil:
+// none): (x - mean) / sqrt(var + eps) w + b, in x's float dtype (eps
+// rounded once to it), as PyTorch's layer_norm.
+func (g *Graph) LayerNorm(x, w, b *tensor.Tensor, eps float64) *tensor.Tensor {
+	const op = "LayerNorm"
+	if in := [3]*tensor.Tensor{x, w, b}; !g.ok(op, nonNil(in[:])...) {
+		return nil
+	}
+	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
+		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
+	}
+	cols := x.Dim(-1)
+	for _, p := range []*tensor.Tensor{w, b} {
+		if p != nil && (p.Len() != cols || p.Rank() != 1 || p.DType() != x.DType()) {
+			return g.failf("%s: gain or bias %v %v for input %v %v: want [%d] of its dtype", op, p.DType(), p.Shape(), x.DType(), x.Shape(), cols)
+		}
+	}
+	rows := x.Len() / cols
+	out := g.allocOf(op, x.DType(), x.Shape()...)
+	mean, rstd := g.allocOf(op, x.DType(), rows), g.allocOf(op, x.DType(), rows)
+	if out == nil || mean == nil || rstd == nil {
+		return nil
+	}
+	compose.LayerNorm(g.kernels(x.DType()), out.Buffer(), mean.Buffer(), rstd.Buffer(), x.Buffer(), bufferOf(w), bufferOf(b), rows, cols, eps)
+	if g.wantsGrad(x, w, b) {
+		g.record(node{op: layerNormOp{}, out: out, in: [3]*tensor.Tensor{x, w, b}, saved: [3]*tensor.Tensor{mean, rstd}})
+	}
+	return out
+}
+
+// layerNormOp is a recorded LayerNorm (in: x, gain, bias, the last two
+// possibly nil; saved: the rows' mean and rstd). Its backward is the
+// fused capability's, giving the input's gradient and the gain's and
+// bias's column sums; composed, it would be a dozen passes over x.
+type layerNormOp struct{}
+
+func (layerNormOp) name() string { return "LayerNorm" }
+func (layerNormOp) reads(n *node) slots {
+	if n.in[1] != nil {
+		return in0 | in1
+	}
+	return in0
+}
+func (layerNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
+	x, w, b := n.in[0], n.in[1], n.in[2]
+	cols := x.Dim(-1)
+	dx := g.scratchLike(x, x.Shape()...)
+	var dw, db *tensor.Tensor
+	if w != nil && w.RequiresGrad() {
+		dw = g.scratchLike(w, cols)
+	}
+	if b != nil && b.RequiresGrad() {
+		db = g.scratchLike(b, cols)
+	}
+	compose.LayerNormBackward(g.kernels(x.DType()), dx.Buffer(), bufferOf(dw), bufferOf(db), gout.Buffer(), x.Buffer(), bufferOf(w),
+		n.saved[0].Buffer(), n.saved[1].Buffer(), x.Len()/cols, cols)
+	g.accumulate(x, dx)
+	if dw != nil {
+		g.accumulate(w, dw)
+	}
+	if db != nil {
+		g.accumulate(b, db)
+	}
+}
+
+// GELUTanh returns GPT-2's GELU, the tanh approximation, of x plus bias
+// (nil: none; [cols] of x's last axis, broadcast over the rows):
+// z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))) with z = x + bias, as
+// PyTorch's gelu(approximate="tanh"). With the bias it is a Linear's
+// bias add and the activation in one pass each way.
+func (g *Graph) GELUTanh(x, bias *tensor.Tensor) *tensor.Tensor {
+	const op = "GELUTanh"
+	if in := [2]*tensor.Tensor{x, bias}; !g.ok(op, nonNil(in[:])...) {
+		return nil
+	}
+	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
+		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
+	}
+	cols := x.Dim(-1)
+	if bias != nil && (bias.Rank() != 1 || bias.Len() != cols || bias.DType() != x.DType()) {
+		return g.failf("%s: bias %v %v for input %v %v: want [%d] of its dtype", op, bias.DType(), bias.Shape(), x.DType(), x.Shape(), cols)
+	}
+	out := g.allocOf(op, x.DType(), x.Shape()...)
+	if out == nil {
+		return nil
+	}
+	compose.GELUTanh(g.kernels(x.DType()), out.Buffer(), x.Buffer(), bufferOf(bias), x.Len()/cols, cols)
+	if g.wantsGrad(x, bias) {
+		g.record(node{op: geluTanhOp{}, out: out, in: [3]*tensor.Tensor{x, bias}})
+	}
+	return out
+}
+
+// geluTanhOp is a recorded GELUTanh (in: x and the bias, possibly nil).
+// Its backward is the fused capability's one pass for the input's
+// gradient, whose column sums are the bias's.
+type geluTanhOp struct{}
+
+func (geluTanhOp) name() string { return "GELUTanh" }
+func (geluTanhOp) reads(n *node) slots {
+	if n.in[1] != nil {
+		return in0 | in1
+	}
+	return in0
+}
+func (geluTanhOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
+	x, bias := n.in[0], n.in[1]
+	cols := x.Dim(-1)
+	rows := x.Len() / cols
+	k := g.kernels(x.DType())
+	dx := g.scratchLike(x, x.Shape()...)
+	compose.GELUTanhBackward(k, dx.Buffer(), gout.Buffer(), x.Buffer(), bufferOf(bias), rows, cols)
+	if bias != nil && bias.RequiresGrad() {
+		db := g.scratchLike(bias, cols)
+		compose.Reduce(k, device.Sum, 0, db.Buffer(), dx.Buffer(), rows, cols)
+		g.accumulate(bias, db)
+	}
+	g.accumulate(x, dx)
+}
+
+// nonNil moves the tensors of ts that are not nil to its front and
+// returns them (an op's optional inputs left out of its checks).
+func nonNil(ts []*tensor.Tensor) []*tensor.Tensor {
+	n := 0
+	for _, t := range ts {
+		if t != nil {
+			ts[n] = t
+			n++
+		}
+	}
+	return ts[:n]
+}
+
+// bufferOf returns t's buffer, or nil for a nil t (an optional operand).
+func bufferOf(t *tensor.Tensor) device.Buffer {
+	if t == nil {
+		return nil
+	}
+	return t.Buffer()
+}
+
 // RoPETables returns the half-split rotary tables cos and sin, each
 // [seq, headDim/2], with angle(t, j) = t * base^(-2j/headDim), computed in
 // float64 and stored in dtype: float32 (rounded once) or float64, the

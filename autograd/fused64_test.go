@@ -42,6 +42,16 @@ func TestGradCheckFusedOps(t *testing.T) {
 	cases := []check64{
 		{"RMSNorm", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(100, 3, 7)} },
 			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], 1e-5) }},
+		{"LayerNorm", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{input64(t, 111, []int{3, 7}, 2, 0, 1.5), x(112, 7), x(113, 7)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.LayerNorm(in[0], in[1], in[2], 1e-5) }},
+		{"LayerNorm/plain", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(114, 2, 3, 6)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.LayerNorm(in[0], nil, nil, 1e-5) }},
+		{"GELUTanh", func(t *testing.T) []*tensor.Tensor {
+			return []*tensor.Tensor{input64(t, 115, []int{4, 6}, 2.5, 0, 0), x(116, 6)}
+		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.GELUTanh(in[0], in[1]) }},
+		{"GELUTanh/nobias", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{input64(t, 117, []int{2, 9}, 3, 0, 0)} },
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.GELUTanh(in[0], nil) }},
 		{"SwiGLU", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(101, 4, 5), x(102, 4, 5)} },
 			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.SwiGLU(in[0], in[1]) }},
 		{"RoPE", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(103, 2, 5, 2, 6)} },
@@ -171,5 +181,94 @@ func TestProductsFloat64MatchFloat32(t *testing.T) {
 				t.Errorf("%s element %d: float32 %v, float64 %v", name, j, got[i][j], want[i][j])
 			}
 		}
+	}
+}
+
+// TestLayerNormAndGELUValues checks the forward values of LayerNorm and
+// GELUTanh against their definitions written out here in float64 (the
+// tanh form of GELU; the kernels use z sigmoid(2u)), in float64 (the
+// compositions) and float32 (the CPU's kernels), with and without the
+// optional gain, bias and GELU bias.
+func TestLayerNormAndGELUValues(t *testing.T) {
+	const rows, cols = 5, 12
+	dev := cpu.New()
+	x := input64(t, 120, []int{rows, cols}, 2, 0, 0.7).Float64s()
+	w := input64(t, 121, []int{cols}, 1, 0, 0).Float64s()
+	b := input64(t, 122, []int{cols}, 1, 0, 0).Float64s()
+	wantLN := func(withParams bool) []float64 {
+		out := make([]float64, 0, rows*cols)
+		for r := range rows {
+			xs := x[r*cols : (r+1)*cols]
+			var mu, v float64
+			for _, e := range xs {
+				mu += e / cols
+			}
+			for _, e := range xs {
+				v += (e - mu) * (e - mu) / cols
+			}
+			for c, e := range xs {
+				y := (e - mu) / math.Sqrt(v+1e-5)
+				if withParams {
+					y = y*w[c] + b[c]
+				}
+				out = append(out, y)
+			}
+		}
+		return out
+	}
+	wantGELU := func(withBias bool) []float64 {
+		out := make([]float64, rows*cols)
+		for i, e := range x {
+			z := e
+			if withBias {
+				z += b[i%cols]
+			}
+			out[i] = z / 2 * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(z+0.044715*z*z*z)))
+		}
+		return out
+	}
+	for _, dt := range []device.DType{device.Float64, device.Float32} {
+		tol := 1e-13
+		if dt == device.Float32 {
+			tol = 2e-6
+		}
+		mk := func(v []float64, shape ...int) *tensor.Tensor {
+			t64, err := tensor.FromFloat64(dev, v, shape...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dt == device.Float64 {
+				return t64
+			}
+			f := make([]float32, len(v))
+			for i := range v {
+				f[i] = float32(v[i])
+			}
+			t32, _ := tensor.FromFloat32(dev, f, shape...)
+			return t32
+		}
+		g := New(dev)
+		X, W, B := mk(x, rows, cols), mk(w, cols), mk(b, cols)
+		for _, c := range []struct {
+			name string
+			got  *tensor.Tensor
+			want []float64
+		}{
+			{"LayerNorm", g.LayerNorm(X, W, B, 1e-5), wantLN(true)},
+			{"LayerNorm/plain", g.LayerNorm(X, nil, nil, 1e-5), wantLN(false)},
+			{"GELUTanh", g.GELUTanh(X, B), wantGELU(true)},
+			{"GELUTanh/nobias", g.GELUTanh(X, nil), wantGELU(false)},
+		} {
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range c.got.Float64s() {
+				if d := math.Abs(v - c.want[i]); d > tol*(1+math.Abs(c.want[i])) {
+					t.Errorf("%v %s element %d: %v, want %v", dt, c.name, i, v, c.want[i])
+					break
+				}
+			}
+		}
+		g.Reset()
 	}
 }

@@ -87,9 +87,9 @@ const linearCEBlockElems = 1 << 26
 // float64 products), without ever holding more than a block of rows
 // of the N x V logits: rows are processed in blocks of blockRows (0 picks
 // equal blocks of at most 64M logits). When gradients are wanted, the
-// forward pass computes them block by block (dh, and dW accumulated as
-// dW^T [d, V], whose product shape runs faster than [V, d]) and Backward
-// scales them by the upstream gradient.
+// forward pass computes them block by block (dh, and dW accumulated
+// straight in its own layout, dlogits^T h) and Backward scales them by
+// the upstream gradient.
 func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) *tensor.Tensor {
 	const op = "LinearCrossEntropy"
 	if !g.checkLinearCE(op, h, w, targets) {
@@ -110,14 +110,12 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	if losses == nil || lse == nil || out == nil {
 		return nil
 	}
-	var dh, dw, dwT *tensor.Tensor
+	var dh, dw *tensor.Tensor
 	if grad {
 		dh, dw = g.allocOf(op, dt, h.Shape()...), g.allocOf(op, dt, w.Shape()...)
 		if dh == nil || dw == nil {
 			return nil
 		}
-		dwT = g.scratchOf(dt, d, vocab)
-		defer dwT.Release()
 	}
 	logits := g.scratchOf(dt, blockRows, vocab)
 	defer logits.Release()
@@ -144,12 +142,11 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 		if r0 == 0 {
 			beta = 0
 		}
-		// dW^T (+)= h_blk^T dlogits
-		g.dev.Gemm(device.GemmArgs{TransA: true, M: d, N: vocab, K: nr, Alpha: 1, Beta: beta,
-			A: hblk, LDA: d, B: lb, LDB: vocab, C: dwT.Buffer(), LDC: vocab})
-	}
-	if grad {
-		compose.Transpose(k, dw.Buffer(), dwT.Buffer(), 1, d, vocab, 1)
+		// dW (+)= dlogits^T h_blk: each element sums over the block's
+		// rows in order, as h_blk^T dlogits (dW^T, transposed after) did,
+		// without the transpose's pass over the head.
+		g.dev.Gemm(device.GemmArgs{TransA: true, M: vocab, N: d, K: nr, Alpha: 1, Beta: beta,
+			A: lb, LDA: vocab, B: hblk, LDB: d, C: dw.Buffer(), LDC: d})
 	}
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))

@@ -77,6 +77,42 @@ type RMSNormer interface {
 	RMSNormBackward(dx, dy, x, rstd Buffer, rows, cols int)
 }
 
+// LayerNormer is LayerNorm, with an optional gain and bias, and its
+// gradient in one pass each. Composition: the mean by ReduceAxis Sum, a
+// broadcast Sub, the biased variance by ReduceAxis SumSquares, eps and
+// Rsqrt, broadcast Muls by rstd and the gain and an Add of the bias; the
+// backward, with xhat = (x - mean) rstd and g = dy w,
+// dx = rstd (g - mean(g) - xhat mean(g xhat)), dw = the column sums of
+// dy xhat and db those of dy, in the same ops.
+type LayerNormer interface {
+	// LayerNorm normalises each row of x (rows x cols):
+	// out = (x - mean) rstd w + b with rstd = 1/sqrt(var + eps), var the
+	// row's biased variance, w and b of cols elements (nil: a gain of 1, a
+	// bias of 0). It stores each row's mean and rstd (rows elements each)
+	// for the backward pass.
+	LayerNorm(out, mean, rstd, x, w, b Buffer, rows, cols int, eps float32)
+	// LayerNormBackward computes dx from dy, x, w (nil: a gain of 1) and
+	// the saved mean and rstd, and, where not nil, dw (the column sums of
+	// dy xhat) and db (those of dy), overwriting them.
+	LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd Buffer, rows, cols int)
+}
+
+// GELUer is GPT-2's GELU, the tanh approximation, of x plus a bias, and
+// its gradient, in one pass each:
+// gelu(z) = z/2 (1 + tanh(u)) = z sigmoid(2u), u = sqrt(2/pi) (z + 0.044715 z^3).
+// Composition: a broadcast Add of the bias, Square, Mul, scalar Adds and
+// Muls, Tanh; the backward
+// dx = dout (1/2 (1 + tanh u) + z/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 0.044715 z^2))
+// in the same ops.
+type GELUer interface {
+	// GELUTanh computes out[r, c] = gelu(x[r, c] + bias[c]) for x of rows x
+	// cols (bias nil: none). out may alias x.
+	GELUTanh(out, x, bias Buffer, rows, cols int)
+	// GELUTanhBackward computes dx = dout gelu'(x + bias) (bias nil:
+	// none). dx may alias dout.
+	GELUTanhBackward(dx, dout, x, bias Buffer, rows, cols int)
+}
+
 // RoPEr is half-split rotary embedding in one pass. Composition:
 // broadcast Mul, Sub and Add on the two halves read through strided views
 // (the tables broadcast over batch and heads), and two CopyStrided into
@@ -146,6 +182,8 @@ type Fused interface {
 	Reducer
 	RowGatherer
 	RMSNormer
+	LayerNormer
+	GELUer
 	RoPEr
 	SwiGLUer
 	Attender

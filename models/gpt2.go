@@ -206,7 +206,7 @@ func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCach
 	for i := range m.Blocks {
 		bl := &m.Blocks[i]
 		x = g.Add(x, bl.Drop.Forward(g, bl.Attn.ForwardCached(g, bl.LN1.Forward(g, x), cache, i)))
-		h := bl.Proj.Forward(g, nn.GELUTanh.Forward(g, bl.FC.Forward(g, bl.LN2.Forward(g, x))))
+		h := bl.Proj.Forward(g, bl.FC.ForwardAct(g, bl.LN2.Forward(g, x), nn.GELUTanh))
 		x = g.Add(x, bl.Drop.Forward(g, h))
 	}
 	h := m.Norm.Forward(g, x)

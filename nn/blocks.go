@@ -3,7 +3,6 @@ package nn
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"reflect"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -54,19 +53,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 			return nil
 		}
 	}
-	eps := n.Eps
-	eps = cmp.Or(eps, 1e-5)
-	ax := x.Rank() - 1
-	c := g.Sub(x, g.MeanAxis(x, ax, true))
-	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
-	y := g.Mul(c, g.Unary(device.Rsqrt, g.Add(v, g.Constant(eps, x.DType()))))
-	if n.Weight != nil {
-		y = g.Mul(y, n.Weight)
-	}
-	if n.Bias != nil {
-		y = g.Add(y, n.Bias)
-	}
-	return y
+	return g.LayerNorm(x, n.Weight, n.Bias, cmp.Or(n.Eps, 1e-5))
 }
 
 // Activation selects an elementwise nonlinearity.
@@ -109,16 +96,13 @@ func (a Activation) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		g.Fail(fmt.Errorf("nn: %v: input %v: want a live float32 or float64 tensor", a, x))
 		return nil
 	}
-	dt := x.DType()
 	switch a {
 	case ReLU:
 		return g.Relu(x)
 	case GELU:
 		return g.GELU(x)
 	case GELUTanh:
-		x3 := g.Mul(g.Unary(device.Square, x), x)
-		in := g.Mul(g.Add(x, g.Mul(x3, g.Constant(0.044715, dt))), g.Constant(math.Sqrt(2/math.Pi), dt))
-		return g.Mul(g.Mul(x, g.Constant(0.5, dt)), g.Add(g.Tanh(in), g.Constant(1, dt)))
+		return g.GELUTanh(x, nil)
 	case SiLU:
 		return g.Mul(x, g.Sigmoid(x))
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -229,5 +230,56 @@ func TestDropout(t *testing.T) {
 	}
 	if same == n {
 		t.Error("second call drew the same mask")
+	}
+}
+
+// TestLinearForwardAct: a Linear with a bias followed by GELUTanh, the
+// bias added inside the activation's kernel, gives the values and the
+// weight, bias and input gradients of the bias add and the activation
+// run apart (float64: to rounding); an input of the wrong width fails
+// naming the layer.
+func TestLinearForwardAct(t *testing.T) {
+	dev := cpu.New()
+	in := NewInit(dev, 5, 0.8)
+	in.DType = device.Float64
+	l := NewLinearBias(in, 6, 4)
+	l.Bias, _ = tensor.FromFloat64(dev, []float64{0.3, -1.2, 2.5, 0.7}, 4) // a non-zero bias
+	l.Bias.SetRequiresGrad(true)
+	x, _ := tensor.FromFloat64(dev, []float64{1, -2, 0.5, 3, -0.25, 1.5, 0.1, 0.2, -0.3, 2, -1, 0.75}, 2, 6)
+	x.SetRequiresGrad(true)
+	params := []*tensor.Tensor{l.Weight, l.Bias, x}
+	run := func(fused bool) (vals [][]float64) {
+		tensor.ZeroGrad(params)
+		g := autograd.New(dev)
+		defer g.Reset()
+		var y *tensor.Tensor
+		if fused {
+			y = l.ForwardAct(g, x, GELUTanh)
+		} else {
+			y = GELUTanh.Forward(g, l.Forward(g, x))
+		}
+		r, _ := tensor.FromFloat64(dev, []float64{1, -1, 2, 0.5, -0.5, 3, 1, -2}, 2, 4)
+		loss := g.Sum(g.Mul(y, r))
+		vals = append(vals, y.Float64s())
+		if err := g.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range params {
+			vals = append(vals, p.Grad().Float64s())
+		}
+		return vals
+	}
+	got, want := run(true), run(false)
+	for k, name := range []string{"out", "weight grad", "bias grad", "input grad"} {
+		for i := range want[k] {
+			if d := math.Abs(got[k][i] - want[k][i]); d > 1e-14*(1+math.Abs(want[k][i])) {
+				t.Errorf("%s[%d] = %v, apart %v", name, i, got[k][i], want[k][i])
+			}
+		}
+	}
+	g := autograd.New(dev)
+	bad, _ := tensor.FromFloat64(dev, make([]float64, 10), 2, 5)
+	if l.ForwardAct(g, bad, GELUTanh); g.Err() == nil {
+		t.Error("an input of 5 features into a 6 -> 4 Linear did not fail")
 	}
 }

@@ -48,6 +48,23 @@ func (l *Linear) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	return y
 }
 
+// ForwardAct returns act(l.Forward(x)) with the bias added inside the
+// activation's kernel where it takes one (GELUTanh: one pass each way
+// instead of an add and the activation).
+func (l *Linear) ForwardAct(g *autograd.Graph, x *tensor.Tensor, act Activation) *tensor.Tensor {
+	if act != GELUTanh || l.Bias == nil {
+		return act.Forward(g, l.Forward(g, x))
+	}
+	if g.Err() != nil {
+		return nil
+	}
+	if err := l.check(x); err != nil {
+		g.Fail(err)
+		return nil
+	}
+	return g.GELUTanh(g.MatMul(x, l.Weight, false, true), l.Bias)
+}
+
 // check reports why x cannot go through l.
 func (l *Linear) check(x *tensor.Tensor) error {
 	name := moduleName("Linear", l.Weight, "weight")

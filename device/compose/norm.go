@@ -125,3 +125,152 @@ func opposite(op device.BinaryOp) device.BinaryOp {
 	}
 	return device.Add
 }
+
+// LayerNorm is device.LayerNormer's LayerNorm on any backend (w, b nil:
+// no gain, no bias). The backend's kernel takes eps rounded to float32;
+// the composition adds eps rounded once to the buffers' dtype.
+func LayerNorm(d device.Core, out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float64) {
+	if f, ok := d.(device.LayerNormer); ok {
+		f.LayerNorm(out, mean, rstd, x, w, b, rows, cols, float32(eps))
+		return
+	}
+	const op = "LayerNorm"
+	dims := device.DimsOf(rows, cols)
+	d.ReduceAxis(device.Sum, mean, x, rows, cols, 1)
+	scaleInto(d, op, mean, mean, 1/float64(cols))
+	d.BinaryStrided(device.Sub, dims, out, device.Contiguous(x, dims), view(mean, 0, 1, 0))
+	d.ReduceAxis(device.SumSquares, rstd, out, rows, cols, 1)
+	scaleInto(d, op, rstd, rstd, 1/float64(cols))
+	addScalar(d, op, rstd, rstd, eps)
+	d.Unary(device.Rsqrt, rstd, rstd)
+	rowsTimes(d, out, out, rstd, rows, cols)
+	if w != nil {
+		d.BinaryStrided(device.Mul, dims, out, device.Contiguous(out, dims), view(w, 0, 0, 1))
+	}
+	if b != nil {
+		d.BinaryStrided(device.Add, dims, out, device.Contiguous(out, dims), view(b, 0, 0, 1))
+	}
+}
+
+// LayerNormBackward is device.LayerNormer's LayerNormBackward on any
+// backend: with xhat = (x - mean) rstd and g = dy w,
+// dx = rstd (g - mean(g) - xhat mean(g xhat)); dw and db (where not nil)
+// the column sums of dy xhat and of dy. dx may not alias dy.
+func LayerNormBackward(d device.Core, dx, dw, db, dy, x, w, mean, rstd device.Buffer, rows, cols int) {
+	if f, ok := d.(device.LayerNormer); ok {
+		f.LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd, rows, cols)
+		return
+	}
+	const op = "LayerNormBackward"
+	dt, n, dims := dx.DType(), rows*cols, device.DimsOf(rows, cols)
+	flat2 := func(b device.Buffer) device.View { return device.Contiguous(b, dims) }
+	xhat, g, t := temp(d, op, dt, n), temp(d, op, dt, n), temp(d, op, dt, n)
+	c1, c2 := temp(d, op, dt, rows), temp(d, op, dt, rows)
+	d.BinaryStrided(device.Sub, dims, xhat, flat2(x), view(mean, 0, 1, 0))
+	rowsTimes(d, xhat, xhat, rstd, rows, cols)
+	if db != nil {
+		d.ReduceAxis(device.Sum, db, dy, 1, rows, cols)
+	}
+	if dw != nil {
+		d.BinaryStrided(device.Mul, dims, t, flat2(dy), flat2(xhat))
+		d.ReduceAxis(device.Sum, dw, t, 1, rows, cols)
+	}
+	if w != nil {
+		d.BinaryStrided(device.Mul, dims, g, flat2(dy), view(w, 0, 0, 1))
+	} else {
+		d.Copy(g, dy)
+	}
+	d.ReduceAxis(device.Sum, c1, g, rows, cols, 1)
+	scaleInto(d, op, c1, c1, 1/float64(cols))
+	d.BinaryStrided(device.Mul, dims, t, flat2(g), flat2(xhat))
+	d.ReduceAxis(device.Sum, c2, t, rows, cols, 1)
+	scaleInto(d, op, c2, c2, 1/float64(cols))
+	rowsTimes(d, t, xhat, c2, rows, cols)
+	d.BinaryStrided(device.Sub, dims, dx, flat2(g), flat2(t))
+	d.BinaryStrided(device.Sub, dims, dx, flat2(dx), view(c1, 0, 1, 0))
+	rowsTimes(d, dx, dx, rstd, rows, cols)
+	for _, b := range []device.Buffer{xhat, g, t, c1, c2} {
+		d.Free(b)
+	}
+}
+
+// Constants of GELU's tanh approximation: u = geluK (z + geluC z^3).
+const (
+	geluK = 0.7978845608028654 // sqrt(2/pi)
+	geluC = 0.044715
+)
+
+// geluInput writes z = x + bias (bias broadcast over rows; nil: z = x)
+// into a temporary and returns it.
+func geluInput(d device.Core, op string, x, bias device.Buffer, rows, cols int) device.Buffer {
+	z := temp(d, op, x.DType(), rows*cols)
+	if bias == nil {
+		d.Copy(z, x)
+		return z
+	}
+	dims := device.DimsOf(rows, cols)
+	d.BinaryStrided(device.Add, dims, z, device.Contiguous(x, dims), view(bias, 0, 0, 1))
+	return z
+}
+
+// GELUTanh is device.GELUer's GELUTanh on any backend:
+// out = z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), z = x + bias.
+func GELUTanh(d device.Core, out, x, bias device.Buffer, rows, cols int) {
+	if f, ok := d.(device.GELUer); ok {
+		f.GELUTanh(out, x, bias, rows, cols)
+		return
+	}
+	const op = "GELUTanh"
+	n := device.DimsOf(rows * cols)
+	z := geluInput(d, op, x, bias, rows, cols)
+	u := temp(d, op, x.DType(), rows*cols)
+	d.Unary(device.Square, u, z)
+	d.BinaryStrided(device.Mul, n, u, flat(u), flat(z))
+	scaleInto(d, op, u, u, geluC)
+	d.BinaryStrided(device.Add, n, u, flat(u), flat(z))
+	scaleInto(d, op, u, u, geluK)
+	d.Unary(device.Tanh, u, u)
+	addScalar(d, op, u, u, 1)
+	d.BinaryStrided(device.Mul, n, out, flat(z), flat(u))
+	scaleInto(d, op, out, out, 0.5)
+	d.Free(z)
+	d.Free(u)
+}
+
+// GELUTanhBackward is device.GELUer's GELUTanhBackward on any backend:
+// dx = dout (1/2 (1 + t) + z/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 z^2))
+// with t = tanh(sqrt(2/pi) (z + 0.044715 z^3)), z = x + bias.
+func GELUTanhBackward(d device.Core, dx, dout, x, bias device.Buffer, rows, cols int) {
+	if f, ok := d.(device.GELUer); ok {
+		f.GELUTanhBackward(dx, dout, x, bias, rows, cols)
+		return
+	}
+	const op = "GELUTanhBackward"
+	dt, n := x.DType(), device.DimsOf(rows*cols)
+	z := geluInput(d, op, x, bias, rows, cols)
+	z2, t, s := temp(d, op, dt, rows*cols), temp(d, op, dt, rows*cols), temp(d, op, dt, rows*cols)
+	d.Unary(device.Square, z2, z)
+	// t = tanh(geluK (z + geluC z^3))
+	d.BinaryStrided(device.Mul, n, t, flat(z2), flat(z))
+	scaleInto(d, op, t, t, geluC)
+	d.BinaryStrided(device.Add, n, t, flat(t), flat(z))
+	scaleInto(d, op, t, t, geluK)
+	d.Unary(device.Tanh, t, t)
+	// s = z/2 (1 - t^2) geluK (1 + 3 geluC z^2)
+	scaleInto(d, op, z2, z2, 3*geluC)
+	addScalar(d, op, z2, z2, 1)
+	scaleInto(d, op, z2, z2, geluK/2)
+	d.Unary(device.Square, s, t)
+	scaleInto(d, op, s, s, -1)
+	addScalar(d, op, s, s, 1)
+	d.BinaryStrided(device.Mul, n, s, flat(s), flat(z2))
+	d.BinaryStrided(device.Mul, n, s, flat(s), flat(z))
+	// dx = dout (s + (1 + t)/2)
+	addScalar(d, op, t, t, 1)
+	scaleInto(d, op, t, t, 0.5)
+	d.BinaryStrided(device.Add, n, s, flat(s), flat(t))
+	d.BinaryStrided(device.Mul, n, dx, flat(dout), flat(s))
+	for _, b := range []device.Buffer{z, z2, t, s} {
+		d.Free(b)
+	}
+}

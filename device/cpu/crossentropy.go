@@ -28,11 +28,22 @@ func rowMax(z []float32) float32 {
 }
 
 // rowLSE returns log(sum(exp(z))) of one row, storing e^(z - max) into dst
-// when dst is not nil, and the sum of those exponentials.
-func rowLSE(dst, z []float32) (lse float32, sum float64) {
+// when dst is not nil, and the sum of those exponentials; it prefetches
+// next (the row after, nil for none) while it computes the exponentials,
+// so that the next row's maximum reads it from cache.
+func rowLSE(dst, z, next []float32) (lse float32, sum float64) {
 	m := rowMax(z)
-	sum = expShiftSum(dst, z, m)
+	sum = expShiftSumNext(dst, z, next, m)
 	return m + float32(math.Log(sum)), sum
+}
+
+// nextRow returns row r+1 of the rows x vocab matrix x when r+1 < hi, the
+// end of the caller's rows, and nil otherwise.
+func nextRow(x []float32, r, hi, vocab int) []float32 {
+	if r+1 >= hi {
+		return nil
+	}
+	return x[(r+1)*vocab : (r+2)*vocab]
 }
 
 // CrossEntropy computes per-row loss and log-sum-exp straight from logits.
@@ -41,7 +52,7 @@ func (d *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vo
 	parallelFor(rows, 1, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			z := zv[r*vocab : (r+1)*vocab]
-			l, _ := rowLSE(nil, z)
+			l, _ := rowLSE(nil, z, nextRow(zv, r, hi, vocab))
 			sv[r] = l
 			lv[r] = l - z[tv[r]]
 		}
@@ -54,7 +65,7 @@ func (d *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets devic
 	parallelFor(rows, 1, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			z, g := zv[r*vocab:(r+1)*vocab], gv[r*vocab:(r+1)*vocab]
-			expShiftSum(g, z, sv[r])
+			expShiftSumNext(g, z, nextRow(zv, r, hi, vocab), sv[r])
 			scaleInPlace(g, dv[r])
 			g[tv[r]] -= dv[r]
 		}
@@ -69,7 +80,7 @@ func (d *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, 
 		for r := lo; r < hi; r++ {
 			z := zv[r*vocab : (r+1)*vocab]
 			target := z[tv[r]]
-			l, sum := rowLSE(z, z)
+			l, sum := rowLSE(z, z, nextRow(zv, r, hi, vocab))
 			sv[r] = l
 			lv[r] = l - target
 			scaleInPlace(z, float32(float64(gradScale)/sum))

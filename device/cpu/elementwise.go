@@ -30,11 +30,14 @@ func (d *Device) Fill(dst device.Buffer, v float32) {
 	})
 }
 
-// Axpby computes dst = alpha*x + beta*dst.
+// Axpby computes dst = alpha*x + beta*dst (alpha*x when beta is 0, dst
+// not read), with the AVX2 kernel for the bulk where there is one.
 func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	xv, z := Float32s(x), Float32s(dst)
 	parallelFor(len(z), elementGrain, func(lo, hi int) {
 		xs, zs := xv[lo:hi], z[lo:hi]
+		done := axpbyFast(zs, xs, alpha, beta)
+		xs, zs = xs[done:], zs[done:]
 		switch beta {
 		case 1:
 			for i := range zs {
@@ -186,10 +189,13 @@ func sigmoidInto(s *[sigmoidChunk]float32, a []float32) []float32 {
 	return t
 }
 
-// SwiGLU computes out = silu(a)*b.
+// SwiGLU computes out = silu(a)*b: the AVX-512 kernel over each worker's
+// longest multiple of 8 elements (bit for bit the loop below), the loop
+// on sigmoidInto for the rest.
 func (d *Device) SwiGLU(out, a, b device.Buffer) {
 	x, y, z := Float32s(a), Float32s(b), Float32s(out)
 	parallelFor(len(z), elementGrain/4, func(lo, hi int) {
+		lo += swigluFast(z[lo:hi], x[lo:hi], y[lo:hi])
 		var buf [sigmoidChunk]float32
 		for c := lo; c < hi; c += sigmoidChunk {
 			e := min(c+sigmoidChunk, hi)
@@ -202,11 +208,13 @@ func (d *Device) SwiGLU(out, a, b device.Buffer) {
 	})
 }
 
-// SwiGLUBackward computes da = dout*b*silu'(a) and db = dout*silu(a).
+// SwiGLUBackward computes da = dout*b*silu'(a) and db = dout*silu(a), as
+// SwiGLU with the AVX-512 kernel for the bulk.
 func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	x, y, g := Float32s(a), Float32s(b), Float32s(dout)
 	dx, dy := Float32s(da), Float32s(db)
 	parallelFor(len(g), elementGrain/4, func(lo, hi int) {
+		lo += swigluBackwardFast(dx[lo:hi], dy[lo:hi], g[lo:hi], x[lo:hi], y[lo:hi])
 		var buf [sigmoidChunk]float32
 		for c := lo; c < hi; c += sigmoidChunk {
 			e := min(c+sigmoidChunk, hi)
@@ -230,8 +238,14 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, one
 	if step != nil {
 		sv = Float32s(step)
 	}
+	c := adamScalars32{-lr, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay, bc1, bc2}
 	parallelFor(len(pv), elementGrain/4, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		var ss []float32
+		if sv != nil {
+			ss = sv[lo:hi]
+		}
+		done := adamWFast(pv[lo:hi], gv[lo:hi], mv[lo:hi], vv[lo:hi], ss, &c)
+		for i := lo + done; i < hi; i++ {
 			gi := gv[i]
 			mi := beta1*mv[i] + oneMinusBeta1*gi
 			vi := beta2*vv[i] + oneMinusBeta2*gi*gi
@@ -244,6 +258,10 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, one
 		}
 	})
 }
+
+// adamScalars32 are AdamWStep's scalars as its vector kernel reads them:
+// -lr, beta1, beta2, 1-beta1, 1-beta2, eps, decay, bc1, bc2.
+type adamScalars32 [9]float32
 
 // Transpose swaps the middle axes of [batch, rows, cols, inner].
 func (d *Device) Transpose(dst, src device.Buffer, batch, rows, cols, inner int) {

@@ -63,6 +63,13 @@ var exp2Table = func() (t [64]float32) {
 // arguments must be <= 88 (softmax arguments are <= 0), and NaN
 // propagates. dst may alias src; with dst nil only the sum is computed.
 func expShiftSum(dst, src []float32, shift float32) float64 {
+	return expShiftSumNext(dst, src, nil, shift)
+}
+
+// expShiftSumNext is expShiftSum that also prefetches next (the next row
+// of a softmax, nil for none) while it computes, where the vector kernel
+// can.
+func expShiftSumNext(dst, src, next []float32, shift float32) float64 {
 	const (
 		scale  = 64 / math.Ln2
 		ln2hi  = 0.693359375 / 64 // 9 significant bits: k*ln2hi is exact for |k| < 2^15
@@ -77,7 +84,7 @@ func expShiftSum(dst, src []float32, shift float32) float64 {
 	if store {
 		dst = dst[:len(src)]
 	}
-	done, vsum := expShiftSumFast(dst, src, shift)
+	done, vsum := expShiftSumFast(dst, src, next, shift)
 	if done == len(src) {
 		return vsum
 	}

@@ -146,3 +146,215 @@ sloop:
 sdone:
 	VZEROUPPER
 	RET
+
+// func expShiftSum16(dst, src *float32, n int, shift float32, next *float32) float64
+// The AVX-512 form of expShiftSum8, 16 elements a step, for n a multiple
+// of 8: the same operations per element, and the same float64 sums: lane
+// j of Z7 adds the elements i = j mod 8 in order (the low 8 of a step,
+// then the high 8), and the lanes are added in expShiftSum8's order at
+// the end, so the results are expShiftSum8's bit for bit. A last 8 runs
+// masked. When next is not nil, each step also prefetches 64 bytes of
+// next (into L2) at the step's offset: the next row of a softmax, on its
+// way from memory while this one computes.
+TEXT ·expShiftSum16(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ next+32(FP), R11
+	VBROADCASTSS shift+24(FP), Z15
+	VBROADCASTSS expconst<>+0(SB), Z14   // log2e
+	VBROADCASTSS expconst<>+4(SB), Z13   // ln2hi
+	VBROADCASTSS expconst<>+8(SB), Z12   // ln2lo
+	VBROADCASTSS expconst<>+36(SB), Z11  // 1
+	VBROADCASTSS expconst<>+40(SB), Z10  // minX
+	VBROADCASTSS expconst<>+44(SB), Z9   // maxX
+	VBROADCASTSS expconst<>+12(SB), Z16  // the polynomial, highest first
+	VBROADCASTSS expconst<>+16(SB), Z17
+	VBROADCASTSS expconst<>+20(SB), Z18
+	VBROADCASTSS expconst<>+24(SB), Z19
+	VBROADCASTSS expconst<>+28(SB), Z20
+	VBROADCASTSS expconst<>+32(SB), Z21
+	VXORPD Z7, Z7, Z7                    // float64 sums, lane j: elements j mod 8
+	MOVQ $0xff, AX
+	KMOVW AX, K2                         // the low 8 lanes, for a last 8
+	MOVQ CX, BX
+	ANDQ $-16, BX                        // the elements done 16 at a time
+	XORQ AX, AX
+
+loop16:
+	CMPQ AX, BX
+	JGE tail8
+	TESTQ R11, R11
+	JZ nopf16
+	PREFETCHT1 (R11)(AX*4)
+
+nopf16:
+	VMOVUPS (SI)(AX*4), Z0
+	VSUBPS Z15, Z0, Z0          // x = src - shift
+	VMAXPS Z0, Z10, Z0          // max(minX, x); x is the source a NaN comes from
+	VMINPS Z0, Z9, Z0           // min(maxX, x)
+	VCMPPS $4, Z10, Z0, K1      // keep: x != minX (a NaN is kept)
+	VMULPS Z14, Z0, Z1
+	VCVTPS2DQ Z1, Z2            // n = round(x log2e), nearest even
+	VCVTDQ2PS Z2, Z1            // fn
+	VFNMADD231PS Z13, Z1, Z0    // r = x - fn ln2hi
+	VFNMADD231PS Z12, Z1, Z0    // r -= fn ln2lo
+	VMOVAPS Z16, Z3
+	VFMADD213PS Z17, Z0, Z3     // p = p r + c
+	VFMADD213PS Z18, Z0, Z3
+	VFMADD213PS Z19, Z0, Z3
+	VFMADD213PS Z20, Z0, Z3
+	VFMADD213PS Z21, Z0, Z3
+	VMULPS Z0, Z0, Z4           // r^2
+	VADDPS Z11, Z0, Z5          // 1 + r
+	VFMADD213PS Z5, Z4, Z3      // p = p r^2 + (1 + r)
+	VPSLLD $23, Z2, Z2
+	VPADDD.Z Z2, Z3, K1, Z3     // p * 2^n, 0 where x underflowed
+	TESTQ DI, DI
+	JZ nostore16
+	VMOVUPS Z3, (DI)(AX*4)
+
+nostore16:
+	VCVTPS2PD Y3, Z4
+	VADDPD Z4, Z7, Z7
+	VEXTRACTF64X4 $1, Z3, Y5
+	VCVTPS2PD Y5, Z5
+	VADDPD Z5, Z7, Z7
+	ADDQ $16, AX
+	JMP loop16
+
+tail8:
+	CMPQ AX, CX
+	JGE done16
+	VMOVUPS.Z (SI)(AX*4), K2, Z0
+	VSUBPS Z15, Z0, Z0
+	VMAXPS Z0, Z10, Z0
+	VMINPS Z0, Z9, Z0
+	VCMPPS $4, Z10, Z0, K1
+	VMULPS Z14, Z0, Z1
+	VCVTPS2DQ Z1, Z2
+	VCVTDQ2PS Z2, Z1
+	VFNMADD231PS Z13, Z1, Z0
+	VFNMADD231PS Z12, Z1, Z0
+	VMOVAPS Z16, Z3
+	VFMADD213PS Z17, Z0, Z3
+	VFMADD213PS Z18, Z0, Z3
+	VFMADD213PS Z19, Z0, Z3
+	VFMADD213PS Z20, Z0, Z3
+	VFMADD213PS Z21, Z0, Z3
+	VMULPS Z0, Z0, Z4
+	VADDPS Z11, Z0, Z5
+	VFMADD213PS Z5, Z4, Z3
+	VPSLLD $23, Z2, Z2
+	VPADDD.Z Z2, Z3, K1, Z3
+	TESTQ DI, DI
+	JZ nostore8
+	VMOVUPS Z3, K2, (DI)(AX*4)
+
+nostore8:
+	VCVTPS2PD Y3, Z4
+	VADDPD Z4, Z7, Z7
+
+done16:
+	VEXTRACTF64X4 $1, Z7, Y8
+	VADDPD Y8, Y7, Y7
+	VEXTRACTF128 $1, Y7, X8
+	VADDPD X8, X7, X7
+	VHADDPD X7, X7, X7
+	MOVSD X7, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func max16(x *float32, n int) float32
+// The AVX-512 form of max8 (n a multiple of 8, n >= 8): the running
+// maximum in Z0, NaNs remembered in K2; a last 8 merges into the low
+// lanes.
+TEXT ·max16(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ $0xff, AX
+	KMOVW AX, K4                  // the low 8 lanes
+	MOVQ CX, BX
+	ANDQ $-16, BX                 // the elements done 16 at a time
+	CMPQ CX, $16
+	JGE m16first
+	VBROADCASTSS (SI), Z0         // n is 8: every lane from the first 8
+	VMOVUPS.Z (SI), K4, Z1
+	VMAXPS Z1, Z0, K4, Z0
+	VCMPPS $3, Z1, Z1, K2         // NaN mask
+	JMP m16done
+
+m16first:
+	VMOVUPS (SI), Z0              // running max: the first 16
+	VCMPPS $3, Z0, Z0, K2         // NaN mask
+	MOVQ $16, AX
+
+m16loop:
+	CMPQ AX, BX
+	JGE m16tail
+	VMOVUPS (SI)(AX*4), Z1
+	VCMPPS $3, Z1, Z1, K3         // unordered: Z1 is NaN
+	KORW K3, K2, K2
+	VMAXPS Z1, Z0, Z0             // max(running, data)
+	ADDQ $16, AX
+	JMP m16loop
+
+m16tail:
+	CMPQ AX, CX
+	JGE m16done
+	VMOVUPS.Z (SI)(AX*4), K4, Z1
+	VCMPPS $3, Z1, Z1, K3
+	KORW K3, K2, K2
+	VMAXPS Z1, Z0, K4, Z0
+
+m16done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	KORTESTW K2, K2
+	JZ m16ret
+	MOVL $0x7fc00000, AX          // quiet NaN
+	MOVL AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+m16ret:
+	MOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func scale16(x *float32, n int, s float32)
+// x[i] *= s for n (a multiple of 8) elements, 16 a step, a last 8 masked.
+TEXT ·scale16(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS s+16(FP), Z1
+	MOVQ $0xff, AX
+	KMOVW AX, K2
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	XORQ AX, AX
+
+s16loop:
+	CMPQ AX, BX
+	JGE s16tail
+	VMULPS (SI)(AX*4), Z1, Z0
+	VMOVUPS Z0, (SI)(AX*4)
+	ADDQ $16, AX
+	JMP s16loop
+
+s16tail:
+	CMPQ AX, CX
+	JGE s16done
+	VMOVUPS.Z (SI)(AX*4), K2, Z0
+	VMULPS Z0, Z1, Z0
+	VMOVUPS Z0, K2, (SI)(AX*4)
+
+s16done:
+	VZEROUPPER
+	RET

@@ -6,7 +6,7 @@ package cpu
 var hasAVX2FMA = false
 
 // expShiftSumFast has no vector kernel on this architecture.
-func expShiftSumFast(dst, src []float32, shift float32) (done int, sum float64) { return 0, 0 }
+func expShiftSumFast(dst, src, next []float32, shift float32) (done int, sum float64) { return 0, 0 }
 
 // rowMaxFast has no vector kernel on this architecture.
 func rowMaxFast(z []float32) (m float32, done int, ok bool) { return 0, 0, false }

@@ -66,3 +66,104 @@ func (d *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, i
 		}
 	})
 }
+
+// LayerNorm computes out = (x - mean) rstd w + b per row (w, b nil: 1, 0),
+// the mean and the variance summed in float64.
+func (d *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float32) {
+	xv, ov, mv, rv := Float32s(x), Float32s(out), Float32s(mean), Float32s(rstd)
+	wv, bv := optFloat32s(w), optFloat32s(b)
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xs, os := xv[r*cols:(r+1)*cols], ov[r*cols:(r+1)*cols]
+			var sum float64
+			for _, v := range xs {
+				sum += float64(v)
+			}
+			mu := float32(sum / float64(cols))
+			var ss float64
+			for _, v := range xs {
+				c := float64(v - mu)
+				ss += c * c
+			}
+			rs := float32(1 / math.Sqrt(ss/float64(cols)+float64(eps)))
+			mv[r], rv[r] = mu, rs
+			for i, v := range xs {
+				os[i] = (v - mu) * rs
+			}
+			if wv != nil {
+				for i, g := range wv[:cols] {
+					os[i] *= g
+				}
+			}
+			if bv != nil {
+				for i, c := range bv[:cols] {
+					os[i] += c
+				}
+			}
+		}
+	})
+}
+
+// LayerNormBackward computes dx = rstd (g - mean(g) - xhat mean(g xhat))
+// with g = dy w per row, and the column sums dw = sum dy xhat and
+// db = sum dy (float64 sums, workers over column blocks, each summing
+// the rows in order: the same result for any thread count).
+func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffer, rows, cols int) {
+	xv, gv, dv := Float32s(x), Float32s(dy), Float32s(dx)
+	mv, rv, wv := Float32s(mean), Float32s(rstd), optFloat32s(w)
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xs, gs, ds := xv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], dv[r*cols:(r+1)*cols]
+			mu, rs := mv[r], rv[r]
+			var sg, sgx float64
+			for i, v := range xs {
+				g := gs[i]
+				if wv != nil {
+					g *= wv[i]
+				}
+				sg += float64(g)
+				sgx += float64(g) * float64((v-mu)*rs)
+			}
+			c1, c2 := float32(sg/float64(cols)), float32(sgx/float64(cols))
+			for i, v := range xs {
+				g := gs[i]
+				if wv != nil {
+					g *= wv[i]
+				}
+				ds[i] = rs * (g - c1 - (v-mu)*rs*c2)
+			}
+		}
+	})
+	if dw == nil && db == nil {
+		return
+	}
+	wo, bo := optFloat32s(dw), optFloat32s(db)
+	parallelFor(cols, 64, func(lo, hi int) {
+		accW, accB := make([]float64, hi-lo), make([]float64, hi-lo)
+		for r := range rows {
+			xs, gs := xv[r*cols+lo:r*cols+hi], gv[r*cols+lo:r*cols+hi]
+			mu, rs := mv[r], rv[r]
+			for i, g := range gs {
+				accW[i] += float64(g) * float64((xs[i]-mu)*rs)
+				accB[i] += float64(g)
+			}
+		}
+		for i := range accW {
+			if wo != nil {
+				wo[lo+i] = float32(accW[i])
+			}
+			if bo != nil {
+				bo[lo+i] = float32(accB[i])
+			}
+		}
+	})
+}
+
+// optFloat32s is Float32s of b, or nil for a nil buffer (an optional
+// operand).
+func optFloat32s(b device.Buffer) []float32 {
+	if b == nil {
+		return nil
+	}
+	return Float32s(b)
+}

@@ -28,6 +28,55 @@ func (d *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) 
 	d.launchRows("h_rmsnorm_bwd_f32", rows, 256, ptrArg(dx), ptrArg(dy), ptrArg(x), ptrArg(rstd), i64arg(int64(rows)), i64arg(int64(cols)))
 }
 
+// LayerNorm normalises each row (w, b nil: no gain, no bias) and saves
+// the rows' mean and rstd.
+func (d *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float32) {
+	d.enter()
+	defer d.leave()
+	if !d.want("LayerNorm", f32Only, out, mean, rstd, x, w, b) {
+		return
+	}
+	d.launchRows("h_layernorm_f32", rows, 256, ptrArg(out), ptrArg(mean), ptrArg(rstd), ptrArg(x), ptrArg(w), ptrArg(b),
+		i64arg(int64(rows)), i64arg(int64(cols)), f32arg(eps))
+}
+
+// LayerNormBackward computes dx, and dw and db where not nil.
+func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffer, rows, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("LayerNormBackward", f32Only, dx, dw, db, dy, x, w, mean, rstd) {
+		return
+	}
+	d.launchRows("h_layernorm_bwd_f32", rows, 256, ptrArg(dx), ptrArg(dy), ptrArg(x), ptrArg(w), ptrArg(mean), ptrArg(rstd),
+		i64arg(int64(rows)), i64arg(int64(cols)))
+	if dw != nil || db != nil {
+		d.launch1D("h_layernorm_params_bwd_f32", int64(cols), ptrArg(dw), ptrArg(db), ptrArg(dy), ptrArg(x), ptrArg(mean), ptrArg(rstd),
+			i64arg(int64(rows)), i64arg(int64(cols)))
+	}
+}
+
+// GELUTanh computes out = gelu(x + bias) (bias nil: none).
+func (d *Device) GELUTanh(out, x, bias device.Buffer, rows, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("GELUTanh", f32Only, out, x, bias) {
+		return
+	}
+	n := int64(rows) * int64(cols)
+	d.launch1D("h_gelu_tanh_f32", n, ptrArg(out), ptrArg(x), ptrArg(bias), i64arg(n), i64arg(int64(cols)))
+}
+
+// GELUTanhBackward computes dx = dout gelu'(x + bias).
+func (d *Device) GELUTanhBackward(dx, dout, x, bias device.Buffer, rows, cols int) {
+	d.enter()
+	defer d.leave()
+	if !d.want("GELUTanhBackward", f32Only, dx, dout, x, bias) {
+		return
+	}
+	n := int64(rows) * int64(cols)
+	d.launch1D("h_gelu_tanh_bwd_f32", n, ptrArg(dx), ptrArg(dout), ptrArg(x), ptrArg(bias), i64arg(n), i64arg(int64(cols)))
+}
+
 // RoPE applies half-split rotary embedding; out may alias x.
 func (d *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
 	d.enter()

@@ -128,6 +128,14 @@ func positive(v []float64) []float64 {
 	return v
 }
 
+// shifted adds c to every value of v.
+func shifted(v []float64, c float64) []float64 {
+	for i := range v {
+		v[i] += c
+	}
+	return v
+}
+
 // ropeTables returns cos and sin of the rotary angles for seq x half.
 func ropeTables(seq, half int) (c, s []float64) {
 	c, s = make([]float64, seq*half), make([]float64, seq*half)
@@ -174,6 +182,37 @@ func capCases() []Capability {
 		Capability{Name: "RMSNormBackward", Has: compose.Has[device.RMSNormer],
 			Buffers: []Data{r(25, 37*129), r(26, 37*129), r(27, 37*129), floats(positive(randoms(28, 37, 1)))},
 			Run:     func(d device.Core, b []device.Buffer) { compose.RMSNormBackward(d, b[0], b[1], b[2], b[3], 37, 129) }},
+		// Buffers out, mean, rstd, x, w, b, dy, dx, dw, db: the forward,
+		// then the backward from its mean and rstd. x is off-centre.
+		Capability{Name: "LayerNorm", Has: compose.Has[device.LayerNormer],
+			Buffers: []Data{r(70, 37*129), r(71, 37), r(72, 37), floats(shifted(randoms(73, 37*129, 2), 3)), r(74, 129), r(75, 129),
+				r(76, 37*129), r(77, 37*129), r(78, 129), r(79, 129)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.LayerNorm(d, b[0], b[1], b[2], b[3], b[4], b[5], 37, 129, 1e-5)
+				compose.LayerNormBackward(d, b[7], b[8], b[9], b[6], b[3], b[4], b[1], b[2], 37, 129)
+			}},
+		// No gain, no bias, no parameter gradients: buffers out, mean,
+		// rstd, x, dy, dx.
+		Capability{Name: "LayerNorm/plain", Has: compose.Has[device.LayerNormer],
+			Buffers: []Data{r(80, 19*64), r(81, 19), r(82, 19), floats(shifted(randoms(83, 19*64, 1), -2)), r(84, 19*64), r(85, 19*64)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.LayerNorm(d, b[0], b[1], b[2], b[3], nil, nil, 19, 64, 1e-5)
+				compose.LayerNormBackward(d, b[5], nil, nil, b[4], b[3], nil, b[1], b[2], 19, 64)
+			}},
+		// Buffers out, x, bias, dout, dx; x spans the tails (scale 3).
+		Capability{Name: "GELUTanh", Has: compose.Has[device.GELUer],
+			Buffers: []Data{r(86, 23*301), floats(randoms(87, 23*301, 3)), r(88, 301), r(89, 23*301), r(90, 23*301)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.GELUTanh(d, b[0], b[1], b[2], 23, 301)
+				compose.GELUTanhBackward(d, b[4], b[3], b[1], b[2], 23, 301)
+			}},
+		// No bias, in place: out over x after the backward (dx over dout).
+		Capability{Name: "GELUTanh/inplace", Has: compose.Has[device.GELUer],
+			Buffers: []Data{floats(randoms(91, 1001, 3)), r(92, 1001)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.GELUTanhBackward(d, b[1], b[1], b[0], nil, 1, 1001)
+				compose.GELUTanh(d, b[0], b[0], nil, 1, 1001)
+			}},
 		Capability{Name: "SwiGLU", Has: compose.Has[device.SwiGLUer],
 			Buffers: []Data{r(29, 1001), floats(randoms(30, 1001, 4)), r(31, 1001)},
 			Run:     func(d device.Core, b []device.Buffer) { compose.SwiGLU(d, b[0], b[1], b[2]) }},

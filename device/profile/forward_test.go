@@ -83,7 +83,13 @@ func (f *fake) Attention(_, _, _, _, _ device.Buffer, _ device.AttentionShape, _
 func (f *fake) AttentionBackward(_, _, _, _, _, _, _, _, _ device.Buffer, _ device.AttentionShape, _ float32) {
 	f.call("AttentionBackward")
 }
-func (f *fake) CrossEntropy(_, _, _, _ device.Buffer, _, _ int) { f.call("CrossEntropy") }
+func (f *fake) LayerNorm(_, _, _, _, _, _ device.Buffer, _, _ int, _ float32) { f.call("LayerNorm") }
+func (f *fake) LayerNormBackward(_, _, _, _, _, _, _, _ device.Buffer, _, _ int) {
+	f.call("LayerNormBackward")
+}
+func (f *fake) GELUTanh(_, _, _ device.Buffer, _, _ int)            { f.call("GELUTanh") }
+func (f *fake) GELUTanhBackward(_, _, _, _ device.Buffer, _, _ int) { f.call("GELUTanhBackward") }
+func (f *fake) CrossEntropy(_, _, _, _ device.Buffer, _, _ int)     { f.call("CrossEntropy") }
 func (f *fake) CrossEntropyBackward(_, _, _, _, _ device.Buffer, _, _ int) {
 	f.call("CrossEntropyBackward")
 }

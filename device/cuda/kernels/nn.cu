@@ -1,4 +1,4 @@
-// nn.cu: SwiGLU, RoPE, Gather, ScatterAdd and the AdamW step.
+// nn.cu: SwiGLU, GELU, RoPE, Gather, ScatterAdd and the AdamW step.
 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -15,6 +15,28 @@ extern "C" __global__ void h_swiglu_bwd_f32(float* da, float* db, const float* d
         float x = a[i], s = sigmoidf_(x), g = dout[i], y = b[i];
         da[i] = g * y * s * (1.0f + x * (1.0f - s));
         db[i] = g * x * s;
+    }
+}
+
+// GELU's tanh approximation of z = x + bias[col] (bias null: x), as
+// z sigmoid(2u) with u = sqrt(2/pi) (z + 0.044715 z^3).
+#define H_GELU_K2 1.5957691216057308f
+#define H_GELU_C 0.044715f
+
+extern "C" __global__ void h_gelu_tanh_f32(float* out, const float* x, const float* bias, i64 n, i64 cols) {
+    H_FOR(i, n) {
+        float z = bias ? x[i] + bias[i % cols] : x[i];
+        out[i] = z * sigmoidf_(H_GELU_K2 * (z + H_GELU_C * z * z * z));
+    }
+}
+
+// gelu'(z) = s + z s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 z^2), s = sigmoid(2u)
+// = 1/(1 + e), e = e^(-2u); 1 - s = e s, without cancellation near s = 1.
+extern "C" __global__ void h_gelu_tanh_bwd_f32(float* dx, const float* dout, const float* x, const float* bias, i64 n, i64 cols) {
+    H_FOR(i, n) {
+        float z = bias ? x[i] + bias[i % cols] : x[i];
+        float e = expf(-H_GELU_K2 * (z + H_GELU_C * z * z * z)), s = 1.0f / (1.0f + e);
+        dx[i] = dout[i] * (s + z * s * (e * s) * H_GELU_K2 * (1.0f + 3.0f * H_GELU_C * z * z));
     }
 }
 

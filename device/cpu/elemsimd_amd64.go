@@ -1,0 +1,47 @@
+package cpu
+
+// The AVX2 forms of Axpby and AdamWStep (elemsimd_amd64.s), bit for bit
+// their scalar loops' results.
+
+//go:noescape
+func axpby8(dst, x *float32, n int, alpha, beta float32)
+
+//go:noescape
+func scaleTo8(dst, x *float32, n int, alpha float32)
+
+//go:noescape
+func adamW8(p, grad, m, v, s *float32, n int, c *adamScalars32)
+
+// axpbyFast computes dst = alpha*x + beta*dst (alpha*x for beta 0) over
+// the longest multiple of 8 elements and returns how many it did (0
+// without AVX2).
+func axpbyFast(dst, x []float32, alpha, beta float32) int {
+	n := len(dst) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0
+	}
+	_ = x[n-1]
+	if beta == 0 {
+		scaleTo8(&dst[0], &x[0], n, alpha)
+	} else {
+		axpby8(&dst[0], &x[0], n, alpha, beta)
+	}
+	return n
+}
+
+// adamWFast runs AdamW's update over the longest multiple of 8 elements
+// and returns how many it did (0 without AVX2). s may be nil.
+func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int {
+	n := len(p) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0
+	}
+	_, _, _ = g[n-1], m[n-1], v[n-1]
+	var sp *float32
+	if s != nil {
+		_ = s[n-1]
+		sp = &s[0]
+	}
+	adamW8(&p[0], &g[0], &m[0], &v[0], sp, n, c)
+	return n
+}

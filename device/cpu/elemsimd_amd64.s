@@ -1,0 +1,109 @@
+#include "textflag.h"
+
+// Vector forms of elementwise loops in elementwise.go. Each does the
+// scalar loop's float32 operations in the same order (a multiply and an
+// add rounded separately, never fused; VSQRTPS and VDIVPS correctly
+// rounded as the scalar code's are), so results are the same bit for bit.
+// n is a multiple of 8; the callers run the rest in Go.
+
+// func axpby8(dst, x *float32, n int, alpha, beta float32)
+// dst = alpha*x + beta*dst.
+TEXT ·axpby8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y14
+	VBROADCASTSS beta+28(FP), Y15
+	XORQ AX, AX
+
+axloop:
+	CMPQ AX, CX
+	JGE axdone
+	VMULPS (SI)(AX*4), Y14, Y0
+	VMULPS (DI)(AX*4), Y15, Y1
+	VADDPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP axloop
+
+axdone:
+	VZEROUPPER
+	RET
+
+// func scaleTo8(dst, x *float32, n int, alpha float32)
+// dst = alpha*x.
+TEXT ·scaleTo8(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y14
+	XORQ AX, AX
+
+stloop:
+	CMPQ AX, CX
+	JGE stdone
+	VMULPS (SI)(AX*4), Y14, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP stloop
+
+stdone:
+	VZEROUPPER
+	RET
+
+// func adamW8(p, grad, m, v, s *float32, n int, c *adamScalars32)
+// One AdamW update of n elements (see Device.AdamWStep); s may be nil.
+// c holds, in order: -lr, beta1, beta2, 1-beta1, 1-beta2, eps, decay,
+// bc1, bc2.
+TEXT ·adamW8(SB), NOSPLIT, $0-56
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ s+32(FP), R10
+	MOVQ n+40(FP), CX
+	MOVQ c+48(FP), DX
+	VBROADCASTSS 0(DX), Y7    // -lr
+	VBROADCASTSS 4(DX), Y8    // beta1
+	VBROADCASTSS 8(DX), Y9    // beta2
+	VBROADCASTSS 12(DX), Y10  // 1-beta1
+	VBROADCASTSS 16(DX), Y11  // 1-beta2
+	VBROADCASTSS 20(DX), Y12  // eps
+	VBROADCASTSS 24(DX), Y13  // decay
+	VBROADCASTSS 28(DX), Y14  // bc1
+	VBROADCASTSS 32(DX), Y15  // bc2
+	XORQ AX, AX
+
+adloop:
+	CMPQ AX, CX
+	JGE addone
+	VMOVUPS (SI)(AX*4), Y0      // g
+	VMULPS (R8)(AX*4), Y8, Y1   // beta1 m
+	VMULPS Y0, Y10, Y2          // (1-beta1) g
+	VADDPS Y2, Y1, Y1           // m
+	VMOVUPS Y1, (R8)(AX*4)
+	VMULPS (R9)(AX*4), Y9, Y3   // beta2 v
+	VMULPS Y0, Y11, Y4          // (1-beta2) g
+	VMULPS Y0, Y4, Y4           // (1-beta2) g g
+	VADDPS Y4, Y3, Y3           // v
+	VMOVUPS Y3, (R9)(AX*4)
+	VDIVPS Y14, Y1, Y1          // m / bc1
+	VMULPS Y1, Y7, Y1           // -lr (m / bc1)
+	VDIVPS Y15, Y3, Y3          // v / bc2
+	VSQRTPS Y3, Y3
+	VADDPS Y12, Y3, Y3          // sqrt(v / bc2) + eps
+	VDIVPS Y3, Y1, Y1           // s
+	TESTQ R10, R10
+	JZ adnostore
+	VMOVUPS Y1, (R10)(AX*4)
+
+adnostore:
+	VMULPS (DI)(AX*4), Y13, Y2  // p decay
+	VADDPS Y1, Y2, Y2           // + s
+	VMOVUPS Y2, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP adloop
+
+addone:
+	VZEROUPPER
+	RET

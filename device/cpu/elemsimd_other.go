@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package cpu
+
+// axpbyFast has no vector kernel on this architecture.
+func axpbyFast(dst, x []float32, alpha, beta float32) int { return 0 }
+
+// adamWFast has no vector kernel on this architecture.
+func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int { return 0 }
