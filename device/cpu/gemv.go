@@ -2,8 +2,6 @@ package cpu
 
 import "sync"
 
-//go:generate go run gemv_gen.go
-
 // The small-M path of the native GEMM: C = alpha A B^T + beta C with A
 // (M x K) and B (N x K) stored by rows and M at most gemvMaxRows, as in
 // every nn.Linear of a generation step (one row of A per sequence and
@@ -22,7 +20,7 @@ import "sync"
 // not depend on the other rows (a batch of prompts generates each
 // prompt's tokens).
 //
-// Only the AVX-512 kernel has a small-M path (gemv_amd64.s): the AVX2
+// Only the AVX-512 kernel has a small-M path (sgemvKernel8x16, in native_amd64.s): the AVX2
 // kernel writes its edge tiles through Go (storeTile), whose rounding a
 // transposing AVX2 kernel would have to copy, and the portable kernel is
 // bound by Go's scalar arithmetic either way. They keep the packed path.

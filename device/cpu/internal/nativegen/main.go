@@ -3,7 +3,7 @@
 // routines (float32.go), the bfloat16 kernels, VDPBF16PS (bf16.go) and
 // AMX (amx.go), whose instructions Go's assembler does not know and which
 // it writes as bytes (encode.go), and the float32 <-> bfloat16
-// conversions (cast.go). The kernels are unrolled register code,
+// conversions (cast.go), and the small-M path's kernel (gemv.go). The kernels are unrolled register code,
 // easier to keep right generated than written out by hand.
 //
 //	go run ./internal/nativegen [-o FILE]   (from device/cpu; go generate does it)
@@ -55,6 +55,7 @@ func main() {
 	transpose16x16()
 	castBF16()
 	cpuVendor()
+	gemvKernel()
 	if err := os.WriteFile(*outFile, out.Bytes(), 0o644); err != nil {
 		panic(err)
 	}
