@@ -43,3 +43,23 @@ func TestStratifiedSE(t *testing.T) {
 		t.Error("no pieces: want NaN")
 	}
 }
+
+// groupPieces averages groups of consecutive pieces within each book and
+// leaves out a book's last pieces that do not fill a group.
+func TestGroupPieces(t *testing.T) {
+	src := []string{"a", "a", "a", "b", "b", "b", "b"}
+	v := []float64{1, 3, 5, 7, 9, 11, 13}
+	got, books := groupPieces(v, src, 2)
+	want, wantBooks := []float64{2, 8, 12}, []string{"a", "b", "b"} // a's 5 fills no group
+	if len(got) != len(want) {
+		t.Fatalf("groups %v (%v), want %v (%v)", got, books, want, wantBooks)
+	}
+	for i := range want {
+		if got[i] != want[i] || books[i] != wantBooks[i] {
+			t.Errorf("group %d: %g of %s, want %g of %s", i, got[i], books[i], want[i], wantBooks[i])
+		}
+	}
+	if got, _ := groupPieces(v, src, 1); len(got) != len(v) {
+		t.Errorf("groups of one: %v", got)
+	}
+}
