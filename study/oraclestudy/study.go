@@ -110,7 +110,7 @@ type Row struct {
 	RatioHi     float64 `json:"ratio_hi"`
 	Bound       float64 `json:"bound"` // sqrt((k+1)/(2k))
 	Iterations  int     `json:"iterations"`
-	// The token pairs the step uses, three ways (oracle.PairCounts at
+	// The token pairs the step uses, three ways (oracle.Result.PairCounts at
 	// pairFrac): carrying flow in the solver's last iterate, at distance
 	// >= 0.999 in the certified potential, and the fewest carrying 99.9%
 	// of the certified flow's cost.
@@ -369,7 +369,7 @@ func measure(g []float64, v, d int, opt oracle.Options) (Row, error) {
 		return Row{}, err
 	}
 	mid, lo, hi := res.Ratio()
-	pc, err := res.Pairs(pairFrac)
+	pc, err := res.PairCounts(pairFrac)
 	if err != nil {
 		return Row{}, err
 	}

@@ -27,9 +27,9 @@ type PairCounts struct {
 	Cost     int // fewest pairs carrying the given share of the cost
 }
 
-// Pairs returns the three counts, with frac the distance (of the budget
+// PairCounts returns the three counts, with frac the distance (of the budget
 // 1) and the cost share (0.999 for both in the published studies).
-func (r *Result) Pairs(frac float64) (PairCounts, error) {
+func (r *Result) PairCounts(frac float64) (PairCounts, error) {
 	dist, err := r.PairsAtDistance(frac)
 	if err != nil {
 		return PairCounts{}, err

@@ -47,7 +47,7 @@ func TestPairs(t *testing.T) {
 	for _, k := range []int{3, 7, 12} {
 		r := solve(t, simplex(rng, k, k+2, 1.5), k+1, k+2)
 		p := (k + 1) * k / 2
-		got, err := r.Pairs(0.999)
+		got, err := r.PairCounts(0.999)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,14 +56,14 @@ func TestPairs(t *testing.T) {
 		}
 	}
 	r := solve(t, []float64{1, 2, -3, 0.5}, 2, 2)
-	if got, err := r.Pairs(0.999); err != nil || got.Distance != 1 || got.Cost != 1 {
+	if got, err := r.PairCounts(0.999); err != nil || got.Distance != 1 || got.Cost != 1 {
 		t.Errorf("two tokens: %+v, %v; want one pair", got, err)
 	}
 	for _, c := range []struct{ v, d int }{{30, 8}, {48, 16}, {10, 30}} {
 		r := solve(t, ceGradient(rng, c.v, c.d, 400), c.v, c.d)
 		for _, frac := range []float64{0.5, 0.9, 0.999} {
 			dist, cost := bruteCounts(r, frac)
-			got, err := r.Pairs(frac)
+			got, err := r.PairCounts(frac)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestPairs(t *testing.T) {
 				}
 			}
 		}
-		got, _ := r.Pairs(0.999)
+		got, _ := r.PairCounts(0.999)
 		t.Logf("%+v: %d pairs: %d carrying flow, %d at distance >= 0.999, %d carrying 99.9%% of the cost", c, r.Flow.Pairs(), got.Flow, got.Distance, got.Cost)
 	}
 	for _, bad := range []float64{0, -1, 1.5, math.NaN()} {
