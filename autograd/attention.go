@@ -53,16 +53,24 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float64, unma
 	}
 	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, s32)
 	if g.wantsGrad(q, k, v) {
-		g.record(node{op: opAttention, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f: s32, shape: s})
+		g.record(node{op: attentionOp{}, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f64: float64(s32), shape: s})
 	}
 	return out
 }
 
-func (g *Graph) attentionBackward(n *node, gout *tensor.Tensor) {
+// attentionOp is a recorded Attention or CrossAttention (f64 the float32
+// scale, saved[0] the log-sum-exp rows). Its backward is the fused
+// capability's (flash attention's recomputation on the CPU and CUDA):
+// in Graph ops it would hold the T x T probabilities.
+type attentionOp struct{}
+
+func (attentionOp) name() string      { return "Attention" }
+func (attentionOp) reads(*node) slots { return in0 | in1 | in2 | output }
+func (attentionOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	q, k, v := n.in[0], n.in[1], n.in[2]
 	dq, dk, dv := g.scratchLike(q, q.Shape()...), g.scratchLike(k, k.Shape()...), g.scratchLike(v, v.Shape()...)
 	compose.AttentionBackward(g.kernels(q.DType()), dq.Buffer(), dk.Buffer(), dv.Buffer(), gout.Buffer(),
-		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), n.shape, n.f)
+		q.Buffer(), k.Buffer(), v.Buffer(), n.out.Buffer(), n.saved[0].Buffer(), n.shape, float32(n.f64))
 	g.accumulate(q, dq)
 	g.accumulate(k, dk)
 	g.accumulate(v, dv)

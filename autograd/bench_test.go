@@ -75,7 +75,7 @@ func BenchmarkTrainingStep(b *testing.B) {
 	g := New(cpu.New())
 	step := func() {
 		g.Reset()
-		ZeroGrad(m.params())
+		tensor.ZeroGrad(m.params())
 		if err := g.Backward(m.loss(g)); err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestWarmStepAllocations(t *testing.T) {
 		g := New(cpu.New())
 		step := func() {
 			g.Reset()
-			ZeroGrad(m.params())
+			tensor.ZeroGrad(m.params())
 			if err := g.Backward(m.loss(g)); err != nil {
 				t.Fatal(err)
 			}

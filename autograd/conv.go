@@ -41,19 +41,11 @@ type window struct {
 
 // kernelSize and outSize are the number of window offsets and of output
 // positions; paddedSize the elements of one padded channel.
-func (w *window) kernelSize() int { return prod(w.kernel[:w.spatial]) }
-func (w *window) outSize() int    { return prod(w.out[:w.spatial]) }
-func (w *window) paddedSize() int { return prod(w.padIn[:w.spatial]) }
+func (w *window) kernelSize() int { return tensor.Shape(w.kernel[:w.spatial]).Numel() }
+func (w *window) outSize() int    { return tensor.Shape(w.out[:w.spatial]).Numel() }
+func (w *window) paddedSize() int { return tensor.Shape(w.padIn[:w.spatial]).Numel() }
 
 func (w *window) padded() bool { return w.pad != [3]int{} }
-
-func prod(v []int) int {
-	p := 1
-	for _, x := range v {
-		p *= x
-	}
-	return p
-}
 
 // expand reads one hyperparameter: empty gives def on every axis, one
 // entry is repeated, else there must be one per spatial axis, each at
@@ -181,8 +173,9 @@ func (w *window) padLayout() device.Layout {
 
 // unfold returns the patches of x [N, C, spatial...] as [N, C, K, P] (K
 // window offsets, P output positions), padding x with padValue (0 or -Inf,
-// exact in every float dtype). Its
-// gradient scatter-adds back into x.
+// exact in every float dtype). Its gradient scatter-adds back into x, on
+// the buffers: the index is one row shared by every channel (a stride-0
+// view), which Graph's ScatterAddAxis would need materialised per row.
 func (g *Graph) unfold(x *tensor.Tensor, w window, padValue float64) *tensor.Tensor {
 	name := w.name
 	rows, kp, np := x.Dim(0)*x.Dim(1), w.kernelSize()*w.outSize(), w.paddedSize()

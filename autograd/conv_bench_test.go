@@ -44,7 +44,7 @@ func BenchmarkConv2D(b *testing.B) {
 			g := New(dev)
 			for b.Loop() {
 				g.Reset()
-				ZeroGrad([]*tensor.Tensor{x, w, bias})
+				tensor.ZeroGrad([]*tensor.Tensor{x, w, bias})
 				if err := g.Backward(g.Sum(c.f(g))); err != nil {
 					b.Fatal(err)
 				}

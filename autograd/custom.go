@@ -10,9 +10,10 @@ import (
 // as PyTorch's autograd.Function: a forward computation and the backward
 // one that gives each input's gradient from the output's. Both run with
 // recording off, so the ops they call on the graph are computed but not
-// differentiated; the tensors they make belong to the graph. Forward may
-// keep intermediates for Backward with g.SaveForBackward; Backward reads
-// them with g.Saved().
+// differentiated; the tensors they make belong to the graph (those
+// Backward makes are released once the gradients it returns have been
+// accumulated). Forward may keep intermediates for Backward with
+// g.SaveForBackward; Backward reads them with g.Saved().
 //
 //	square := &autograd.Function{
 //	    Name:    "Square",
@@ -119,63 +120,89 @@ func (g *Graph) Apply(f *Function, inputs ...*tensor.Tensor) *tensor.Tensor {
 		}
 	}
 	if record {
-		n := node{op: opCustom, out: out, ints: [4]int{len(g.custom)}}
-		copy(n.in[:], inputs)
 		for _, t := range call.inputs {
 			call.inputVersions = append(call.inputVersions, t.Version())
 		}
 		for _, t := range call.saved {
 			call.savedVersions = append(call.savedVersions, t.Version())
 		}
-		g.custom = append(g.custom, call)
-		g.record(n)
+		g.record(node{op: call, out: out})
 	}
 	return out
 }
 
-// checkCustomVersions returns an error naming the Function and the tensor
-// when an input of the call, or a tensor its Forward saved, was modified
-// in place after the call was recorded.
-func (g *Graph) checkCustomVersions(n *node) error {
-	call := g.custom[n.ints[0]]
-	check := func(what string, ts []*tensor.Tensor, vs []uint64) error {
-		for i, t := range ts {
-			if t.Version() != vs[i] {
-				return fmt.Errorf("autograd: Backward: %s saved %s %d %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
-					g.opName(n), what, i, t, vs[i], t.Version())
-			}
-		}
-		return nil
+// name names the call by its Function.
+func (c *customCall) name() string {
+	if c.f.Name == "" {
+		return "custom op"
 	}
-	if err := check("input", call.inputs, call.inputVersions); err != nil {
-		return err
-	}
-	return check("tensor (SaveForBackward)", call.saved, call.savedVersions)
+	return c.f.Name
 }
 
-func (g *Graph) customBackward(n *node, gout *tensor.Tensor) {
-	call := g.custom[n.ints[0]]
-	name := call.f.Name
+// reads is the output: the inputs and saved tensors, which the node's
+// slots do not hold, are checked by checkVersions.
+func (c *customCall) reads(*node) slots { return output }
+
+// checkVersions returns an error naming the Function and the tensor when
+// an input of the call, or a tensor its Forward saved, was modified in
+// place after the call was recorded.
+func (c *customCall) checkVersions() error {
+	for i, t := range c.inputs {
+		if t.Version() != c.inputVersions[i] {
+			return modifiedError(c.name(), fmt.Sprintf("input %d", i), t, c.inputVersions[i])
+		}
+	}
+	for i, t := range c.saved {
+		if t.Version() != c.savedVersions[i] {
+			return modifiedError(c.name(), fmt.Sprintf("tensor (SaveForBackward) %d", i), t, c.savedVersions[i])
+		}
+	}
+	return nil
+}
+
+// backward runs the Function's Backward and accumulates the gradients it
+// returns: handed on (give) when no other gradient shares its buffer, as a
+// copy when one does (a Backward may return one tensor, or views of it,
+// for two inputs); the other tensors it made are released after it.
+func (c *customCall) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	was, outer := g.noGrad, g.backwardCall
-	g.noGrad, g.backwardCall = true, call
-	grads := call.f.Backward(g, gout, call.inputs, n.out)
+	g.noGrad, g.backwardCall = true, c
+	grads := c.f.Backward(g, gout, c.inputs, n.out)
 	g.noGrad, g.backwardCall = was, outer
 	if g.err != nil {
 		return
 	}
-	if len(grads) != len(call.inputs) {
-		g.Fail(fmt.Errorf("autograd: Backward of %s returned %d gradients for %d inputs", name, len(grads), len(call.inputs)))
+	if len(grads) != len(c.inputs) {
+		g.Fail(fmt.Errorf("autograd: Backward of %s returned %d gradients for %d inputs", c.f.Name, len(grads), len(c.inputs)))
 		return
 	}
-	for i, in := range call.inputs {
+	shared := sharedBuffers(grads)
+	for i, in := range c.inputs {
 		d := grads[i]
 		if d == nil || !in.RequiresGrad() {
 			continue
 		}
 		if !d.SameShape(in) || d.DType() != in.DType() {
-			g.Fail(fmt.Errorf("autograd: Backward of %s: gradient %d is %v %v, input %v %v", name, i, d.DType(), d.Shape(), in.DType(), in.Shape()))
+			g.Fail(fmt.Errorf("autograd: Backward of %s: gradient %d is %v %v, input %v %v", c.f.Name, i, d.DType(), d.Shape(), in.DType(), in.Shape()))
 			return
 		}
-		g.accumulate(in, g.copyOf(d))
+		if shared[i] {
+			g.accumulate(in, g.copyOf(d))
+		} else {
+			g.give(in, d)
+		}
 	}
+}
+
+// sharedBuffers reports for each of ts whether another shares its buffer.
+func sharedBuffers(ts []*tensor.Tensor) []bool {
+	shared := make([]bool, len(ts))
+	for i, t := range ts {
+		for j := i + 1; t != nil && j < len(ts); j++ {
+			if ts[j] != nil && ts[j].Buffer() == t.Buffer() {
+				shared[i], shared[j] = true, true
+			}
+		}
+	}
+	return shared
 }

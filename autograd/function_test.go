@@ -120,3 +120,44 @@ func TestFunctionVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestFunctionGradientsSharingABuffer: a Backward may return one tensor it
+// made, or views of it, for several inputs, whose gradients already hold
+// a value (so each is added and the tensor released): every input gets the
+// whole gradient, none a released or aliased buffer.
+func TestFunctionGradientsSharingABuffer(t *testing.T) {
+	shared := &Function{Name: "Shared",
+		Forward: func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
+			return g.Add(g.Add(in[0], g.Reshape(in[1], 4)), in[2])
+		},
+		Backward: func(g *Graph, gout *tensor.Tensor, in []*tensor.Tensor, _ *tensor.Tensor) []*tensor.Tensor {
+			d := g.Scale(gout, 2)
+			return []*tensor.Tensor{d, g.Reshape(d, 2, 2), g.Scale(gout, 3)}
+		}}
+	dev := cpu.New()
+	var in []*tensor.Tensor
+	for _, shape := range [][]int{{4}, {2, 2}, {4}} {
+		x, err := tensor.FromFloat32(dev, []float32{1, 2, 3, 4}, shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.SetRequiresGrad(true)
+		in = append(in, x)
+	}
+	for pass := 1; pass <= 2; pass++ { // the second pass adds to the first's gradients
+		g := New(dev)
+		y := g.Apply(shared, in...) // input 1's gradient is a view of input 0's
+		if err := g.Backward(g.Sum(g.Mul(y, y))); err != nil {
+			t.Fatal(err)
+		}
+		for i, scale := range []float32{2, 2, 3} {
+			got := in[i].Grad().Float32s()
+			for k, v := range got {
+				want := float32(pass) * scale * 2 * 3 * float32(k+1) // d(sum y^2) = 2y, y = 3x
+				if v != want {
+					t.Fatalf("pass %d: input %d gradient %v, want %v at %d", pass, i, got, want, k)
+				}
+			}
+		}
+	}
+}

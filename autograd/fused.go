@@ -66,19 +66,26 @@ func (g *Graph) Embedding(table, ids *tensor.Tensor) *tensor.Tensor {
 	}
 	compose.Gather(g.kernels(table.DType()), out.Buffer(), table.Buffer(), ids.Buffer(), d)
 	if g.wantsGrad(table) {
-		g.record(node{op: opEmbedding, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
+		g.record(node{op: embeddingOp{}, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
 	}
 	return out
 }
 
-func (g *Graph) embeddingBackward(n *node, gout *tensor.Tensor) {
+// embeddingOp is a recorded Embedding (saved[0] the ids). Its backward
+// scatter-adds straight into a float32 parameter's gradient, with no
+// dense [vocab, dim] temporary.
+type embeddingOp struct{}
+
+func (embeddingOp) name() string      { return "Embedding" }
+func (embeddingOp) reads(*node) slots { return saved0 }
+func (embeddingOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	table, ids := n.in[0], n.saved[0]
 	if !table.RequiresGrad() {
 		return
 	}
 	d := table.Dim(1)
 	k := g.kernels(table.DType())
-	if isLeaf(table) && table.DType() == device.Float32 {
+	if table.IsLeaf() && table.DType() == device.Float32 {
 		compose.ScatterAdd(k, g.leafGrad(table).Buffer(), gout.Buffer(), ids.Buffer(), d)
 		return
 	}
@@ -107,12 +114,19 @@ func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
 	}
 	compose.RMSNorm(g.kernels(x.DType()), out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
 	if g.wantsGrad(x) {
-		g.record(node{op: opRMSNorm, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
+		g.record(node{op: rmsNormOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
 	}
 	return out
 }
 
-func (g *Graph) rmsNormBackward(n *node, gout *tensor.Tensor) {
+// rmsNormOp is a recorded RMSNorm (saved[0] the rows' 1/rms). Its
+// backward is the fused capability's one pass over each row; composed, it
+// would be several passes and temporaries of x's size.
+type rmsNormOp struct{}
+
+func (rmsNormOp) name() string      { return "RMSNorm" }
+func (rmsNormOp) reads(*node) slots { return in0 }
+func (rmsNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	x := n.in[0]
 	cols := x.Dim(-1)
 	dx := g.scratchLike(x, x.Shape()...)
@@ -198,12 +212,18 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 	cb, sb := cos.Buffer().Slice(0, s.Seq*half), sin.Buffer().Slice(0, s.Seq*half)
 	compose.RoPE(g.kernels(x.DType()), out.Buffer(), x.Buffer(), cb, sb, s, false)
 	if g.wantsGrad(x) {
-		g.record(node{op: opRoPE, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
+		g.record(node{op: ropeOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
 	}
 	return out
 }
 
-func (g *Graph) ropeBackward(n *node, gout *tensor.Tensor) {
+// ropeOp is a recorded RoPE (saved the tables). Its backward is the fused
+// rotation by the inverse angle, one pass as the forward.
+type ropeOp struct{}
+
+func (ropeOp) name() string      { return "RoPE" }
+func (ropeOp) reads(*node) slots { return saved0 | saved1 }
+func (ropeOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	x := n.in[0]
 	s := g.attentionShape(x)
 	half := s.HeadDim / 2
@@ -228,12 +248,19 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 	}
 	compose.SwiGLU(g.kernels(a.DType()), out.Buffer(), a.Buffer(), b.Buffer())
 	if g.wantsGrad(a, b) {
-		g.record(node{op: opSwiGLU, out: out, in: [3]*tensor.Tensor{a, b}})
+		g.record(node{op: swiGLUOp{}, out: out, in: [3]*tensor.Tensor{a, b}})
 	}
 	return out
 }
 
-func (g *Graph) swiGLUBackward(n *node, gout *tensor.Tensor) {
+// swiGLUOp is a recorded SwiGLU. Its backward is the fused capability's
+// one pass giving both gradients (composed: a sigmoid, several products
+// and temporaries of the MLP's width).
+type swiGLUOp struct{}
+
+func (swiGLUOp) name() string      { return "SwiGLU" }
+func (swiGLUOp) reads(*node) slots { return in0 | in1 }
+func (swiGLUOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	a, b := n.in[0], n.in[1]
 	da, db := g.scratchLike(a, a.Shape()...), g.scratchLike(b, b.Shape()...)
 	compose.SwiGLUBackward(g.kernels(a.DType()), da.Buffer(), db.Buffer(), gout.Buffer(), a.Buffer(), b.Buffer())

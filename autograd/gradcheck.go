@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -67,21 +68,11 @@ func GradCheck(dev device.Device, f func(g *Graph, inputs []*tensor.Tensor) *ten
 
 // withDefaults fills in the options left zero.
 func (o GradCheckOptions) withDefaults() GradCheckOptions {
-	if o.Step == 0 {
-		o.Step = 1e-6
-	}
-	if o.RTol == 0 {
-		o.RTol = 1e-6
-	}
-	if o.ATol == 0 {
-		o.ATol = 1e-8
-	}
-	if o.MaxElements == 0 {
-		o.MaxElements = 64
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	o.Step = cmp.Or(o.Step, 1e-6)
+	o.RTol = cmp.Or(o.RTol, 1e-6)
+	o.ATol = cmp.Or(o.ATol, 1e-8)
+	o.MaxElements = cmp.Or(o.MaxElements, 64)
+	o.Seed = cmp.Or(o.Seed, 1)
 	return o
 }
 

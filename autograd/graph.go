@@ -24,6 +24,11 @@
 // kernel when it has the capability, the composition from the core
 // otherwise, so every op runs on a backend of the core alone.
 //
+// Every recorded op is a value with its own backward rule (op.go), as a
+// user's Function is: the rules of the core ops are written in Graph ops
+// (autograd/unary.go's table gives each unary op's derivative in a line),
+// those of MatMul and the fused ops at buffer level, each saying why.
+//
 // This package depends on device/ (and device/compose) and tensor/ only;
 // it never knows which backend runs.
 package autograd
@@ -60,16 +65,27 @@ type Graph struct {
 	// Reset (and Backward, for all but the loss and kept tensors) returns
 	// them to the pool.
 	owned []*tensor.Tensor
-	// custom holds the functions and inputs of recorded custom ops.
-	custom []*customCall
 	// applying is the call whose Forward is running (SaveForBackward adds
 	// to it); backwardCall the one whose Backward is.
 	applying, backwardCall *customCall
+	// backwardFrom is where in owned the running backward rule's tensors
+	// start (give hands them on, releaseSince releases the rest).
+	backwardFrom int
 	// ready is the OnGradReady hook (nil: none); readyPlan and readySeen
 	// are its reusable bookkeeping.
 	ready     func(*tensor.Tensor)
 	readyPlan []readyLeaf
 	readySeen map[*tensor.Tensor]struct{}
+	// casts holds this pass's autocast copies by source tensor (castCopy).
+	casts map[*tensor.Tensor]castEntry
+}
+
+// castEntry is an autocast copy and the version of its source it was made
+// from.
+type castEntry struct {
+	version uint64
+	dtype   device.DType
+	copy    *tensor.Tensor
 }
 
 // graphs counts the graphs made, to give each an id.
@@ -118,11 +134,21 @@ func (g *Graph) SetAutocast(dtype device.DType) { g.autocast = dtype }
 // Autocast returns the MatMul operand dtype, or 0 when autocast is off.
 func (g *Graph) Autocast() device.DType { return g.autocast }
 
-// castCopy returns a graph-owned copy of t in dtype.
+// castCopy returns a graph-owned copy of t in dtype, made once per pass
+// and version of t: a tensor multiplied several times (the normalized
+// input of q, k and v, or of the MLP's gate and up) is cast once, and one
+// changed in place since is cast again. The copies are read-only.
 func (g *Graph) castCopy(op string, t *tensor.Tensor, dtype device.DType) *tensor.Tensor {
+	if e, ok := g.casts[t]; ok && e.dtype == dtype && e.version == t.Version() {
+		return e.copy
+	}
 	c := g.allocOf(op, dtype, t.Shape()...)
 	if c != nil {
 		g.dev.Cast(c.Buffer(), t.Buffer())
+		if g.casts == nil {
+			g.casts = make(map[*tensor.Tensor]castEntry)
+		}
+		g.casts[t] = castEntry{t.Version(), dtype, c}
 	}
 	return c
 }
@@ -154,9 +180,8 @@ func (g *Graph) Reset() {
 	}
 	clear(g.owned)
 	g.owned = g.owned[:0]
+	clear(g.casts)
 	g.clearNodes()
-	clear(g.custom)
-	g.custom = g.custom[:0]
 	g.applying, g.backwardCall = nil, nil
 	g.err = nil
 	g.freed = false
@@ -191,11 +216,6 @@ func (g *Graph) Keep(t *tensor.Tensor) {
 	}
 }
 
-// alloc returns a pooled float32 tensor owned by the graph.
-func (g *Graph) alloc(op string, shape ...int) *tensor.Tensor {
-	return g.allocOf(op, device.Float32, shape...)
-}
-
 func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Tensor {
 	t, err := tensor.NewPooled(g.dev, dtype, shape...)
 	if err != nil {
@@ -205,13 +225,8 @@ func (g *Graph) allocOf(op string, dtype device.DType, shape ...int) *tensor.Ten
 	return t
 }
 
-// scratch returns a pooled tensor that the caller releases itself (used in
-// backward for gradients).
-func (g *Graph) scratch(shape ...int) *tensor.Tensor {
-	return g.scratchOf(device.Float32, shape...)
-}
-
-// scratchOf is scratch for another dtype.
+// scratchOf returns a pooled tensor that the caller releases itself (used
+// in backward for gradients).
 func (g *Graph) scratchOf(dtype device.DType, shape ...int) *tensor.Tensor {
 	t, err := tensor.NewPooled(g.dev, dtype, shape...)
 	if err != nil {
@@ -264,37 +279,6 @@ func (g *Graph) wantsGrad(inputs ...*tensor.Tensor) bool {
 	return false
 }
 
-// record appends a node whose output requires grad, remembering the
-// versions of the tensors its backward pass reads.
-func (g *Graph) record(n node) {
-	n.out.SetRequiresGrad(true)
-	n.out.MarkOutput(g.origin())
-	for i, t := range n.savedTensors() {
-		if t != nil {
-			n.versions[i] = t.Version()
-		}
-	}
-	g.nodes = append(g.nodes, n)
-}
-
-// checkVersions returns an error naming the op and the tensor when a
-// tensor n's backward reads was written in place after n was recorded.
-func (g *Graph) checkVersions(n *node) error {
-	if n.op == opCustom {
-		if err := g.checkCustomVersions(n); err != nil {
-			return err
-		}
-	}
-	for i, t := range n.savedTensors() {
-		if t == nil || t.Version() == n.versions[i] {
-			continue
-		}
-		return fmt.Errorf("autograd: Backward: %s saved %s %v for its backward pass, and it was modified in place afterwards (version %d, now %d): its gradient would be wrong; leaf gradients may hold part of this pass (zero them, Reset, and run the forward pass again)",
-			g.opName(n), n.slotName(i), t, n.versions[i], t.Version())
-	}
-	return nil
-}
-
 // Backward computes gradients of the scalar loss with respect to every
 // leaf tensor that requires them, accumulating into their Grad, then
 // frees the graph's intermediate tensors (loss itself and kept tensors
@@ -343,8 +327,8 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 			g.abandon(i, loss)
 			return err
 		}
-		g.backward(n, gout)
-		if g.err != nil { // a custom op's backward failed
+		g.runBackward(n, gout)
+		if g.err != nil { // a backward rule failed
 			gout.Release()
 			n.out.SetGrad(nil)
 			g.abandon(i-1, loss)
@@ -363,19 +347,14 @@ func (g *Graph) Backward(loss *tensor.Tensor) error {
 	return nil
 }
 
-// opName names a recorded op as the method that recorded it.
-func (g *Graph) opName(n *node) string {
-	switch n.op {
-	case opUnary:
-		return "Unary(" + device.UnaryOp(n.ints[0]).String() + ")"
-	case opBroadcast:
-		return broadcastNames[n.ints[0]]
-	case opCustom:
-		if name := g.custom[n.ints[0]].f.Name; name != "" {
-			return name
-		}
-	}
-	return n.op.String()
+// runBackward runs n's backward rule with recording off, as a Function's
+// Backward runs, then releases the tensors the rule made and did not give
+// to an input.
+func (g *Graph) runBackward(n *node, gout *tensor.Tensor) {
+	g.noGrad, g.backwardFrom = true, len(g.owned)
+	n.op.backward(g, n, gout)
+	g.releaseSince(g.backwardFrom)
+	g.noGrad = false
 }
 
 // abandon ends a Backward that stopped at node last: it releases the
@@ -396,6 +375,7 @@ func (g *Graph) abandon(last int, loss *tensor.Tensor) {
 // releases the forward tensors (and their gradients) except the loss.
 func (g *Graph) releaseForward(loss *tensor.Tensor) {
 	g.clearNodes()
+	clear(g.casts)
 	g.freed = true
 	kept := g.owned[:0]
 	for _, t := range g.owned {
@@ -418,7 +398,7 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 	}
 	cur := t.Grad()
 	switch {
-	case cur == nil && isLeaf(t):
+	case cur == nil && t.IsLeaf():
 		// A parameter's gradient is persistent, outside the pool.
 		p, err := tensor.NewOf(g.dev, t.DType(), t.Shape()...)
 		if err != nil {
@@ -464,17 +444,4 @@ func (g *Graph) leafGrad(t *tensor.Tensor) *tensor.Tensor {
 		t.SetGrad(p)
 	}
 	return t.Grad()
-}
-
-// isLeaf reports whether t is a leaf (a parameter or input created outside
-// the graph) rather than the output of a recorded op.
-func isLeaf(t *tensor.Tensor) bool { return t.IsLeaf() }
-
-// ZeroGrad sets the gradients of params to zero (those that have one).
-func ZeroGrad(params []*tensor.Tensor) {
-	for _, p := range params {
-		if gr := p.Grad(); gr != nil {
-			gr.Device().Fill(gr.Buffer(), 0)
-		}
-	}
 }

@@ -55,13 +55,7 @@ func (g *Graph) GatherAxis(x *tensor.Tensor, axis int, idx *tensor.Tensor) *tens
 		g.dev.GatherAxis(out.Buffer(), in[0].Buffer(), iv, outer, n, inner, m)
 		return out
 	}, Backward: func(g *Graph, gout *tensor.Tensor, in []*tensor.Tensor, _ *tensor.Tensor) []*tensor.Tensor {
-		dx := g.allocOf(name, in[0].DType(), in[0].Shape()...)
-		if dx == nil {
-			return nil
-		}
-		g.dev.Fill(dx.Buffer(), 0)
-		g.dev.ScatterAddAxis(dx.Buffer(), gout.Buffer(), iv, outer, n, inner, m)
-		return []*tensor.Tensor{dx, nil}
+		return []*tensor.Tensor{g.ScatterAddAxis(g.zerosLike(in[0]), axis, in[1], gout), nil}
 	}}, x, idx)
 }
 
@@ -94,10 +88,7 @@ func (g *Graph) ScatterAddAxis(x *tensor.Tensor, axis int, idx, src *tensor.Tens
 	}, Backward: func(g *Graph, gout *tensor.Tensor, in []*tensor.Tensor, _ *tensor.Tensor) []*tensor.Tensor {
 		var dsrc *tensor.Tensor
 		if in[2].RequiresGrad() {
-			if dsrc = g.allocOf(name, in[2].DType(), in[2].Shape()...); dsrc == nil {
-				return nil
-			}
-			g.dev.GatherAxis(dsrc.Buffer(), gout.Buffer(), iv, outer, n, inner, m)
+			dsrc = g.GatherAxis(gout, axis, in[1])
 		}
 		return []*tensor.Tensor{gout, nil, dsrc}
 	}}, x, idx, src)
@@ -148,12 +139,7 @@ func (g *Graph) Cast(x *tensor.Tensor, dtype device.DType) *tensor.Tensor {
 	}
 	return g.Apply(&Function{Name: name, Forward: forward,
 		Backward: func(g *Graph, gout *tensor.Tensor, in []*tensor.Tensor, _ *tensor.Tensor) []*tensor.Tensor {
-			dx := g.allocOf(name, in[0].DType(), in[0].Shape()...)
-			if dx == nil {
-				return nil
-			}
-			g.dev.Cast(dx.Buffer(), gout.Buffer())
-			return []*tensor.Tensor{dx}
+			return []*tensor.Tensor{g.Cast(gout, in[0].DType())}
 		}}, x)
 }
 

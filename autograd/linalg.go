@@ -41,7 +41,7 @@ func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor 
 	if out == nil {
 		return nil
 	}
-	n := node{op: opMatMul, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}}
+	n := node{op: matMulOp{}, out: out, in: [3]*tensor.Tensor{a, b}, flags: [2]bool{transA, transB}}
 	abuf, bbuf := a.Buffer(), b.Buffer()
 	// Autocast lowers float32 products only; float64 ones stay float64.
 	if g.autocast != 0 && a.DType() == device.Float32 {
@@ -131,7 +131,25 @@ func (g *Graph) gemm(d matDims, transA, transB bool, alpha float32, a, b device.
 	})
 }
 
-func (g *Graph) matMulBackward(n *node, gout *tensor.Tensor) {
+// matMulOp is a recorded MatMul; flags are the transposes. Its backward is
+// two GEMMs straight on the buffers: in Graph ops each would need the
+// transposed product's shapes worked out again and, under autocast, the
+// saved low-precision operands, and the product is where a step's time
+// goes.
+type matMulOp struct{}
+
+func (matMulOp) name() string { return "MatMul" }
+
+// reads is both operands, or none under autocast (the products read the
+// saved low-precision copies).
+func (matMulOp) reads(n *node) slots {
+	if n.lowp {
+		return 0
+	}
+	return in0 | in1
+}
+
+func (matMulOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	a, b := n.in[0], n.in[1]
 	transA, transB := n.flags[0], n.flags[1]
 	d, _, _ := matMulDims(a, b, transA, transB)
@@ -200,12 +218,19 @@ func (g *Graph) Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 		return g.failf("%s: %v", op, err)
 	}
 	if g.wantsGrad(x) {
-		g.record(node{op: opReshape, out: out, in: [3]*tensor.Tensor{x}})
+		g.record(node{op: reshapeOp{}, out: out, in: [3]*tensor.Tensor{x}})
 	}
 	return out
 }
 
-func (g *Graph) reshapeBackward(n *node, gout *tensor.Tensor) {
+// reshapeOp is a recorded Reshape. Its backward hands gout's buffer on,
+// reshaped, without a copy (MoveTo): the one rule that moves rather than
+// computes.
+type reshapeOp struct{}
+
+func (reshapeOp) name() string      { return "Reshape" }
+func (reshapeOp) reads(*node) slots { return 0 }
+func (reshapeOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	moved, err := gout.MoveTo(n.in[0].Shape()...)
 	if err != nil {
 		panic(err)
@@ -231,7 +256,7 @@ func (g *Graph) Transpose(x *tensor.Tensor) *tensor.Tensor {
 	}
 	g.transposeInto(y, x, b, r, c, in)
 	if g.wantsGrad(x) {
-		g.record(node{op: opTranspose, out: y, in: [3]*tensor.Tensor{x}})
+		g.record(node{op: transposeOp{}, out: y, in: [3]*tensor.Tensor{x}})
 	}
 	return y
 }
@@ -250,11 +275,13 @@ func transposeDims(s tensor.Shape) (batch, rows, cols, inner int, out []int, ok 
 	return 0, 0, 0, 0, nil, false
 }
 
-func (g *Graph) transposeBackward(n *node, gout *tensor.Tensor) {
-	b, r, c, in, _, _ := transposeDims(gout.Shape())
-	dx := g.scratchLike(n.in[0], n.in[0].Shape()...)
-	g.transposeInto(dx, gout, b, r, c, in)
-	g.accumulate(n.in[0], dx)
+// transposeOp is a recorded Transpose, its own inverse.
+type transposeOp struct{}
+
+func (transposeOp) name() string      { return "Transpose" }
+func (transposeOp) reads(*node) slots { return 0 }
+func (transposeOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	g.give(n.in[0], g.Transpose(dy))
 }
 
 // transposeInto swaps the middle axes of src viewed as [b, r, c, in]:

@@ -36,12 +36,20 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
 	if g.wantsGrad(logits) {
-		g.record(node{op: opCrossEntropy, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
+		g.record(node{op: crossEntropyOp{}, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 	}
 	return out
 }
 
-func (g *Graph) crossEntropyBackward(n *node, gout *tensor.Tensor) {
+// crossEntropyOp is a recorded CrossEntropy (saved: targets, log-sum-exp
+// rows, per-row losses). Its backward is the fused softmax-minus-one-hot
+// from the saved log-sum-exp, one pass over the logits without a stored
+// softmax.
+type crossEntropyOp struct{}
+
+func (crossEntropyOp) name() string      { return "CrossEntropy" }
+func (crossEntropyOp) reads(*node) slots { return in0 | saved0 }
+func (crossEntropyOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	logits, targets, lse, dloss := n.in[0], n.saved[0], n.saved[1], n.saved[2]
 	rows, vocab := logits.Dim(0), logits.Dim(1)
 	// The per-row losses are no longer needed: reuse them for dloss/drow.
@@ -146,7 +154,7 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
 	if grad {
-		g.record(node{op: opLinearCrossEntropy, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
+		g.record(node{op: linearCrossEntropyOp{}, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 	}
 	return out
 }
@@ -185,7 +193,16 @@ func linearCEBlockRows(blockRows, rows, vocab int) int {
 	return min(blockRows, rows)
 }
 
-func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
+// linearCrossEntropyOp is a recorded LinearCrossEntropy: the forward
+// computed the gradients for a unit upstream gradient (saved dh, dw;
+// ints[0] the rows), so the backward only scales them, straight into a
+// float32 parameter's gradient (one Axpby, no temporary of the head's
+// size).
+type linearCrossEntropyOp struct{}
+
+func (linearCrossEntropyOp) name() string      { return "LinearCrossEntropy" }
+func (linearCrossEntropyOp) reads(*node) slots { return 0 }
+func (linearCrossEntropyOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	h, w, dh, dw := n.in[0], n.in[1], n.saved[0], n.saved[1]
 	if h.DType() != device.Float32 {
 		// The upstream gradient stays on the device in its dtype: each
@@ -210,11 +227,11 @@ func (g *Graph) linearCrossEntropyBackward(n *node, gout *tensor.Tensor) {
 		if !t.RequiresGrad() {
 			continue
 		}
-		if isLeaf(t) && t.Grad() != nil {
+		if t.IsLeaf() && t.Grad() != nil {
 			compose.Axpby(g.dev, t.Grad().Buffer(), d.Buffer(), scale, 1)
 			continue
 		}
-		sd := g.scratch(t.Shape()...)
+		sd := g.scratchLike(t, t.Shape()...)
 		compose.Scale(g.dev, sd.Buffer(), d.Buffer(), scale)
 		g.accumulate(t, sd)
 	}

@@ -47,7 +47,7 @@ func (g *Graph) Permute(x *tensor.Tensor, perm ...int) *tensor.Tensor {
 		for i := r - 1; i >= 0; i-- {
 			code = code*8 + perm[i]
 		}
-		g.record(node{op: opPermute, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
+		g.record(node{op: permuteOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
 	}
 	return out
 }
@@ -63,21 +63,18 @@ func (g *Graph) permuteInto(out, x *tensor.Tensor, perm []int) {
 	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), device.View{Buf: x.Buffer(), Layout: l})
 }
 
-func (g *Graph) permuteBackward(n *node, gout *tensor.Tensor) {
-	x := n.in[0]
-	r := n.ints[1]
-	var perm, inv [device.MaxDims]int
-	code := n.ints[0]
-	for i := range r {
-		perm[i] = code % 8
-		code /= 8
+// permuteOp is a recorded Permute: ints[0] holds the permutation in
+// octal digits (axis i's source in digit i), ints[1] the rank.
+type permuteOp struct{}
+
+func (permuteOp) name() string      { return "Permute" }
+func (permuteOp) reads(*node) slots { return 0 }
+func (permuteOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	var inv [device.MaxDims]int
+	for i, code := 0, n.ints[0]; i < n.ints[1]; i, code = i+1, code/8 {
+		inv[code%8] = i
 	}
-	for i := range r {
-		inv[perm[i]] = i
-	}
-	d := g.scratchLike(x, x.Shape()...)
-	g.permuteInto(d, gout, inv[:r])
-	g.accumulate(x, d)
+	g.give(n.in[0], g.Permute(dy, inv[:n.ints[1]]...))
 }
 
 // sliceLayout is the layout of x[..., start:stop, ...] along axis within
@@ -118,7 +115,7 @@ func (g *Graph) Slice(x *tensor.Tensor, axis, start, stop int) *tensor.Tensor {
 	}
 	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), device.View{Buf: x.Buffer(), Layout: l})
 	if g.wantsGrad(x) {
-		g.record(node{op: opSlice, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
+		g.record(node{op: sliceOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
 	}
 	return out
 }
@@ -132,13 +129,28 @@ func sliceIndex(i, n int) int {
 	return min(max(i, 0), n)
 }
 
-func (g *Graph) sliceBackward(n *node, gout *tensor.Tensor) {
-	x := n.in[0]
-	d := g.scratchLike(x, x.Shape()...)
-	g.dev.Fill(d.Buffer(), 0)
-	dims, l := sliceLayout(x.Shape(), n.ints[0], n.ints[1], n.ints[2])
-	g.dev.CopyStrided(dims, device.View{Buf: d.Buffer(), Layout: l}, device.Contiguous(gout.Buffer(), dims))
-	g.accumulate(x, d)
+// sliceOp is a recorded Slice of ints[0] (axis) from ints[1] to ints[2].
+// Its gradient is dy between zeros, as candle's narrow.
+type sliceOp struct{}
+
+func (sliceOp) name() string      { return "Slice" }
+func (sliceOp) reads(*node) slots { return 0 }
+func (sliceOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	x, axis, start, stop := n.in[0], n.ints[0], n.ints[1], n.ints[2]
+	zeros := func(size int) *tensor.Tensor {
+		shape := x.Shape()
+		shape[axis] = size
+		return g.BroadcastTo(g.Constant(0, x.DType()), shape...)
+	}
+	parts := make([]*tensor.Tensor, 0, 3)
+	if start > 0 {
+		parts = append(parts, zeros(start))
+	}
+	parts = append(parts, dy)
+	if rest := x.Dim(axis) - stop; rest > 0 {
+		parts = append(parts, zeros(rest))
+	}
+	g.give(x, g.Concat(axis, parts...))
 }
 
 // Concat joins tensors of one dtype along axis; their other axes agree.
@@ -223,12 +235,21 @@ func (g *Graph) IndexSelect(x *tensor.Tensor, axis int, ids *tensor.Tensor) *ten
 	idx := device.View{Buf: ids.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1, 0}}}
 	g.dev.GatherAxis(out.Buffer(), x.Buffer(), idx, outer, n, inner, ids.Len())
 	if g.wantsGrad(x) {
-		g.record(node{op: opIndexSelect, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{ids}, ints: [4]int{outer, n, inner}})
+		g.record(node{op: indexSelectOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{ids}, ints: [4]int{outer, n, inner}})
 	}
 	return out
 }
 
-func (g *Graph) indexSelectBackward(n *node, gout *tensor.Tensor) {
+// indexSelectOp is a recorded IndexSelect (saved[0] the ids, ints
+// [outer, n, inner] of x about the axis). Its backward, an index-add,
+// scatter-adds through the ids as a stride-0 view: Graph's ScatterAddAxis
+// takes an index of the source's full shape, which would have to be
+// materialised.
+type indexSelectOp struct{}
+
+func (indexSelectOp) name() string      { return "IndexSelect" }
+func (indexSelectOp) reads(*node) slots { return saved0 }
+func (indexSelectOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	x, ids := n.in[0], n.saved[0]
 	d := g.scratchLike(x, x.Shape()...)
 	g.dev.Fill(d.Buffer(), 0)
@@ -265,12 +286,16 @@ func (g *Graph) BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 	}
 	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), src)
 	if g.wantsGrad(x) {
-		g.record(node{op: opBroadcastTo, out: out, in: [3]*tensor.Tensor{x}})
+		g.record(node{op: broadcastToOp{}, out: out, in: [3]*tensor.Tensor{x}})
 	}
 	return out
 }
 
-func (g *Graph) broadcastToBackward(n *node, gout *tensor.Tensor) {
-	x := n.in[0]
-	g.accumulate(x, g.sumTo(g.copyOf(gout), x.Shape()))
+// broadcastToOp is a recorded BroadcastTo.
+type broadcastToOp struct{}
+
+func (broadcastToOp) name() string      { return "BroadcastTo" }
+func (broadcastToOp) reads(*node) slots { return 0 }
+func (broadcastToOp) backward(g *Graph, n *node, dy *tensor.Tensor) {
+	g.give(n.in[0], g.sumTo(dy, n.in[0]))
 }

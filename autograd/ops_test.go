@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -59,6 +60,17 @@ type opsGolden struct {
 		Out      goldenTensor `json:"out"`
 		DX       goldenTensor `json:"dx"`
 	} `json:"pool"`
+	Unary []unaryGolden `json:"unary"`
+}
+
+// unaryGolden is a unary op's case: out = op(x) and the gradient of
+// sum(out * r).
+type unaryGolden struct {
+	Name string       `json:"name"`
+	X    goldenTensor `json:"x"`
+	R    goldenTensor `json:"r"`
+	Out  goldenTensor `json:"out"`
+	DX   goldenTensor `json:"dx"`
 }
 
 func loadOpsGolden(t *testing.T) *opsGolden {
@@ -178,6 +190,35 @@ func TestPoolGolden(t *testing.T) {
 			default:
 				out = g.AvgPool2D(x, opt)
 			}
+			loss := g.Sum(g.Mul(out, c.R.tensor64(t, false)))
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			closeTo(t, "out", out, c.Out, 1e-14)
+			if err := g.Backward(loss); err != nil {
+				t.Fatal(err)
+			}
+			closeTo(t, "dx", x.Grad(), c.DX, 1e-14)
+		})
+	}
+}
+
+// TestUnaryGolden compares every UnaryOp and the gradient of sum(out * r)
+// with PyTorch's in float64: a unary op added without its golden case
+// fails here.
+func TestUnaryGolden(t *testing.T) {
+	cases := loadOpsGolden(t).Unary
+	for _, op := range device.UnaryOps() {
+		i := slices.IndexFunc(cases, func(c unaryGolden) bool { return c.Name == op.String() })
+		if i < 0 {
+			t.Errorf("%v: no golden case in testdata/ops_golden.json (add it to scripts/ops_golden.py)", op)
+			continue
+		}
+		c := cases[i]
+		t.Run(c.Name, func(t *testing.T) {
+			x := c.X.tensor64(t, true)
+			g := New(cpu.New())
+			out := g.Unary(op, x)
 			loss := g.Sum(g.Mul(out, c.R.tensor64(t, false)))
 			if err := g.Err(); err != nil {
 				t.Fatal(err)

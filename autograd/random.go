@@ -68,7 +68,7 @@ func (g *Graph) random(name string, dist device.Distribution, dtype device.DType
 	dims := device.DimsOf(out.Len())
 	flat := device.Contiguous(ob, dims)
 	at := func(op device.BinaryOp, v float64) {
-		c := g.konst(out, v)
+		c := g.konst(out.DType(), v)
 		g.dev.BinaryStrided(op, dims, ob, flat, device.View{Buf: c.Buffer()})
 		c.Release()
 	}

@@ -41,11 +41,11 @@ func (g *Graph) planReady() {
 	for i := range g.nodes {
 		n := &g.nodes[i]
 		inputs := n.in[:]
-		if n.op == opCustom {
-			inputs = g.custom[n.ints[0]].inputs
+		if c, ok := n.op.(*customCall); ok {
+			inputs = c.inputs
 		}
 		for _, t := range inputs {
-			if t == nil || !t.RequiresGrad() || !isLeaf(t) {
+			if t == nil || !t.RequiresGrad() || !t.IsLeaf() {
 				continue
 			}
 			if _, dup := g.readySeen[t]; dup {

@@ -68,7 +68,7 @@ func TestOnGradReady(t *testing.T) {
 				}
 			}
 			if tt.zero {
-				ZeroGrad(params)
+				tensor.ZeroGrad(params)
 			}
 			seen := map[*tensor.Tensor][]float32{}
 			var order []string
@@ -102,7 +102,7 @@ func TestOnGradReady(t *testing.T) {
 	}
 	// Without the hook, nothing is called and the gradients are the same.
 	g.OnGradReady(nil)
-	ZeroGrad(params)
+	tensor.ZeroGrad(params)
 	g.Reset()
 	if err := g.Backward(forward(g)); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestOnGradReady(t *testing.T) {
 	want := slices.Clone(emb.Grad().Float32s())
 	called := 0
 	g.OnGradReady(func(*tensor.Tensor) { called++ })
-	ZeroGrad(params)
+	tensor.ZeroGrad(params)
 	g.Reset()
 	if err := g.Backward(forward(g)); err != nil {
 		t.Fatal(err)

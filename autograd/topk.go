@@ -75,7 +75,7 @@ func (g *Graph) topKIndices(idx, x *tensor.Tensor, outer, n, inner, k int, large
 	ia, ib := g.scratchOf(device.Int32, outer, inner), g.scratchOf(device.Int32, outer, inner)
 	fa, fb := g.scratchOf(dt, outer, inner), g.scratchOf(dt, outer, inner)
 	takenAtA, ones := g.scratchOf(dt, outer, inner), g.scratchOf(dt, outer, inner)
-	sent, zero := g.konst(x, sentinel), g.konst(x, 0)
+	sent, zero := g.konst(dt, sentinel), g.konst(dt, 0)
 	defer release(key, taken, free, ia, ib, fa, fb, takenAtA, ones, sent, zero)
 	d.Fill(taken.Buffer(), 0)
 	d.Fill(ones.Buffer(), 1)

@@ -3,12 +3,19 @@ package device
 // The optional capabilities: kernels a backend may implement beside the
 // Core because they are faster fused than composed. None is required.
 // Callers never assert them directly: device/compose has one function per
-// method (compose.RMSNorm, compose.AdamWStep, ...) that runs the backend's
+// method (compose.RMSNorm, compose.Attention, ...) that runs the backend's
 // kernel when it has the capability and the composition from the Core
 // otherwise; the composition is the definition, and devicetest checks
 // every capability a backend has against it. Each interface below names
 // its composition. Kernels follow the package conventions (no allocation,
 // no validation, outputs written, not accumulated, unless stated).
+//
+// These are the capabilities of the model (its layers, loss and
+// gradients) and a few data movements every layer above uses. A kernel
+// that serves one package is declared by that package, in the same
+// pattern (an interface a backend satisfies by its method alone, run
+// through compose.Run with the composition beside it): optim's AdamWStep
+// and RowScale, optim/geometry's PairDistanceMax.
 
 // Transposer swaps two middle axes with one kernel.
 // Composition: one CopyStrided over [batch, cols, rows, inner].
@@ -20,23 +27,18 @@ type Transposer interface {
 	Transpose(dst, src Buffer, batch, rows, cols, inner int)
 }
 
-// Elementwise is the contiguous elementwise kernels that predate the
-// Core's strided ones. Composition: BinaryStrided over the buffers' length
-// with scalars and broadcast rows as stride-0 views.
-type Elementwise interface {
-	// FillFrom sets every element of dst to alpha * src[0], where src is a
-	// one-element buffer (broadcasts a device scalar without a host trip).
-	FillFrom(dst, src Buffer, alpha float32)
-	// Binary computes dst = a op b elementwise for Add, Sub and Mul (equal
-	// lengths); dst may alias a or b.
-	Binary(op BinaryOp, dst, a, b Buffer)
-	// Scale computes dst = alpha * src; dst may alias src.
-	Scale(dst, src Buffer, alpha float32)
-	// Axpby computes dst = alpha * x + beta * dst.
+// Axpbyer is dst = alpha x + beta dst with the scalars from the host, in
+// one pass. It is the one elementwise capability: the Core takes scalars
+// only as device buffers, so its composition costs a scalar buffer (an
+// allocation, and on CUDA a copy from the host) and two more passes per
+// call, and autograd's backward, gradient accumulation, clipping and the
+// optimizers scale buffers many times a step. Composition: BinaryStrided
+// Mul by a one-element buffer read as a stride-0 view, and Add.
+type Axpbyer interface {
+	// Axpby computes dst = alpha * x + beta * dst elementwise (equal
+	// lengths); with beta 0 it is dst = alpha * x and dst is not read (a
+	// NaN there does not propagate). dst may alias x.
 	Axpby(dst, x Buffer, alpha, beta float32)
-	// AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
-	// matrix, v having cols elements.
-	AddRow(dst, v Buffer, rows, cols int, alpha float32)
 }
 
 // Reducer reduces a matrix along one of its two axes.
@@ -60,38 +62,6 @@ type RowGatherer interface {
 	// ScatterAdd adds rows of src into dst: dst[idx[i],:] += src[i,:],
 	// accumulating repeated indices.
 	ScatterAdd(dst, src, idx Buffer, cols int)
-}
-
-// RowScaler normalises rows in one pass (the RowNorm optimizer).
-// Composition: ReduceAxis(SumSquares), Sqrt, add eps, Reciprocal, times
-// alpha, and a broadcast Mul.
-type RowScaler interface {
-	// RowScale computes dst[i,:] = src[i,:] * alpha / (sqrt(sumsq(src[i,:])) + eps)
-	// for each row of a rows x cols matrix: row normalisation with eps added
-	// to the norm. dst may alias src.
-	RowScale(dst, src Buffer, rows, cols int, alpha, eps float32)
-}
-
-// PairDistanceMaxer scans a tile of a Gram matrix for the farthest pairs
-// (optim/geometry's exact row diameter). Composition: broadcast
-// na + nb - 2g, a mask of the counted pairs and of NaNs through Where,
-// ReduceAxis Max and ArgMax per row, and the running maximum updated on
-// the host (rows elements).
-type PairDistanceMaxer interface {
-	// PairDistanceMax finds the farthest column of each row of a tile of a
-	// Gram matrix. g is a rows x cols tile of inner products a_i . b_j; na
-	// and nb hold the squared norms of the a rows (rows elements) and of
-	// the b rows (cols elements), so that x_ij = na[i] + nb[j] - 2 g[i,j],
-	// computed in float32, is the squared distance of a_i and b_j. The tile
-	// sits at row r0 and column c0 of a symmetric Gram matrix and only pairs
-	// above its diagonal count: column j of row i when c0+j > r0+i (a tile
-	// with c0 >= r0+rows counts every pair). best (Float32) and arg (Int32),
-	// rows elements each, hold a running maximum across calls (the column
-	// tiles of one row block): when row i's largest x_ij exceeds best[i],
-	// best[i] becomes it and arg[i] becomes c0+j, for the smallest such j.
-	// Rows without a counted pair, and NaN values, change nothing; start
-	// best at -Inf.
-	PairDistanceMax(best, arg, g, na, nb Buffer, rows, cols, r0, c0 int)
 }
 
 // RMSNormer is the gain-less RMS norm and its gradient in one pass each.
@@ -169,29 +139,15 @@ type CrossEntropier interface {
 	CrossEntropyWithGrad(loss, lse, logits, targets Buffer, rows, vocab int, gradScale float32)
 }
 
-// AdamWStepper is the AdamW update in one pass. Composition: the update's
-// formula in Square, Sqrt and broadcast scalar Mul, Add and Div.
-type AdamWStepper interface {
-	// AdamWStep applies one decoupled-weight-decay Adam update in place:
-	// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-	// step = -lr * (m/bc1) / (sqrt(v/bc2) + eps);
-	// p = p * (1 - lr*wd) + step. When step is not nil it receives the
-	// step (excluding weight decay).
-	AdamWStep(p, g, m, v, step Buffer, h AdamW)
-}
-
 // Fused is every capability: what the CPU and CUDA backends implement.
 type Fused interface {
 	Transposer
-	Elementwise
+	Axpbyer
 	Reducer
 	RowGatherer
-	RowScaler
-	PairDistanceMaxer
 	RMSNormer
 	RoPEr
 	SwiGLUer
 	Attender
 	CrossEntropier
-	AdamWStepper
 }

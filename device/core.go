@@ -168,8 +168,11 @@ const (
 	Log1p
 	// Expm1 is e^x - 1, accurate near 0.
 	Expm1
+	// Softplus is log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|)
+	// (accurate for every x; PyTorch returns x itself above 20).
+	Softplus
 
-	numUnaryOps = Expm1
+	numUnaryOps = Softplus
 )
 
 // UnaryOps lists every UnaryOp, for tests and tables.
@@ -183,11 +186,14 @@ func UnaryOps() []UnaryOp {
 
 var unaryNames = [...]string{Neg: "neg", Abs: "abs", Exp: "exp", Log: "log", Sqrt: "sqrt", Rsqrt: "rsqrt",
 	Reciprocal: "reciprocal", Tanh: "tanh", Erf: "erf", Sigmoid: "sigmoid", Relu: "relu", Sin: "sin",
-	Cos: "cos", Square: "square", Sign: "sign", Log1p: "log1p", Expm1: "expm1"}
+	Cos: "cos", Square: "square", Sign: "sign", Log1p: "log1p", Expm1: "expm1", Softplus: "softplus"}
+
+// Valid reports whether op is one of UnaryOps.
+func (op UnaryOp) Valid() bool { return op >= Neg && op <= numUnaryOps }
 
 // String names the operation.
 func (op UnaryOp) String() string {
-	if op >= Neg && op <= numUnaryOps {
+	if op.Valid() {
 		return unaryNames[op]
 	}
 	return fmt.Sprintf("unary(%d)", uint8(op))

@@ -6,11 +6,11 @@
 // reductions over any one axis, gather and scatter-add along an axis, and
 // counter-based random fills. A backend implements the Core and nothing
 // else; Device is another name for it. The fused kernels of the paper's
-// transformer and optimizers (RMSNorm, RoPE, SwiGLU, attention,
-// cross-entropy, AdamW, row scaling, the pair-distance search) and a few
-// older contiguous elementwise kernels are optional capabilities: small
-// interfaces a backend may add for speed, each defined by its composition
-// from the Core in device/compose, which callers go through. device/devicetest
+// transformer (RMSNorm, RoPE, SwiGLU, attention, cross-entropy), a few
+// data movements and Axpby are optional capabilities: small interfaces a
+// backend may add for speed, each defined by its composition from the Core
+// in device/compose, which callers go through (optim and optim/geometry
+// declare their own kernels the same way). device/devicetest
 // is the conformance suite every backend runs: the Core against float64
 // references, and each capability a backend has against its composition.
 //
@@ -48,9 +48,10 @@ const (
 	// BFloat16 is bfloat16 storage (8-bit exponent, 7-bit mantissa), for
 	// autocast operands. Backends store it and convert it (Cast, Copy,
 	// CopyStrided, the host copies) and take it as Gemm operands (A and B,
-	// with float32 accumulation): the CPU widens them to float32 for its
-	// product, CUDA runs them on tensor cores. The other compute methods
-	// take float types of full width.
+	// with float32 accumulation): the CPU multiplies them on its bfloat16
+	// kernel (AMX, or VDPBF16PS) where it has one and otherwise widens them
+	// to float32 for its product, CUDA runs them on tensor cores. The other
+	// compute methods take float types of full width.
 	BFloat16
 	// Int32 holds token ids and targets.
 	Int32
@@ -140,8 +141,8 @@ type GemmArgs struct {
 	Batch int
 }
 
-// BinaryOp selects an elementwise operation of two operands. Binary
-// takes Add, Sub and Mul; BinaryStrided takes them all.
+// BinaryOp selects an elementwise operation of two operands
+// (BinaryStrided).
 type BinaryOp uint8
 
 const (
@@ -243,19 +244,6 @@ type AttentionShape struct {
 	// Unmasked lets every query see every key (cross-attention) instead
 	// of the causal mask.
 	Unmasked bool
-}
-
-// AdamW holds the scalars of one AdamW update (already scheduled).
-type AdamW struct {
-	LR, Beta1, Beta2, Eps, WeightDecay float32
-	// BiasCorrection1 and BiasCorrection2 are 1 - beta^t for the step t
-	// counted from 1.
-	BiasCorrection1, BiasCorrection2 float32
-	// ExactBeta1, ExactBeta2 and ExactWeightDecay are the caller's float64
-	// values of Beta1, Beta2 and WeightDecay, which Coefficients computes
-	// 1 - beta (and the decay) from; each is used only where it rounds to
-	// its float32 field (zero fields: see Coefficients).
-	ExactBeta1, ExactBeta2, ExactWeightDecay float64
 }
 
 // Core is the primitive set every backend implements: memory, copies and

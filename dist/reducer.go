@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -98,9 +99,7 @@ func NewReducer(c Communicator, params []*tensor.Tensor, opts ReducerOptions) (*
 		return nil, fmt.Errorf("dist: reducer: negative bucket size %d bytes", opts.BucketBytes)
 	}
 	limit := opts.BucketBytes
-	if limit == 0 {
-		limit = DefaultBucketBytes
-	}
+	limit = cmp.Or(limit, DefaultBucketBytes)
 	r := &Reducer{comm: c, params: params, index: make(map[*tensor.Tensor]int, len(params)), noop: c.Size() == 1}
 	dev, err := r.indexParams()
 	if err != nil {

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -69,9 +70,7 @@ func Torchrun() (TorchrunEnv, bool, error) {
 		return e, false, fmt.Errorf("dist: torchrun environment: RANK=%d out of range for WORLD_SIZE=%d", e.Rank, e.WorldSize)
 	}
 	e.MasterAddr = os.Getenv("MASTER_ADDR")
-	if e.MasterAddr == "" {
-		e.MasterAddr = "127.0.0.1"
-	}
+	e.MasterAddr = cmp.Or(e.MasterAddr, "127.0.0.1")
 	return e, true, nil
 }
 

@@ -64,7 +64,7 @@ func benchStep(c Communicator, w io.Writer) error {
 		}
 		times := make([]time.Duration, reps+1)
 		for k := range times {
-			autograd.ZeroGrad(params)
+			tensor.ZeroGrad(params)
 			if err := c.Barrier(); err != nil {
 				return err
 			}

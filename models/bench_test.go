@@ -1,11 +1,14 @@
 package models
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/optim"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // BenchmarkTrainStep times one forward+backward pass (no optimizer step)
@@ -35,7 +38,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			g := autograd.New(dev)
 			step := func() {
 				g.Reset()
-				autograd.ZeroGrad(m.Parameters())
+				tensor.ZeroGrad(m.Parameters())
 				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
 				if err := g.Backward(loss); err != nil {
 					b.Fatal(err)
@@ -54,14 +57,17 @@ func BenchmarkTrainStep(b *testing.B) {
 // BenchmarkPaperUpdate times one full paper update of the small presets at
 // batch 8 x 256 tokens: forward+backward, the global gradient norm clipped
 // at 1.0, and the step of every group (Nesterov Muon on the blocks, AdamW
-// on the embedding, RowNorm on the head), and reports tokens/s.
+// on the embedding, RowNorm on the head), and reports tokens/s; the -bf16
+// variants run the blocks' matrix products under bfloat16 autocast
+// (-autocast bf16; on this CPU's bfloat16 GEMM, cpu.BFloat16Kernel).
 // scripts/parity/bench.sh prints it next to PyTorch's full update
-// (scripts/parity/bench.py -update) for the same model.
+// (scripts/parity/bench.py -update [-autocast]) for the same model.
 func BenchmarkPaperUpdate(b *testing.B) {
 	const batch, seq = 8, 256
 	shapes := map[string][2]int{"d128-l2": {2, 128}, "d256-l4": {4, 256}}
-	for _, preset := range []string{"d128-l2", "d256-l4"} {
-		b.Run(preset, func(b *testing.B) {
+	for _, name := range []string{"d128-l2", "d256-l4", "d128-l2-bf16", "d256-l4-bf16"} {
+		preset, autocast := strings.CutSuffix(name, "-bf16")
+		b.Run(name, func(b *testing.B) {
 			dev := cpu.New()
 			cfg, _ := Preset("cpu-128")
 			s := shapes[preset]
@@ -76,9 +82,12 @@ func BenchmarkPaperUpdate(b *testing.B) {
 			}
 			inputs, targets := randomBatch(dev, 1, batch, seq, cfg.Vocab)
 			g := autograd.New(dev)
+			if autocast {
+				g.SetAutocast(device.BFloat16)
+			}
 			update := func() {
 				g.Reset()
-				autograd.ZeroGrad(m.Parameters())
+				tensor.ZeroGrad(m.Parameters())
 				loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
 				if err := g.Backward(loss); err != nil {
 					b.Fatal(err)

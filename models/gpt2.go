@@ -2,8 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -50,12 +51,7 @@ var gpt2Presets = map[string]GPT2Config{
 func GPT2Preset(name string) (GPT2Config, error) {
 	c, ok := gpt2Presets[name]
 	if !ok {
-		names := make([]string, 0, len(gpt2Presets))
-		for n := range gpt2Presets {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(names, ", "))
+		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(gpt2Presets)), ", "))
 	}
 	return c, nil
 }
@@ -175,16 +171,7 @@ func (m *GPT2) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.T
 // [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
 // them).
 func (m *GPT2) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	h := m.hidden(g, inputs, nil)
-	if h == nil {
-		return nil, nil
-	}
-	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: GPT2.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
-		return nil, nil
-	}
-	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
-	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
+	return headLoss(g, "GPT2", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already
@@ -204,20 +191,11 @@ func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCach
 	if g.Err() != nil {
 		return nil
 	}
-	pos := 0
-	if cache != nil && m.Config.Layers > 0 {
-		pos = cache.Len(0)
-	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: GPT2.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
+	pos, ok := startPosition(g, "GPT2.Forward", inputs, cache, m.Config.Layers, m.Config.Context)
+	if !ok {
 		return nil
 	}
-	t := inputs.Dim(1)
-	if pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: GPT2.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
-		return nil
-	}
-	x := g.Add(m.Tok.Forward(g, inputs), g.Slice(m.Pos.Weight, 0, pos, pos+t))
+	x := g.Add(m.Tok.Forward(g, inputs), g.Slice(m.Pos.Weight, 0, pos, pos+inputs.Dim(1)))
 	x = m.Drop.Forward(g, x)
 	for i := range m.Blocks {
 		bl := &m.Blocks[i]
@@ -238,20 +216,17 @@ func (m *GPT2) Layers() int { return m.Config.Layers }
 // ContextLen returns the longest sequence the model takes.
 func (m *GPT2) ContextLen() int { return m.Config.Context }
 
-// crossEntropy is the mean cross-entropy of logits [B, T, V] against
-// targets [B, T].
-func crossEntropy(g *autograd.Graph, model string, logits, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	if !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: %s.Forward: targets %v for inputs %v: want equal shapes", model, targets.Shape(), inputs.Shape()))
-		return nil
+// UntieHead gives the model a head of its own: a copy of the token
+// embedding (the tied head's weight now), named head.weight among the
+// Parameters, so an optimizer can update the two apart (RowNorm on the
+// head). Called at initialisation it changes no output; a head already
+// untied is an error.
+func (m *GPT2) UntieHead() error {
+	if err := untieHead("GPT2", &m.Head, m.Tok.Weight); err != nil {
+		return err
 	}
-	rows, v := inputs.Len(), logits.Dim(2)
-	flat, err := targets.Reshape(rows)
-	if err != nil {
-		g.Fail(fmt.Errorf("models: %s targets: %w", model, err))
-		return nil
-	}
-	return g.CrossEntropy(g.Reshape(logits, rows, v), flat)
+	m.params = nn.Parameters(m)
+	return nil
 }
 
 // Save writes the model's parameters to a safetensors checkpoint at path

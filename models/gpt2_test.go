@@ -87,20 +87,7 @@ func checkGPT2Parity(t *testing.T, dev device.Device) {
 	for _, p := range m.Parameters() {
 		p.SetFloat32(read("weight."+p.Name, p.Shape()))
 	}
-	in, _ := golden.Info("inputs")
-	b, tt := in.Shape[0], in.Shape[1]
-	readIDs := func(name string) *tensor.Tensor {
-		ids := make([]int32, b*tt)
-		if err := golden.ReadInt32(name, []int{b, tt}, ids); err != nil {
-			t.Fatal(err)
-		}
-		x, err := tensor.FromInt32(dev, ids, b, tt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	inputs, targets := readIDs("inputs"), readIDs("targets")
+	inputs, targets := goldenIDs(t, dev, golden, "inputs"), goldenIDs(t, dev, golden, "targets")
 
 	g := autograd.New(dev)
 	defer g.Reset()
@@ -108,7 +95,7 @@ func checkGPT2Parity(t *testing.T, dev device.Device) {
 	if err := g.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := logits.Shape(), (tensor.Shape{b, tt, cfg.Vocab}); got.String() != want.String() {
+	if got, want := logits.Shape(), (tensor.Shape{inputs.Dim(0), inputs.Dim(1), cfg.Vocab}); got.String() != want.String() {
 		t.Fatalf("logits %v, want %v", got, want)
 	}
 	relErr := func(have, want []float32, floor float64) float64 {
@@ -237,7 +224,7 @@ func TestGPT2LossFused(t *testing.T) {
 	inputs, _ := tensor.FromInt32(dev, in, 2, 12)
 	targets, _ := tensor.FromInt32(dev, tg, 2, 12)
 	run := func(fused bool) (float32, [][]float32) {
-		autograd.ZeroGrad(m.Parameters())
+		tensor.ZeroGrad(m.Parameters())
 		g := autograd.New(dev)
 		defer g.Reset()
 		var loss *tensor.Tensor

@@ -2,8 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -81,12 +82,7 @@ var llamaPresets = map[string]LlamaConfig{
 
 // LlamaPresetNames returns the Llama preset names, sorted.
 func LlamaPresetNames() []string {
-	names := make([]string, 0, len(llamaPresets))
-	for n := range llamaPresets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(llamaPresets))
 }
 
 // LlamaPreset returns the named configuration: "llama-tiny" (2 layers of
@@ -370,16 +366,7 @@ func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.
 // [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
 // them).
 func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	h := m.hidden(g, inputs, nil)
-	if h == nil {
-		return nil, nil
-	}
-	if targets == nil || !targets.SameShape(inputs) {
-		g.Fail(fmt.Errorf("models: Llama.Loss: targets %v for inputs %v: want equal shapes", shapeOf(targets), inputs.Shape()))
-		return nil, nil
-	}
-	h = g.Reshape(h, inputs.Len(), m.Config.Dim)
-	return g.LinearCrossEntropy(h, m.Head.Weight, targets, 0), h
+	return headLoss(g, "Llama", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
 }
 
 // ForwardCached runs inputs [B, T] as the positions after those already
@@ -399,16 +386,7 @@ func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCac
 	if g.Err() != nil {
 		return nil
 	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Llama.Forward: inputs %v: want [batch, seq]", shapeOf(inputs)))
-		return nil
-	}
-	pos := 0
-	if cache != nil && len(m.Blocks) > 0 {
-		pos = cache.Len(0)
-	}
-	if t := inputs.Dim(1); pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Llama.Forward: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+	if _, ok := startPosition(g, "Llama.Forward", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
 		return nil
 	}
 	x := m.Embed.Forward(g, inputs)
@@ -435,22 +413,9 @@ func (m *Llama) ContextLen() int { return m.Config.Context }
 // embedding, named head.weight among the Parameters (so RowNorm can take
 // it); it changes no output. An untied model is an error.
 func (m *Llama) UntieHead() error {
-	if m.Head.Weight != m.Embed.Weight {
-		return fmt.Errorf("models: Llama.UntieHead: the head is already untied")
+	if err := untieHead("Llama", &m.Head, m.Embed.Weight); err != nil {
+		return err
 	}
-	e := m.Embed.Weight
-	var w *tensor.Tensor
-	var err error
-	if e.DType() == device.Float64 {
-		w, err = tensor.FromFloat64(e.Device(), e.Float64s(), e.Shape()...)
-	} else {
-		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
-	}
-	if err != nil {
-		return fmt.Errorf("models: Llama.UntieHead: %w", err)
-	}
-	w.SetRequiresGrad(true)
-	m.Head.Weight = w
 	m.params = nn.Parameters(m)
 	return nil
 }

@@ -72,6 +72,23 @@ func writeParityWeights(t *testing.T, path string) {
 	}
 }
 
+// goldenIDs reads the int32 token ids [B, T] named name (inputs or
+// targets, of the shape of inputs) from a golden file onto dev.
+func goldenIDs(t *testing.T, dev device.Device, golden *safetensors.File, name string) *tensor.Tensor {
+	t.Helper()
+	in, _ := golden.Info("inputs")
+	b, tt := in.Shape[0], in.Shape[1]
+	ids := make([]int32, b*tt)
+	if err := golden.ReadInt32(name, []int{b, tt}, ids); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tensor.FromInt32(dev, ids, b, tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 func TestParityPyTorch(t *testing.T) {
 	if *parityWeights != "" {
 		writeParityWeights(t, *parityWeights)
@@ -103,20 +120,7 @@ func TestParityPyTorch(t *testing.T) {
 	if _, err := m.Load(weights); err != nil {
 		t.Fatal(err)
 	}
-	in, _ := golden.Info("inputs")
-	b, tt := in.Shape[0], in.Shape[1]
-	ids := make([]int32, b*tt)
-	readIDs := func(name string) *tensor.Tensor {
-		if err := golden.ReadInt32(name, []int{b, tt}, ids); err != nil {
-			t.Fatal(err)
-		}
-		x, err := tensor.FromInt32(dev, ids, b, tt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	inputs, targets := readIDs("inputs"), readIDs("targets")
+	inputs, targets := goldenIDs(t, dev, golden, "inputs"), goldenIDs(t, dev, golden, "targets")
 
 	g := autograd.New(dev)
 	loss, _ := m.Forward(g, inputs, targets, ForwardOptions{})
@@ -183,21 +187,8 @@ func TestParityPyTorchFloat64(t *testing.T) {
 	if _, err := m.Load(weights); err != nil {
 		t.Fatal(err)
 	}
-	in, _ := golden.Info("inputs")
-	b, tt := in.Shape[0], in.Shape[1]
-	readIDs := func(name string) *tensor.Tensor {
-		ids := make([]int32, b*tt)
-		if err := golden.ReadInt32(name, []int{b, tt}, ids); err != nil {
-			t.Fatal(err)
-		}
-		x, err := tensor.FromInt32(dev, ids, b, tt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
 	g := autograd.New(dev)
-	loss, _ := m.Forward(g, readIDs("inputs"), readIDs("targets"), ForwardOptions{})
+	loss, _ := m.Forward(g, goldenIDs(t, dev, golden, "inputs"), goldenIDs(t, dev, golden, "targets"), ForwardOptions{})
 	if err := g.Err(); err != nil {
 		t.Fatal(err)
 	}

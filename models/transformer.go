@@ -13,7 +13,8 @@ package models
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -80,12 +81,7 @@ func Preset(name string) (Config, error) {
 
 // PresetNames returns the preset names, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // Validate reports a configuration that cannot be built.
@@ -218,7 +214,7 @@ func (m *Transformer) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor,
 		return nil, nil
 	}
 	if inputs == nil || targets == nil || inputs.Rank() != 2 || !inputs.SameShape(targets) {
-		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", shapeOf(inputs), shapeOf(targets)))
+		g.Fail(fmt.Errorf("models: Transformer.Forward: inputs %v and targets %v: want two equal [batch, seq] shapes", tensor.ShapeOf(inputs), tensor.ShapeOf(targets)))
 		return nil, nil
 	}
 	h := m.hidden(g, inputs, nil)
@@ -278,16 +274,7 @@ func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn
 	if g.Err() != nil {
 		return nil
 	}
-	if inputs == nil || inputs.Rank() != 2 {
-		g.Fail(fmt.Errorf("models: Transformer: inputs %v: want [batch, seq]", shapeOf(inputs)))
-		return nil
-	}
-	pos := 0
-	if cache != nil && len(m.Blocks) > 0 {
-		pos = cache.Len(0)
-	}
-	if t := inputs.Dim(1); pos+t > m.Config.Context {
-		g.Fail(fmt.Errorf("models: Transformer: positions %d..%d exceed the context of %d", pos, pos+t-1, m.Config.Context))
+	if _, ok := startPosition(g, "Transformer", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
 		return nil
 	}
 	x := m.Embed.Forward(g, inputs)
@@ -306,13 +293,6 @@ func (m *Transformer) Layers() int { return m.Config.Layers }
 
 // ContextLen returns the longest sequence the model takes.
 func (m *Transformer) ContextLen() int { return m.Config.Context }
-
-func shapeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Shape()
-}
 
 // Save writes the model's parameters to a safetensors checkpoint at path
 // (atomically), with metadata.

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -41,7 +42,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		name = moduleName("LayerNorm", n.Bias, "bias")
 	}
 	if g.Err() != nil || x == nil || x.Rank() == 0 {
-		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, shapeOf(x)))
+		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, tensor.ShapeOf(x)))
 		return nil
 	}
 	for _, p := range []struct {
@@ -54,9 +55,7 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		}
 	}
 	eps := n.Eps
-	if eps == 0 {
-		eps = 1e-5
-	}
+	eps = cmp.Or(eps, 1e-5)
 	ax := x.Rank() - 1
 	c := g.Sub(x, g.MeanAxis(x, ax, true))
 	v := g.MeanAxis(g.Unary(device.Square, c), ax, true)
@@ -68,13 +67,6 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		y = g.Add(y, n.Bias)
 	}
 	return y
-}
-
-func shapeOf(t *tensor.Tensor) any {
-	if t == nil {
-		return "nil"
-	}
-	return t.Shape()
 }
 
 // Activation selects an elementwise nonlinearity.

@@ -57,7 +57,7 @@ func TestTiedGradientAccumulates(t *testing.T) {
 	for i, v := range copyW.Grad().Float32s() {
 		sum[i] += v
 	}
-	autograd.ZeroGrad([]*tensor.Tensor{e.Weight})
+	tensor.ZeroGrad([]*tensor.Tensor{e.Weight})
 	run(e.Weight)
 	for i, v := range e.Weight.Grad().Float32s() {
 		if math.Abs(float64(v-sum[i])) > 1e-6 {

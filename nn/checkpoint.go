@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,7 +88,7 @@ func LoadTensors(path string, ts []*tensor.Tensor) (map[string]string, error) {
 		default:
 			return nil, fmt.Errorf("nn: loading %s: tensor %q has dtype %s (want F32 for a %v parameter)", path, t.Name, in.DType, dt)
 		}
-		if !equalShape(in.Shape, t.Shape()) {
+		if !slices.Equal(in.Shape, t.Shape()) {
 			return nil, fmt.Errorf("nn: loading %s: tensor %q has shape %v (the model's is %v)", path, t.Name, tensor.Shape(in.Shape), t.Shape())
 		}
 	}
@@ -125,15 +126,3 @@ func LoadTensors(path string, ts []*tensor.Tensor) (map[string]string, error) {
 
 // fileDType is the safetensors dtype a parameter of each dtype is saved as.
 var fileDType = map[device.DType]safetensors.DType{device.Float32: safetensors.F32, device.Float64: safetensors.F64}
-
-func equalShape(a []int, b tensor.Shape) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

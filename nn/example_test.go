@@ -85,7 +85,7 @@ func Example() {
 	var first, last float32
 	for step := range 30 {
 		g.Reset()
-		autograd.ZeroGrad(params)
+		tensor.ZeroGrad(params)
 		loss := model.Loss(g, ids, targets)
 		if err := g.Err(); err != nil {
 			panic(err)

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -55,7 +56,7 @@ func (l *Linear) check(x *tensor.Tensor) error {
 	case x == nil:
 		return fmt.Errorf("nn: %s: nil input", name)
 	case w == nil || w.Rank() != 2:
-		return fmt.Errorf("nn: %s: weight %v: want a matrix [out, in]", name, shapeOf(w))
+		return fmt.Errorf("nn: %s: weight %v: want a matrix [out, in]", name, tensor.ShapeOf(w))
 	case x.Rank() < 1 || x.Dim(-1) != w.Dim(1):
 		return fmt.Errorf("nn: %s (%d -> %d features): input %v has %s features (weight %s)", name, w.Dim(1), w.Dim(0), x.Shape(), lastAxis(x), paramDesc(w))
 	case l.Bias != nil && (l.Bias.Rank() != 1 || l.Bias.Dim(0) != w.Dim(0)):
@@ -150,9 +151,7 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	eps := n.Eps
-	if eps == 0 {
-		eps = DefaultEps
-	}
+	eps = cmp.Or(eps, DefaultEps)
 	y := g.RMSNorm(x, eps)
 	if n.Gain != nil {
 		y = g.Mul(y, n.Gain)

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/hilbert-ml/hilbert/autograd"
@@ -23,9 +24,7 @@ func NewRoPE(dev device.Device, dtype device.DType, maxSeq, headDim int, base fl
 	if headDim <= 0 || headDim%2 != 0 || maxSeq <= 0 {
 		return nil, fmt.Errorf("nn: RoPE: head dim %d (want even, > 0), max seq %d", headDim, maxSeq)
 	}
-	if dtype == 0 {
-		dtype = device.Float32
-	}
+	dtype = cmp.Or(dtype, device.Float32)
 	cos, sin, err := autograd.RoPETables(dev, dtype, maxSeq, headDim, base)
 	if err != nil {
 		return nil, fmt.Errorf("nn: RoPE tables: %w", err)

@@ -90,7 +90,7 @@ func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor)
 		return nil
 	}
 	if mask == nil || mask.Rank() < 2 || mask.Rank() > 4 || mask.DType() != x.DType() {
-		g.Fail(fmt.Errorf("nn: SelfAttention: mask %v: want %v of rank 2 to 4 broadcasting to the scores [%d %d %d %d]", shapeOf(mask), x.DType(), b, a.Heads, t, t))
+		g.Fail(fmt.Errorf("nn: SelfAttention: mask %v: want %v of rank 2 to 4 broadcasting to the scores [%d %d %d %d]", tensor.ShapeOf(mask), x.DType(), b, a.Heads, t, t))
 		return nil
 	}
 	q, k, v := a.heads(g, x, &a.Q, true, 0), a.heads(g, x, &a.K, true, 0), a.heads(g, x, &a.V, false, 0)
@@ -263,7 +263,7 @@ func (c *KVCache) Append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*te
 		return nil, nil
 	}
 	if k == nil || v == nil || k.Rank() != 4 || !slices.Equal(k.Shape(), v.Shape()) {
-		g.Fail(fmt.Errorf("nn: KVCache.Append: keys %v and values %v, want equal shapes [B, T, H, D]", shapeOf(k), shapeOf(v)))
+		g.Fail(fmt.Errorf("nn: KVCache.Append: keys %v and values %v, want equal shapes [B, T, H, D]", tensor.ShapeOf(k), tensor.ShapeOf(v)))
 		return nil, nil
 	}
 	join := func(old, x *tensor.Tensor) *tensor.Tensor {

@@ -51,7 +51,7 @@ func TestSelfAttentionFusedMatchesComposed(t *testing.T) {
 			x := randInput(t, 11, 2, 7, 32)
 			run := func(composed bool) ([]float32, [][]float32) {
 				ps := append(Parameters(&a), x)
-				autograd.ZeroGrad(ps)
+				tensor.ZeroGrad(ps)
 				g := autograd.New(dev)
 				defer g.Reset()
 				var y *tensor.Tensor

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/hilbert-ml/hilbert/device"
-	"github.com/hilbert-ml/hilbert/device/compose"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -50,11 +49,12 @@ func (c AdamWConfig) New(params []*tensor.Tensor) (Optimizer, error) {
 }
 
 // AdamW is Adam with decoupled weight decay, run by the device's AdamWStep
-// kernel: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// kernel (AdamWStepper): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // S = -lr_t (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps); p = p (1 - lr_t wd) + S.
 // Float32 parameters take the kernel (scalars in float32); float64 ones
-// (on the CPU) take the same update through the Core in float64, the
-// hyper-parameters exact, as torch.optim.AdamW computes it.
+// (on the CPU), and float32 ones on a backend without the kernel, take the
+// same update through the Core (adamWCore), the hyper-parameters exact in
+// the dtype, as torch.optim.AdamW computes it.
 type AdamW struct {
 	*perParam
 	cfg AdamWConfig
@@ -87,75 +87,64 @@ func (r adamRule) counted() bool                { return true }
 func (r adamRule) check(p *tensor.Tensor) error { return nil }
 
 func (r adamRule) update(u *paramUpdate) error {
-	if u.G.DType() != device.Float32 {
-		return r.updateCore(u)
-	}
-	c := r.cfg
-	h := device.AdamW{
-		LR:              float32(u.LR),
-		Beta1:           float32(c.Beta1),
-		Beta2:           float32(c.Beta2),
-		Eps:             float32(c.Eps),
-		WeightDecay:     float32(c.WeightDecay),
-		BiasCorrection1: float32(1 - math.Pow(c.Beta1, float64(u.T))),
-		BiasCorrection2: float32(1 - math.Pow(c.Beta2, float64(u.T))),
-		// 1 - beta from the config's float64 betas, not the float32 ones.
-		ExactBeta1: c.Beta1, ExactBeta2: c.Beta2, ExactWeightDecay: c.WeightDecay,
-	}
 	var step device.Buffer
 	if u.Step != nil {
 		step = u.Step.Buffer()
 	}
+	c := r.cfg
+	s := adamScalars{lr: u.LR, beta1: c.Beta1, beta2: c.Beta2, eps: c.Eps, wd: c.WeightDecay,
+		bc1: 1 - math.Pow(c.Beta1, float64(u.T)), bc2: 1 - math.Pow(c.Beta2, float64(u.T))}
 	m, v := u.Slots[0], u.Slots[1]
-	compose.AdamWStep(u.P.Device(), u.P.Buffer(), u.G.Buffer(), m.Buffer(), v.Buffer(), step, h)
-	return nil
+	return adamWStep(u.P.Device(), u.P.Buffer(), u.G.Buffer(), m.Buffer(), v.Buffer(), step, s)
 }
 
-// updateCore is the update of one parameter in its dtype through the
-// Core, in torch.optim.AdamW's order: p *= 1 - lr wd; m = b1 m + (1-b1) g;
-// v = b2 v + (1-b2) g^2; S = -(lr/bc1) m / (sqrt(v)/sqrt(bc2) + eps).
-func (r adamRule) updateCore(u *paramUpdate) error {
-	p, g, m, v, lr := u.P, u.G, u.Slots[0], u.Slots[1], u.LR
-	dev, dt, n := p.Device(), p.DType(), p.Len()
-	b1, b2 := r.cfg.Beta1, r.cfg.Beta2
-	bc1 := 1 - math.Pow(b1, float64(u.T))
-	bc2 := 1 - math.Pow(b2, float64(u.T))
-	t, err := tensor.NewPooled(dev, dt, n)
+// adamScalars are the scalars of one AdamW update: the scheduled learning
+// rate, the hyper-parameters and the bias corrections 1 - beta^t.
+type adamScalars struct{ lr, beta1, beta2, eps, wd, bc1, bc2 float64 }
+
+// adamWCore is one AdamW update of p through the Core of dev, in the
+// buffers' dtype with the scalars exact in it, in torch.optim.AdamW's
+// order: p *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// S = -(lr/bc1) m / (sqrt(v)/sqrt(bc2) + eps); p += S; step (when not nil)
+// receives S. It is AdamWStepper's composition: the float64 update, and
+// the float32 one on a backend without the kernel.
+func adamWCore(dev device.Core, p, g, m, v, step device.Buffer, s adamScalars) error {
+	dt, n := p.DType(), p.Len()
+	t, err := dev.Alloc(dt, n)
 	if err != nil {
-		return err
+		return fmt.Errorf("optim: adamw: scratch of %d %v: %w", n, dt, err)
 	}
-	defer t.Release()
-	w, err := tensor.NewPooled(dev, dt, n)
+	defer dev.Free(t)
+	w, err := dev.Alloc(dt, n)
 	if err != nil {
-		return err
+		return fmt.Errorf("optim: adamw: scratch of %d %v: %w", n, dt, err)
 	}
-	defer w.Release()
+	defer dev.Free(w)
 	dims := device.DimsOf(n)
-	tb, wb := t.Buffer(), w.Buffer()
-	if err := decayBuf(dev, p.Buffer(), 1-lr*r.cfg.WeightDecay); err != nil {
+	if err := decayBuf(dev, p, 1-s.lr*s.wd); err != nil {
 		return err
 	}
-	if err := axpby(dev, m.Buffer(), g.Buffer(), 1-b1, b1); err != nil {
+	if err := axpby(dev, m, g, 1-s.beta1, s.beta1); err != nil {
 		return err
 	}
-	dev.BinaryStrided(device.Mul, dims, tb, flatView(g.Buffer()), flatView(g.Buffer()))
-	if err := axpby(dev, v.Buffer(), tb, 1-b2, b2); err != nil {
+	dev.BinaryStrided(device.Mul, dims, t, flatView(g), flatView(g))
+	if err := axpby(dev, v, t, 1-s.beta2, s.beta2); err != nil {
 		return err
 	}
-	dev.Unary(device.Sqrt, wb, v.Buffer())
-	if err := opScalar(dev, device.Div, wb, wb, math.Sqrt(bc2)); err != nil {
+	dev.Unary(device.Sqrt, w, v)
+	if err := opScalar(dev, device.Div, w, w, math.Sqrt(s.bc2)); err != nil {
 		return err
 	}
-	if err := opScalar(dev, device.Add, wb, wb, r.cfg.Eps); err != nil {
+	if err := opScalar(dev, device.Add, w, w, s.eps); err != nil {
 		return err
 	}
-	dev.BinaryStrided(device.Div, dims, tb, flatView(m.Buffer()), flatView(wb))
-	if err := scaleBuf(dev, tb, tb, -lr/bc1); err != nil {
+	dev.BinaryStrided(device.Div, dims, t, flatView(m), flatView(w))
+	if err := scaleBuf(dev, t, t, -s.lr/s.bc1); err != nil {
 		return err
 	}
-	dev.BinaryStrided(device.Add, dims, p.Buffer(), flatView(p.Buffer()), flatView(tb))
-	if u.Step != nil {
-		dev.Copy(u.Step.Buffer(), tb)
+	dev.BinaryStrided(device.Add, dims, p, flatView(p), flatView(t))
+	if step != nil {
+		dev.Copy(step, t)
 	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 // kernel (device/compose) with the scalars rounded to float32: the paper's
 // path, bit for bit what it was. Any other float dtype (float64 on the CPU)
 // runs compositions of the Core with the scalars exact in that dtype, so a
-// float64 step matches a float64 reference to rounding. The Core's
+// float64 step matches a float64 reference to rounding; the kernels optim
+// declares (kernels.go) fall back to the same compositions. The Core's
 // compositions allocate their temporaries; a failed allocation is an error.
 
 // is32 reports whether b takes the float32 (fused) path.
@@ -91,13 +92,9 @@ func axpby(dev device.Core, dst, x device.Buffer, alpha, beta float64) error {
 	return nil
 }
 
-// rowScale computes dst_i = alpha src_i / (||src_i|| + eps) for every row i
-// of a rows x cols matrix.
-func rowScale(dev device.Core, dst, src device.Buffer, rows, cols int, alpha, eps float64) error {
-	if is32(dst) {
-		compose.RowScale(dev, dst, src, rows, cols, float32(alpha), float32(eps))
-		return nil
-	}
+// rowScaleCore is rowScale through the Core of dev, in the buffers' dtype
+// with the scalars exact in it: RowScaler's composition.
+func rowScaleCore(dev device.Core, dst, src device.Buffer, rows, cols int, alpha, eps float64) error {
 	r, err := dev.Alloc(dst.DType(), rows)
 	if err != nil {
 		return err

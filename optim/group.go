@@ -178,13 +178,7 @@ func (s *Set) Step(scale float64) error {
 }
 
 // ZeroGrad sets every parameter's gradient to zero (those that have one).
-func (s *Set) ZeroGrad() {
-	for _, p := range s.params {
-		if g := p.Grad(); g != nil {
-			g.Device().Fill(g.Buffer(), 0)
-		}
-	}
-}
+func (s *Set) ZeroGrad() { tensor.ZeroGrad(s.params) }
 
 // Params returns every parameter of the set, in the order given to NewSet.
 func (s *Set) Params() []*tensor.Tensor { return s.params }

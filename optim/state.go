@@ -23,15 +23,7 @@ func (s *Set) State() []StateEntry {
 // metadata, for instance). The values are float32: a set that updates
 // float64 parameters saves with SaveState64 instead.
 func (s *Set) SaveState() (tensors map[string][]float32, counters map[string]int64) {
-	tensors, counters = map[string][]float32{}, map[string]int64{}
-	for _, e := range s.State() {
-		if e.Tensor != nil {
-			tensors[e.Name] = e.Tensor.Float32s()
-		} else {
-			counters[e.Name] = *e.Counter
-		}
-	}
-	return tensors, counters
+	return saveState(s, (*tensor.Tensor).Float32s)
 }
 
 // SaveState64 is SaveState with the tensors' values widened to float64,
@@ -39,10 +31,15 @@ func (s *Set) SaveState() (tensors map[string][]float32, counters map[string]int
 // checkpoint a set that updates float64 parameters (SaveState would round
 // their state to float32).
 func (s *Set) SaveState64() (tensors map[string][]float64, counters map[string]int64) {
-	tensors, counters = map[string][]float64{}, map[string]int64{}
+	return saveState(s, (*tensor.Tensor).Float64s)
+}
+
+// saveState is SaveState and SaveState64: the tensors read with read.
+func saveState[T any](s *Set, read func(*tensor.Tensor) []T) (tensors map[string][]T, counters map[string]int64) {
+	tensors, counters = map[string][]T{}, map[string]int64{}
 	for _, e := range s.State() {
 		if e.Tensor != nil {
-			tensors[e.Name] = e.Tensor.Float64s()
+			tensors[e.Name] = read(e.Tensor)
 		} else {
 			counters[e.Name] = *e.Counter
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -280,22 +281,10 @@ func (sf *File) check(name string, dtype DType, shape []int) (Info, error) {
 	if in.DType != dtype {
 		return in, fmt.Errorf("safetensors: %s: tensor %q has dtype %s (want %s)", sf.path, name, in.DType, dtype)
 	}
-	if shape != nil && !equalShape(in.Shape, shape) {
+	if shape != nil && !slices.Equal(in.Shape, shape) {
 		return in, fmt.Errorf("safetensors: %s: tensor %q has shape %s (want %s)", sf.path, name, shapeString(in.Shape), shapeString(shape))
 	}
 	return in, nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ReadFloat32 reads an F32 tensor of the given shape into dst

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
@@ -113,9 +114,7 @@ func encodeHeader(infos []Info, metadata map[string]string) ([]byte, int, error)
 	var b bytes.Buffer
 	b.WriteByte('{')
 	meta := make(map[string]string, len(metadata)+1)
-	for k, v := range metadata {
-		meta[k] = v
-	}
+	maps.Copy(meta, metadata)
 	placeholder := formatSums(make([]uint32, len(infos)))
 	meta[ChecksumKey] = placeholder
 	m, err := json.Marshal(meta)

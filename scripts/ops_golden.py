@@ -1,5 +1,5 @@
-"""Writes the PyTorch golden values for Hilbert's TopK, convolution, pooling
-and attention tests (autograd/ops_test.go).
+"""Writes the PyTorch golden values for Hilbert's TopK, convolution, pooling,
+attention and unary-op tests (autograd/ops_test.go).
 
 Usage (from the repository root, with Debian's python3-torch):
     /usr/bin/python3 scripts/ops_golden.py autograd/testdata/ops_golden.json
@@ -121,10 +121,36 @@ def attention_cases():
     return out
 
 
+# Each device.UnaryOp by its name, as PyTorch computes it, and the inputs it
+# takes: positive ones for the logarithms and roots, a wide range (within
+# |x| < 20, where torch's softplus is not yet x itself) for softplus.
+UNARY = {
+    "neg": (torch.neg, 1), "abs": (torch.abs, 1), "exp": (torch.exp, 1), "log": (torch.log, 0),
+    "sqrt": (torch.sqrt, 0), "rsqrt": (torch.rsqrt, 0), "reciprocal": (torch.reciprocal, 1),
+    "tanh": (torch.tanh, 1), "erf": (torch.erf, 1), "sigmoid": (torch.sigmoid, 1), "relu": (torch.relu, 1),
+    "sin": (torch.sin, 1), "cos": (torch.cos, 1), "square": (torch.square, 1), "sign": (torch.sign, 1),
+    "log1p": (torch.log1p, 0), "expm1": (torch.expm1, 1), "softplus": (F.softplus, 6),
+}
+
+
+def unary_cases():
+    """Every unary op and the gradient of sum(out * r), on 12 inputs: drawn
+    N(0, s^2) for a scale s, or |N(0, 1)| + 0.1 for the positive domains."""
+    out = []
+    for name, (f, s) in UNARY.items():
+        x = (rand(12) * s if s else rand(12).abs() + 0.1).requires_grad_()
+        y = f(x)
+        r = rand(12)
+        (y * r).sum().backward()
+        out.append({"name": name, "x": t(x), "r": t(r), "out": t(y), "dx": t(x.grad)})
+    return out
+
+
 def main():
-    # attention_cases draws last, so adding it left the other cases' values unchanged.
+    # attention_cases, then unary_cases, draw last, so adding them left the
+    # other cases' values unchanged.
     golden = {"torch": torch.__version__, "topk": topk_cases(), "conv": conv_cases(), "pool": pool_cases(),
-              "attention": attention_cases()}
+              "attention": attention_cases(), "unary": unary_cases()}
     with open(sys.argv[1], "w") as f:
         json.dump(golden, f, indent=None, separators=(",", ":"))
         f.write("\n")

@@ -12,9 +12,6 @@ package tensor
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
@@ -69,39 +66,6 @@ type Tensor struct {
 	rangeVersion       uint64
 }
 
-// Shape is a tensor's dimensions.
-type Shape []int
-
-// Numel returns the number of elements of a shape (1 for rank 0).
-func (s Shape) Numel() int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
-}
-
-// String formats a shape as [2 3 4].
-func (s Shape) String() string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-func checkShape(op string, shape []int) error {
-	if len(shape) > MaxRank {
-		return fmt.Errorf("tensor: %s: rank %d exceeds the maximum %d (shape %v)", op, len(shape), MaxRank, Shape(shape))
-	}
-	for _, d := range shape {
-		if d < 0 {
-			return fmt.Errorf("tensor: %s: negative dimension in shape %v", op, Shape(shape))
-		}
-	}
-	return nil
-}
-
 func newTensor(dev device.Device, buf device.Buffer, shape []int) *Tensor {
 	t := &Tensor{dev: dev, buf: buf, rank: len(shape)}
 	copy(t.shape[:], shape)
@@ -123,146 +87,6 @@ func NewOf(dev device.Device, dtype device.DType, shape ...int) (*Tensor, error)
 		return nil, fmt.Errorf("tensor: New %v %v on %s: %w", dtype, Shape(shape), dev.Name(), err)
 	}
 	return newTensor(dev, buf, shape), nil
-}
-
-// FromFloat32 copies host data into a new float32 tensor of the given
-// shape; len(data) must equal the shape's element count.
-func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromFloat32", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromFloat32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := New(dev, shape...)
-	if err != nil {
-		return nil, err
-	}
-	dev.CopyFromHost(t.buf, data)
-	return t, nil
-}
-
-// FromInt32 copies host token ids into a new int32 tensor and records
-// their range, so index ops can check them against a table's size.
-func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromInt32", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromInt32: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := NewOf(dev, device.Int32, shape...)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.SetInt32(data); err != nil {
-		return nil, err
-	}
-	t.version, t.rangeVersion = 0, 0 // the first write is the creation
-	return t, nil
-}
-
-// FromFloat64 copies host data into a new float64 tensor of the given
-// shape (on a backend that supports float64: the CPU).
-func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
-	if err := checkShape("FromFloat64", shape); err != nil {
-		return nil, err
-	}
-	if n := Shape(shape).Numel(); n != len(data) {
-		return nil, fmt.Errorf("tensor: FromFloat64: %d values for shape %v (want %d)", len(data), Shape(shape), n)
-	}
-	t, err := NewOf(dev, device.Float64, shape...)
-	if err != nil {
-		return nil, err
-	}
-	dev.CopyFloat64FromHost(t.buf, data)
-	return t, nil
-}
-
-// SetInt32 overwrites an int32 tensor with host data of the same length
-// and records its range. It lets a training loop reuse one input tensor.
-// A tensor of another dtype, or data of another length, is an error and
-// leaves t unchanged.
-func (t *Tensor) SetInt32(data []int32) error {
-	if err := t.checkSet("SetInt32", len(data), true); err != nil {
-		return err
-	}
-	t.dev.CopyInt32FromHost(t.buf, data)
-	t.MarkModified()
-	t.SetIndexRange(int32Range(data))
-	return nil
-}
-
-// checkSet reports why op cannot write n host values into t: an int32
-// tensor takes SetInt32 only (ints), a float one the float setters, and
-// n must be t's length.
-func (t *Tensor) checkSet(op string, n int, ints bool) error {
-	t.live(op)
-	if isInt := t.DType() == device.Int32; isInt != ints {
-		want := "a float tensor is written with SetFloat32 or SetFloat64"
-		if isInt {
-			want = "an int32 tensor is written with SetInt32"
-		}
-		return fmt.Errorf("tensor: %s into %v %s: %s", op, t.DType(), t.describe(), want)
-	}
-	if n != t.Len() {
-		return fmt.Errorf("tensor: %s: %d values into %s of %d elements (want exactly %d)", op, n, t.describe(), t.Len(), t.Len())
-	}
-	return nil
-}
-
-// int32Range returns the smallest and largest of v (MaxInt32, MinInt32
-// for none).
-func int32Range(v []int32) (lo, hi int32) {
-	lo, hi = int32(math.MaxInt32), int32(math.MinInt32)
-	for _, x := range v {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	return lo, hi
-}
-
-// SetIndexRange records that every value of the int32 tensor t lies in
-// [lo, hi], as an op that writes indices on the device knows (ArgMaxAxis
-// writes [0, n)); index ops then check ids against it without reading
-// them back. The record holds until t's storage is next modified in place
-// (MarkModified). It panics for a tensor that is not int32.
-func (t *Tensor) SetIndexRange(lo, hi int32) {
-	if t.DType() != device.Int32 {
-		panic(fmt.Sprintf("tensor: SetIndexRange of a %v tensor %v", t.DType(), t.Shape()))
-	}
-	t.minIndex, t.maxIndex, t.rangeKnown, t.rangeVersion = lo, hi, true, t.Version()
-}
-
-// ComputeIndexRange reads the int32 tensor t back to the host (waiting for
-// the device), records its range with SetIndexRange and returns it. Index
-// ops call it for ids written on the device with no recorded range.
-func (t *Tensor) ComputeIndexRange() (lo, hi int32) {
-	lo, hi = int32Range(t.Int32s())
-	t.SetIndexRange(lo, hi)
-	return lo, hi
-}
-
-// SetFloat32 overwrites a float tensor with host data of the same length
-// (rounded to its dtype). An int32 tensor, or data of another length, is
-// an error and leaves t unchanged.
-func (t *Tensor) SetFloat32(data []float32) error {
-	if err := t.checkSet("SetFloat32", len(data), false); err != nil {
-		return err
-	}
-	t.dev.CopyFromHost(t.buf, data)
-	t.MarkModified()
-	return nil
-}
-
-// SetFloat64 overwrites a float tensor with host float64 data of the same
-// length (rounded to its dtype), with SetFloat32's errors.
-func (t *Tensor) SetFloat64(data []float64) error {
-	if err := t.checkSet("SetFloat64", len(data), false); err != nil {
-		return err
-	}
-	t.dev.CopyFloat64FromHost(t.buf, data)
-	t.MarkModified()
-	return nil
 }
 
 // root returns the tensor holding the storage state of t.
@@ -301,46 +125,6 @@ func (t *Tensor) describe() string {
 		name = " " + t.Name
 	}
 	return fmt.Sprintf("Tensor%s(%v on %s)", name, t.Shape(), t.dev.Name())
-}
-
-// IndexRange reports bounds of the ids of an int32 tensor: the smallest
-// and largest value of the host data it was made from (FromInt32,
-// SetInt32), or the range an op recorded (SetIndexRange,
-// ComputeIndexRange). ok is false when no range was recorded, or the
-// storage was modified in place since.
-func (t *Tensor) IndexRange() (lo, hi int32, ok bool) {
-	if !t.rangeKnown || t.rangeVersion != t.Version() {
-		return 0, 0, false
-	}
-	return t.minIndex, t.maxIndex, true
-}
-
-// RandN returns a float32 tensor of i.i.d. normal values with the given
-// mean and standard deviation, drawn from rng on the host.
-func RandN(dev device.Device, rng *rand.Rand, mean, std float64, shape ...int) (*Tensor, error) {
-	return RandNOf(dev, device.Float32, rng, mean, std, shape...)
-}
-
-// RandNOf is RandN for a float32 or float64 tensor: the values
-// mean + std*z are computed in float64 and rounded once to dtype, so
-// tensors of both dtypes drawn from generators in one state hold the same
-// numbers up to that rounding.
-func RandNOf(dev device.Device, dtype device.DType, rng *rand.Rand, mean, std float64, shape ...int) (*Tensor, error) {
-	switch dtype {
-	case device.Float32:
-		data := make([]float32, Shape(shape).Numel())
-		for i := range data {
-			data[i] = float32(mean + std*rng.NormFloat64())
-		}
-		return FromFloat32(dev, data, shape...)
-	case device.Float64:
-		data := make([]float64, Shape(shape).Numel())
-		for i := range data {
-			data[i] = mean + std*rng.NormFloat64()
-		}
-		return FromFloat64(dev, data, shape...)
-	}
-	return nil, fmt.Errorf("tensor: RandN of dtype %v (want float32 or float64)", dtype)
 }
 
 // Device returns the device holding the tensor.
@@ -382,72 +166,6 @@ func (t *Tensor) Len() int {
 // SameShape reports whether t and u have identical shapes.
 func (t *Tensor) SameShape(u *Tensor) bool {
 	return t.rank == u.rank && t.shape == u.shape
-}
-
-// Float32s copies a float tensor to a new host slice (rounding float64
-// values). It panics for an int32 tensor, saying to read it with Int32s.
-func (t *Tensor) Float32s() []float32 {
-	t.readable("Float32s", false)
-	out := make([]float32, t.Len())
-	t.dev.CopyToHost(out, t.buf)
-	return out
-}
-
-// Float64s copies a float tensor to a new host slice of float64 (exact).
-// It panics for an int32 tensor, saying to read it with Int32s.
-func (t *Tensor) Float64s() []float64 {
-	t.readable("Float64s", false)
-	out := make([]float64, t.Len())
-	t.dev.CopyFloat64ToHost(out, t.buf)
-	return out
-}
-
-// Int32s copies an int32 tensor to a new host slice. It panics for a
-// float tensor, saying to read it with Float32s or Float64s (or to Cast
-// it to int32 first).
-func (t *Tensor) Int32s() []int32 {
-	t.readable("Int32s", true)
-	out := make([]int32, t.Len())
-	t.dev.CopyInt32ToHost(out, t.buf)
-	return out
-}
-
-// Item returns the single value of a one-element float tensor (a loss).
-// It panics for a tensor of another size, or an int32 one, naming it and
-// the method that reads it: a programming error, like an index out of
-// range.
-func (t *Tensor) Item() float32 {
-	t.readable("Item", false)
-	if t.Len() != 1 {
-		panic(fmt.Sprintf("tensor: Item of %s with %d elements: Item reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
-	}
-	var v [1]float32
-	t.dev.CopyToHost(v[:], t.buf)
-	return v[0]
-}
-
-// Item64 is Item in float64: the single value of a one-element float
-// tensor, exact for float32 and float64 alike (a float64 run's loss).
-func (t *Tensor) Item64() float64 {
-	t.readable("Item64", false)
-	if t.Len() != 1 {
-		panic(fmt.Sprintf("tensor: Item64 of %s with %d elements: Item64 reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
-	}
-	var v [1]float64
-	t.dev.CopyFloat64ToHost(v[:], t.buf)
-	return v[0]
-}
-
-// readable panics, naming op and the right reader, when t is released or
-// of the wrong kind for op: int32 for Int32s (ints), float for the others.
-func (t *Tensor) readable(op string, ints bool) {
-	t.live(op)
-	switch isInt := t.DType() == device.Int32; {
-	case isInt && !ints:
-		panic(fmt.Sprintf("tensor: %s of int32 %s: read an int32 tensor with Int32s (or Cast it to a float dtype first)", op, t.describe()))
-	case !isInt && ints:
-		panic(fmt.Sprintf("tensor: %s of %v %s: read a float tensor with Float32s or Float64s (or Cast it to int32 first)", op, t.DType(), t.describe()))
-	}
 }
 
 // Reshape returns a view with a new shape of the same element count. One
@@ -499,6 +217,15 @@ func (t *Tensor) Grad() *Tensor { return t.grad }
 
 // SetGrad replaces the gradient slot (autograd and optimizers use it).
 func (t *Tensor) SetGrad(g *Tensor) { t.grad = g }
+
+// ZeroGrad sets the gradients of params to zero (those that have one).
+func ZeroGrad(params []*Tensor) {
+	for _, p := range params {
+		if g := p.Grad(); g != nil {
+			g.Device().Fill(g.Buffer(), 0)
+		}
+	}
+}
 
 // String describes the tensor without its values.
 func (t *Tensor) String() string {

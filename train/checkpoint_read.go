@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/models/registry"
+	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -247,4 +250,167 @@ func checkpointFolders(root string) []stepFolder {
 type stepFolder struct {
 	name string
 	step int
+}
+
+// readLatest reads root/latest.json and returns the checkpoint folder it
+// names, its step, and its state.json, checksum verified (warning says
+// when it has none). A missing latest.json is ErrNoCheckpoint where root
+// holds no checkpoint folder, and an error saying how to restore it where
+// it does.
+func readLatest(root string) (dir string, step int, state []byte, warning string, err error) {
+	ptrPath := filepath.Join(root, "latest.json")
+	raw, err := os.ReadFile(ptrPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if folders := checkpointFolders(root); len(folders) > 0 {
+			last := folders[len(folders)-1]
+			return "", 0, nil, "", fmt.Errorf("train: resume: %s is missing, but %s holds %d checkpoint folder(s), the newest %s: to resume it, write {\"dir\": %q, \"step\": %d} to %s (after checking that %s holds model.safetensors, optim.safetensors and state.json); to start over instead, pass -overwrite, which deletes them",
+				ptrPath, root, len(folders), last.name, last.name, last.step, ptrPath, last.name)
+		}
+		return "", 0, nil, "", fmt.Errorf("%w in %s", ErrNoCheckpoint, root)
+	}
+	if err != nil {
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
+	}
+	ptr, err := decodeLatest(ptrPath, raw)
+	if err != nil {
+		return "", 0, nil, "", err
+	}
+	dir = filepath.Join(root, ptr.Dir)
+	statePath := filepath.Join(dir, "state.json")
+	if state, err = os.ReadFile(statePath); err != nil {
+		return "", 0, nil, "", fmt.Errorf("train: resume: %w", err)
+	}
+	if warning, err = verifyState(statePath, state); err != nil {
+		return "", 0, nil, "", err
+	}
+	return dir, ptr.Step, state, warning, nil
+}
+
+// decodeLatest decodes latest.json (read from path): it must name a
+// checkpoint folder of root by its plain name, at a step >= 0.
+func decodeLatest(path string, raw []byte) (latestPointer, error) {
+	var ptr latestPointer
+	err := json.Unmarshal(raw, &ptr)
+	switch {
+	case err != nil:
+	case ptr.Dir == "" || ptr.Dir == "." || ptr.Dir == ".." || strings.ContainsAny(ptr.Dir, `/\`):
+		err = fmt.Errorf("dir %q points outside the run's checkpoints folder: want the plain name of a folder in it (step-NNNNNNN)", ptr.Dir)
+	case ptr.Step < 0:
+		err = fmt.Errorf("step %d: want >= 0", ptr.Step)
+	}
+	if err != nil {
+		return latestPointer{}, fmt.Errorf("train: resume: %s is corrupt (%v)", path, err)
+	}
+	return ptr, nil
+}
+
+// decodeState decodes a checkpoint's state.json (read from path) for
+// latest.json's step and checks what a resume relies on: a version this
+// build reads, the step, counts that cannot be negative, and the data
+// cursor's fields.
+func decodeState(path string, raw []byte, step int) (checkpointState, error) {
+	var st checkpointState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %w", path, err)
+	}
+	if st.Version < 1 || st.Version > checkpointVersion {
+		return st, fmt.Errorf("train: resume: %s: version %d, this build reads 1 to %d", path, st.Version, checkpointVersion)
+	}
+	if st.Step != step {
+		return st, fmt.Errorf("train: resume: latest.json says step %d but %s says %d", step, path, st.Step)
+	}
+	if st.Version >= 2 && st.Settings == nil {
+		return st, fmt.Errorf("train: resume: %s holds no run settings: a checkpoint of train.Loop (Loop.Save) or a damaged one; a run resumes only its own checkpoints (Loop.Load reads this one)", path)
+	}
+	if len(st.CursorJSON) == 0 {
+		return st, fmt.Errorf("train: resume: %s is corrupt: no data cursor", path)
+	}
+	if err := json.Unmarshal(st.CursorJSON, &st.Cursor); err != nil {
+		return st, fmt.Errorf("train: resume: %s is corrupt: cursor: %w", path, err)
+	}
+	bad := ""
+	switch c := st.Cursor; {
+	case st.Tokens < 0:
+		bad = fmt.Sprintf("tokens %d", st.Tokens)
+	case !(st.ElapsedS >= 0):
+		bad = fmt.Sprintf("elapsed_s %v", st.ElapsedS)
+	case c.Epoch < 0 || c.Shard < 0 || c.Batch < 0 || c.Micro < 0:
+		bad = fmt.Sprintf("cursor %+v", c)
+	}
+	for name, v := range st.Counters {
+		if bad == "" && v < 0 {
+			bad = fmt.Sprintf("counter %s = %d", name, v)
+		}
+	}
+	if bad != "" {
+		return st, fmt.Errorf("train: resume: %s is corrupt: %s: want >= 0", path, bad)
+	}
+	return st, nil
+}
+
+// readParameters reads every parameter from a model file into host memory
+// (checking names, shapes, dtypes, checksums and that every value is
+// finite) without touching the parameters.
+func readParameters(path string, params []*tensor.Tensor) ([]hostValues, error) {
+	f, err := openTensors(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readParametersFrom(f, params)
+}
+
+// readParametersFrom is readParameters from an open model file.
+func readParametersFrom(f *safetensors.File, params []*tensor.Tensor) ([]hostValues, error) {
+	path := f.Path()
+	out := make([]hostValues, len(params))
+	for i, p := range params {
+		out[i] = newValues(p)
+		if err := out[i].read(f, p.Name, p.Shape()); err != nil {
+			return nil, fmt.Errorf("train: %s: %w", path, err)
+		}
+	}
+	if n := len(f.Tensors()); n != len(params) {
+		return nil, fmt.Errorf("train: %s holds %d tensors, the model has %d parameters (another model?)", path, n, len(params))
+	}
+	return out, nil
+}
+
+// setParameters writes values read by readParameters into params.
+func setParameters(params []*tensor.Tensor, values []hostValues) error {
+	for i, p := range params {
+		if err := values[i].set(p); err != nil {
+			return fmt.Errorf("train: parameter %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// readOptimState reads every state tensor the optimizer set expects, with
+// the lengths and dtypes it expects (from its current state), and refuses
+// non-finite values.
+func readOptimState(path string, opt *optim.Set) (map[string]hostValues, error) {
+	f, err := openTensors(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	want, _ := optimState(opt)
+	out := make(map[string]hostValues, len(want))
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		v := want[name]
+		if v.wide() {
+			v = hostValues{f64: make([]float64, v.len())}
+		} else {
+			v = hostValues{f32: make([]float32, v.len())}
+		}
+		if err := v.read(f, name, []int{v.len()}); err != nil {
+			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
+		}
+		out[name] = v
+	}
+	if n := len(f.Tensors()); n != len(want) {
+		return nil, fmt.Errorf("train: resume: %s holds %d state tensors, the optimizer has %d (another recipe?)", path, n, len(want))
+	}
+	return out, nil
 }

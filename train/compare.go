@@ -3,8 +3,10 @@ package train
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -82,11 +84,7 @@ func Compare(runs []RunResult) Comparison {
 		h := strings.ToLower(r.Summary.Head)
 		byHead[h] = append(byHead[h], r.Summary)
 	}
-	heads := make([]string, 0, len(byHead))
-	for h := range byHead {
-		heads = append(heads, h)
-	}
-	sort.Strings(heads)
+	heads := slices.Sorted(maps.Keys(byHead))
 	var c Comparison
 	means := map[string]HeadRow{}
 	for _, h := range heads {

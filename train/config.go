@@ -8,13 +8,14 @@
 // front ends over Trainer, and user code can drive it the same way, with a
 // Hook to watch or extend each update.
 //
-// This package sits on top: it depends on models, optim, data/fineweb and
+// This package sits on top: it depends on models, optim, data and
 // the layers below them, and nothing depends on it but commands, examples
 // and the run dashboard (package view, which reads what it writes), and
 // the studies under study/ (which train and measure).
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -145,63 +146,34 @@ const NoWarmup = -1
 // WithDefaults returns c with zero fields set to their defaults and the
 // model resolved from Preset. It is idempotent.
 func (c Config) WithDefaults() (Config, error) {
-	if c.Name == "" {
-		c.Name = "run"
-	}
-	if c.RunsDir == "" {
-		c.RunsDir = "runs"
-	}
+	c.Name = cmp.Or(c.Name, "run")
+	c.RunsDir = cmp.Or(c.RunsDir, "runs")
 	if err := c.resolveModel(); err != nil {
 		return c, err
 	}
 	if err := c.applyDType(); err != nil {
 		return c, err
 	}
-	if c.Head == "" {
-		c.Head = "rownorm"
-	}
+	c.Head = cmp.Or(c.Head, "rownorm")
 	if c.SeqLen == 0 {
 		c.SeqLen = c.Sizes().Context
 	}
-	if c.MicroBatch == 0 {
-		c.MicroBatch = 8
-	}
-	if c.BatchSeqs == 0 {
-		c.BatchSeqs = c.MicroBatch
-	}
-	if c.ScheduleSteps == 0 {
-		c.ScheduleSteps = c.Steps
-	}
+	c.MicroBatch = cmp.Or(c.MicroBatch, 8)
+	c.BatchSeqs = cmp.Or(c.BatchSeqs, c.MicroBatch)
+	c.ScheduleSteps = cmp.Or(c.ScheduleSteps, c.Steps)
 	if c.Warmup == 0 {
-		c.Warmup = c.ScheduleSteps / 10
-		if c.Warmup == 0 {
-			c.Warmup = NoWarmup // keeps WithDefaults idempotent
-		}
+		c.Warmup = cmp.Or(c.ScheduleSteps/10, NoWarmup) // NoWarmup keeps WithDefaults idempotent
 	}
-	if c.ClipNorm == 0 {
-		c.ClipNorm = 1
-	}
-	if c.ValEvery == 0 {
-		c.ValEvery = 500
-	}
-	if c.ValTokens == 0 {
-		c.ValTokens = 5_242_880
-	}
-	if c.DiagEvery == 0 {
-		c.DiagEvery = 10
-	}
-	if c.PanelSeqs == 0 {
-		c.PanelSeqs = 8
-	}
-	if c.PanelPositions == 0 {
-		c.PanelPositions = 1024
-	}
+	c.ClipNorm = cmp.Or(c.ClipNorm, 1)
+	c.ValEvery = cmp.Or(c.ValEvery, 500)
+	c.ValTokens = cmp.Or(c.ValTokens, 5_242_880)
+	c.DiagEvery = cmp.Or(c.DiagEvery, 10)
+	c.PanelSeqs = cmp.Or(c.PanelSeqs, 8)
+	c.PanelPositions = cmp.Or(c.PanelPositions, 1024)
 	if c.PanelPositions > 0 {
 		c.PanelPositions = min(c.PanelPositions, c.SeqLen)
 	}
-	if c.LogEvery == 0 {
-		c.LogEvery = 1
-	}
+	c.LogEvery = cmp.Or(c.LogEvery, 1)
 	return c, c.Validate()
 }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 
 	"github.com/hilbert-ml/hilbert/internal/regfile"
 )
@@ -17,7 +17,7 @@ import (
 // Data fingerprints: a resumed run must train on the data its checkpoint
 // trained on, wherever the files now lie. The fingerprint of a list of
 // shards is a SHA-256 over each shard's token count and the CRC-32C of all
-// its token bytes (fineweb.ShardSum), in order (the paths are not part of
+// its token bytes (data.ShardSum), in order (the paths are not part of
 // it), written "crc32c:HEX (N shards, T tokens)". It covers every token
 // the run trains on and costs nothing more: the loader reads each shard in
 // full when it opens it, computing the CRC-32C that it checks against the
@@ -38,7 +38,7 @@ const (
 )
 
 // sumsFingerprint returns the fingerprint of shards with these sums.
-func sumsFingerprint(sums []fineweb.ShardSum) string {
+func sumsFingerprint(sums []data.ShardSum) string {
 	h := sha256.New()
 	var buf [12]byte
 	var tokens int64
@@ -58,9 +58,9 @@ func sumsFingerprint(sums []fineweb.ShardSum) string {
 // fingerprint opens the shards at paths (reading each in full) and returns
 // their fingerprint.
 func fingerprint(paths []string) (string, error) {
-	sums := make([]fineweb.ShardSum, 0, len(paths))
+	sums := make([]data.ShardSum, 0, len(paths))
 	for _, p := range paths {
-		s, err := fineweb.OpenShard(p, 0)
+		s, err := data.OpenShard(p, 0)
 		if err != nil {
 			return "", fmt.Errorf("train: data fingerprint: %w", err)
 		}

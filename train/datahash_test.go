@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 )
 
 // writeRamp writes a shard of n tokens (a ramp mod 50,000) in chunks.
 func writeRamp(t *testing.T, path string, n int) {
 	t.Helper()
-	w, err := fineweb.CreateShard(path, false)
+	w, err := data.CreateShard(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/train"
@@ -22,8 +22,8 @@ func Example() {
 		tokens[i] = int32(i * 3 % 50)
 	}
 	trainShard, valShard := filepath.Join(dir, "train.bin"), filepath.Join(dir, "val.bin")
-	fineweb.WriteShard(trainShard, tokens, false)
-	fineweb.WriteShard(valShard, tokens[:500], false)
+	data.WriteShard(trainShard, tokens, false)
+	data.WriteShard(valShard, tokens[:500], false)
 
 	cfg := train.Config{
 		Name: "example", RunsDir: filepath.Join(dir, "runs"),

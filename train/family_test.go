@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -44,8 +44,8 @@ func tinyLlama() models.LlamaConfig {
 // for bit; the diagnostics exist exactly where the head is untied, and
 // RowNorm's D(S_t) <= 2 lr_t holds on each.
 func TestTrainerTrainsEveryFamily(t *testing.T) {
-	data := t.TempDir()
-	shards, val := writeTinyShards(t, data)
+	dataDir := t.TempDir()
+	shards, val := writeTinyShards(t, dataDir)
 	cases := []struct {
 		name, family string
 		arch         any
@@ -140,8 +140,8 @@ func equalFloats(a, b []float32) bool {
 // TestTrainerFamilyErrors: what the run layer refuses, with the words
 // that name the problem.
 func TestTrainerFamilyErrors(t *testing.T) {
-	data := t.TempDir()
-	shards, val := writeTinyShards(t, data)
+	dataDir := t.TempDir()
+	shards, val := writeTinyShards(t, dataDir)
 	big := tinyGPT2()
 	big.Vocab = 50
 	cases := []struct {
@@ -187,8 +187,8 @@ func TestTrainerFamilyErrors(t *testing.T) {
 // layer through the registry is models.New's, and its recipe from roles
 // has the paper recipe's groups and peak rates.
 func TestPaperFamilyThroughTheRegistry(t *testing.T) {
-	data := t.TempDir()
-	shards, val := writeTinyShards(t, data)
+	dataDir := t.TempDir()
+	shards, val := writeTinyShards(t, dataDir)
 	cfg, err := tinyConfig(t, t.TempDir(), shards, val).WithDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -230,8 +230,8 @@ func TestPaperFamilyThroughTheRegistry(t *testing.T) {
 // source), and a run refuses a Loop's checkpoint, which records no
 // settings, saying what it is.
 func TestOneCheckpointFormat(t *testing.T) {
-	data := t.TempDir()
-	shards, val := writeTinyShards(t, data)
+	dataDir := t.TempDir()
+	shards, val := writeTinyShards(t, dataDir)
 	cfg := tinyConfig(t, t.TempDir(), shards, val)
 	cfg.Steps = 4
 	tr, err := runToEnd(t, cfg, false, 0)
@@ -252,7 +252,7 @@ func TestOneCheckpointFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loader, err := fineweb.NewLoader(fineweb.LoaderConfig{Shards: shards, Vocab: tinyVocab, SeqLen: full.SeqLen,
+	loader, err := data.NewLoader(data.LoaderConfig{Shards: shards, Vocab: tinyVocab, SeqLen: full.SeqLen,
 		MicroBatch: full.MicroBatch, BatchSeqs: full.BatchSeqs, Seed: full.DataSeed})
 	if err != nil {
 		t.Fatal(err)
@@ -313,8 +313,8 @@ func TestOneCheckpointFormat(t *testing.T) {
 // diagnostics agree with the float32 run's to float32 rounding without
 // being equal to them.
 func TestFloat64Run(t *testing.T) {
-	data := t.TempDir()
-	shards, val := writeTinyShards(t, data)
+	dataDir := t.TempDir()
+	shards, val := writeTinyShards(t, dataDir)
 	c32 := tinyConfig(t, t.TempDir(), shards, val)
 	c32.Steps = 8
 	r32, err := runToEnd(t, c32, false, 0)

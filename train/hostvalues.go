@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/optim"
@@ -140,14 +139,4 @@ func loadOptimState(opt *optim.Set, tensors map[string]hostValues, counters map[
 func wideSet(opt *optim.Set) bool {
 	ps := opt.Params()
 	return len(ps) > 0 && ps[0].DType() == device.Float64
-}
-
-// sortedNames returns m's keys in order.
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

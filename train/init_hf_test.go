@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/models/hf"
@@ -20,8 +20,8 @@ import (
 // GPT-2 whose LayerNorm epsilon the run could not record, are errors
 // naming them.
 func TestInitHF(t *testing.T) {
-	data := t.TempDir() // ids below the fixtures' vocabulary of 64
-	shards, val := []string{filepath.Join(data, "train.bin")}, filepath.Join(data, "val.bin")
+	dataDir := t.TempDir() // ids below the fixtures' vocabulary of 64
+	shards, val := []string{filepath.Join(dataDir, "train.bin")}, filepath.Join(dataDir, "val.bin")
 	for _, f := range []struct {
 		path string
 		n    int
@@ -30,7 +30,7 @@ func TestInitHF(t *testing.T) {
 		for i := range toks {
 			toks[i] = int32(i*7%61 + i%3)
 		}
-		if err := fineweb.WriteShard(f.path, toks, false); err != nil {
+		if err := data.WriteShard(f.path, toks, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,7 +64,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/optim"
@@ -129,14 +129,14 @@ type legacyUpdate struct {
 
 // legacyTrainerConfig is the trainer run of testdata/legacy/trainer, its
 // folder runs/legacy, its shards in data.
-func legacyTrainerConfig(runs, data string) train.Config {
+func legacyTrainerConfig(runs, dataDir string) train.Config {
 	return train.Config{
 		Name: "legacy", RunsDir: runs,
 		Model: models.Config{Layers: 1, Dim: 32, HeadDim: 16, MLPHidden: 128, Vocab: bytelevel.VocabSize,
 			Context: 16, RoPEBase: 10000, InitStd: 0.02},
 		Head: "rownorm", Seed: 1, DataSeed: 2,
-		TrainShards: []string{filepath.Join(data, legacyShards[0].name), filepath.Join(data, legacyShards[1].name)},
-		ValShard:    filepath.Join(data, legacyShards[2].name),
+		TrainShards: []string{filepath.Join(dataDir, legacyShards[0].name), filepath.Join(dataDir, legacyShards[1].name)},
+		ValShard:    filepath.Join(dataDir, legacyShards[2].name),
 		SeqLen:      16, MicroBatch: 2, BatchSeqs: 4, Warmup: 2,
 		Steps: legacySteps, ValEvery: 4, ValTokens: 512, DiagEvery: 2, PanelSeqs: 2, PanelPositions: 8,
 		CheckpointEvery: legacyCkpt,
@@ -176,7 +176,7 @@ func legacyLoop(t *testing.T, seed uint64) *train.Loop[train.Tokens] {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := fineweb.OpenShard(filepath.Join(legacyDir, "trainer", "data", legacyShards[0].name), bytelevel.VocabSize)
+	sh, err := data.OpenShard(filepath.Join(legacyDir, "trainer", "data", legacyShards[0].name), bytelevel.VocabSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,11 +189,11 @@ func legacyLoop(t *testing.T, seed uint64) *train.Loop[train.Tokens] {
 	for i, v := range raw {
 		tokens[i] = int32(v)
 	}
-	data, err := train.NewWindows(tokens, 4, 16, 3)
+	windows, err := train.NewWindows(tokens, 4, 16, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := train.NewLoop(dev, train.LM(dev, model), train.Source[train.Tokens](data), opt,
+	l, err := train.NewLoop(dev, train.LM(dev, model), train.Source[train.Tokens](windows), opt,
 		train.LoopConfig{Accumulate: 2, ClipNorm: 1, Schedule: sched})
 	if err != nil {
 		t.Fatal(err)
@@ -228,12 +228,12 @@ func TestLegacyGenerate(t *testing.T) {
 
 	// The shards, from the corpus.
 	text := readCorpus(t, legacyShards[len(legacyShards)-1].to)
-	data := filepath.Join(out, "trainer", "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	dataDir := filepath.Join(out, "trainer", "data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range legacyShards {
-		if err := fineweb.WriteShard(filepath.Join(data, s.name), bytelevel.Encode(text[s.from:s.to]), false); err != nil {
+		if err := data.WriteShard(filepath.Join(dataDir, s.name), bytelevel.Encode(text[s.from:s.to]), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestLegacyGenerate(t *testing.T) {
 	// The runs, in a folder of their own with relative paths, so that no
 	// path of this machine lands in the files.
 	work := t.TempDir()
-	copyTree(t, data, filepath.Join(work, "data"))
+	copyTree(t, dataDir, filepath.Join(work, "data"))
 	t.Chdir(work)
 
 	// The uninterrupted trainer run.
@@ -486,9 +486,10 @@ func TestLegacyCheckpointErrors(t *testing.T) {
 	}
 }
 
-// useLegacyEnv runs the test at the thread count the testdata was made
-// with (restored when it ends) and reports whether the GEMM is the one it
-// was made with.
+// useLegacyEnv runs the test at the thread count and on the native GEMM
+// kernel the testdata was made with (both restored when it ends; a CPU that
+// cannot run the kernel skips the test) and reports whether the GEMM is
+// the one it was made with.
 func useLegacyEnv(t *testing.T, env legacyEnv) (sameGEMM bool) {
 	t.Helper()
 	if env.Threads < 1 || env.GEMM == "" {
@@ -497,7 +498,22 @@ func useLegacyEnv(t *testing.T, env legacyEnv) (sameGEMM bool) {
 	prev := cpu.Threads()
 	cpu.SetThreads(env.Threads)
 	t.Cleanup(func() { cpu.SetThreads(prev) })
-	return cpu.GemmName() == env.GEMM
+	if cpu.GemmName() != env.GEMM {
+		return false
+	}
+	// The native GEMM's kernels sum in different orders: run the one the
+	// testdata was made on.
+	if kernel, _, _ := cpu.NativeKernel(); env.GEMM == "native" && kernel != env.NativeKernel {
+		if err := cpu.UseNativeKernel(env.NativeKernel); err != nil {
+			t.Skipf("the testdata was made on the native GEMM's %s kernel, which this CPU cannot run: %v", env.NativeKernel, err)
+		}
+		t.Cleanup(func() {
+			if err := cpu.UseNativeKernel(kernel); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	return true
 }
 
 // legacyWhere names the machines a mismatch is between (for the error).

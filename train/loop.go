@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,9 +115,7 @@ func NewLoop[B any](dev device.Device, model Model[B], data Source[B], opt *opti
 	case cfg.ClipNorm < 0 || math.IsNaN(cfg.ClipNorm):
 		return nil, fmt.Errorf("train: NewLoop: ClipNorm is %v; want >= 0 (0 means no clipping)", cfg.ClipNorm)
 	}
-	if cfg.Accumulate == 0 {
-		cfg.Accumulate = 1
-	}
+	cfg.Accumulate = cmp.Or(cfg.Accumulate, 1)
 	owned := map[*tensor.Tensor]bool{}
 	for _, p := range opt.Params() {
 		owned[p] = true

@@ -132,9 +132,7 @@ func (t *Trainer) summaryMarkdown() string {
 		params += p.Len()
 	}
 	headName := map[string]string{"rownorm": "RowNorm (the paper's method)", "adamw": "AdamW (the baseline)"}[strings.ToLower(c.Head)]
-	if headName == "" {
-		headName = c.Head
-	}
+	headName = cmp.Or(headName, c.Head)
 	if c.Projected {
 		headName += ", projected form P RN(P ·)"
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/safetensors"
 )
@@ -30,13 +30,13 @@ func writeOtherShards(t *testing.T, dir string) (train []string, val string) {
 	}
 	for i := range 2 {
 		p := filepath.Join(dir, "other_train_"+string(rune('0'+i))+".bin")
-		if err := fineweb.WriteShard(p, gen(3000, i), false); err != nil {
+		if err := data.WriteShard(p, gen(3000, i), false); err != nil {
 			t.Fatal(err)
 		}
 		train = append(train, p)
 	}
 	val = filepath.Join(dir, "other_val.bin")
-	if err := fineweb.WriteShard(val, gen(1000, 5), false); err != nil {
+	if err := data.WriteShard(val, gen(1000, 5), false); err != nil {
 		t.Fatal(err)
 	}
 	return train, val
@@ -100,7 +100,7 @@ func TestResumeListsEveryDifference(t *testing.T) {
 		os.WriteFile(q, b, 0o644)
 		movedShards = append(movedShards, q)
 	}
-	if _, err := fineweb.WriteManifest(moved); err != nil { // as `hilbert prepare -manifest` does
+	if _, err := data.WriteManifest(moved); err != nil { // as `hilbert prepare -manifest` does
 		t.Fatal(err)
 	}
 	c = cfg

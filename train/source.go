@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -153,14 +153,14 @@ func (w *Windows) Seek(cursor []byte) error {
 	return nil
 }
 
-// LoaderSource adapts a fineweb.Loader (micro-batches of micro x seq
+// LoaderSource adapts a data.Loader (micro-batches of micro x seq
 // tokens from llm.c shards) to a Source of Tokens.
-func LoaderSource(l *fineweb.Loader, micro, seq int) Source[Tokens] {
+func LoaderSource(l *data.Loader, micro, seq int) Source[Tokens] {
 	return &loaderSource{l: l, batch: micro, seq: seq, in: make([]int32, micro*seq), tgt: make([]int32, micro*seq)}
 }
 
 type loaderSource struct {
-	l          *fineweb.Loader
+	l          *data.Loader
 	batch, seq int
 	in, tgt    []int32
 }
@@ -175,7 +175,7 @@ func (s *loaderSource) Next() (Tokens, error) {
 func (s *loaderSource) Cursor() ([]byte, error) { return json.Marshal(s.l.Cursor()) }
 
 func (s *loaderSource) Seek(cursor []byte) error {
-	var c fineweb.Cursor
+	var c data.Cursor
 	if err := json.Unmarshal(cursor, &c); err != nil {
 		return fmt.Errorf("train: data cursor: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -40,13 +40,13 @@ func writeTinyShards(t testing.TB, dir string) (train []string, val string) {
 	}
 	for i := range 2 {
 		p := filepath.Join(dir, "tiny_train_"+string(rune('0'+i))+".bin")
-		if err := fineweb.WriteShard(p, gen(3000), false); err != nil {
+		if err := data.WriteShard(p, gen(3000), false); err != nil {
 			t.Fatal(err)
 		}
 		train = append(train, p)
 	}
 	val = filepath.Join(dir, "tiny_val.bin")
-	if err := fineweb.WriteShard(val, gen(1000), false); err != nil {
+	if err := data.WriteShard(val, gen(1000), false); err != nil {
 		t.Fatal(err)
 	}
 	return train, val

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/dist"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/optim"
-	"github.com/hilbert-ml/hilbert/optim/geometry"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -36,8 +34,8 @@ type Trainer struct {
 	model  *runModel
 	opt    *optim.Set
 	sched  optim.Cosine
-	loader *fineweb.Loader
-	val    *fineweb.ValLoader
+	loader *data.Loader
+	val    *data.ValLoader
 	loop   *Loop[Tokens]
 	g      *autograd.Graph // the loop's graph
 
@@ -97,26 +95,12 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		opt(&o)
 	}
 	raw := cfg
-	cfg, err = cfg.WithDefaults()
-	if err == nil {
-		err = checkLimits(cfg) // before anything is allocated (limits.go)
-	}
+	cfg, rank, err := checkRun(cfg, o.comm)
 	if err != nil {
 		if o.lock != nil {
 			o.lock.Unlock()
 		}
 		return nil, err
-	}
-	ranks, rank := 1, 0
-	if o.comm != nil {
-		ranks, rank = o.comm.Size(), o.comm.Rank()
-	}
-	if accum := cfg.BatchSeqs / cfg.MicroBatch; accum%ranks != 0 {
-		if o.lock != nil {
-			o.lock.Unlock()
-		}
-		return nil, fmt.Errorf("train: batch_seqs %d = ranks x micro_batch x accumulation does not hold for %d ranks of micro-batches of %d sequences: %d micro-batches per update do not split over %d ranks",
-			cfg.BatchSeqs, ranks, cfg.MicroBatch, accum, ranks)
 	}
 	lock := o.lock
 	dir := filepath.Join(cfg.RunsDir, cfg.Name)
@@ -137,58 +121,99 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 		return nil, fmt.Errorf("train: dtype = float64 runs on the CPU (the device is %s)", dev.Name())
 	}
 	t = &Trainer{cfg: cfg, raw: raw, lock: lock, dev: dev, comm: o.comm, rank: rank}
-	autocast, _ := cfg.AutocastDType()
-	if t.model, err = buildModel(dev, cfg); err != nil {
-		return nil, fmt.Errorf("train: model: %w", err)
+	if err = t.setupModel(); err != nil {
+		return nil, err
+	}
+	if err = t.openData(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkRun applies cfg's defaults and checks it before anything is
+// allocated: the limits (limits.go), and that each update's micro-batches
+// split evenly over comm's ranks. It returns this process's rank.
+func checkRun(cfg Config, comm dist.Communicator) (Config, int, error) {
+	cfg, err := cfg.WithDefaults()
+	if err == nil {
+		err = checkLimits(cfg)
+	}
+	if err != nil {
+		return cfg, 0, err
+	}
+	ranks, rank := 1, 0
+	if comm != nil {
+		ranks, rank = comm.Size(), comm.Rank()
+	}
+	if accum := cfg.BatchSeqs / cfg.MicroBatch; accum%ranks != 0 {
+		return cfg, 0, fmt.Errorf("train: batch_seqs %d = ranks x micro_batch x accumulation does not hold for %d ranks of micro-batches of %d sequences: %d micro-batches per update do not split over %d ranks",
+			cfg.BatchSeqs, ranks, cfg.MicroBatch, accum, ranks)
+	}
+	return cfg, rank, nil
+}
+
+// setupModel builds the model (from the Hugging Face directory of
+// init_hf, if set), its optimizer set and the schedule.
+func (t *Trainer) setupModel() (err error) {
+	cfg := t.cfg
+	if t.model, err = buildModel(t.dev, cfg); err != nil {
+		return fmt.Errorf("train: model: %w", err)
 	}
 	if err = t.initFromHF(); err != nil {
-		return nil, err
+		return err
 	}
 	recipe, err := t.model.recipe(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train: optimizer: %w", err)
+		return fmt.Errorf("train: optimizer: %w", err)
 	}
 	if t.opt, err = optim.NewSet(recipe, t.model.model.Parameters()); err != nil {
-		return nil, fmt.Errorf("train: optimizer: %w", err)
+		return fmt.Errorf("train: optimizer: %w", err)
 	}
 	if t.sched, err = optim.NewCosine(cfg.ScheduleSteps, cfg.WarmupSteps()); err != nil {
-		return nil, fmt.Errorf("train: schedule: %w", err)
+		return fmt.Errorf("train: schedule: %w", err)
 	}
-	if t.loader, err = fineweb.NewLoader(fineweb.LoaderConfig{
+	return nil
+}
+
+// openData opens the training and validation data, builds the loop over
+// them (agreed by every rank of a data-parallel run) and allocates the
+// micro-batch's token tensors. What it opened is closed when it fails.
+func (t *Trainer) openData() (err error) {
+	cfg := t.cfg
+	if t.loader, err = data.NewLoader(data.LoaderConfig{
 		Shards: cfg.TrainShards, Vocab: t.model.vocab, SeqLen: cfg.SeqLen,
 		MicroBatch: cfg.MicroBatch, BatchSeqs: cfg.BatchSeqs, Seed: cfg.DataSeed,
 	}); err != nil {
-		return nil, fmt.Errorf("train: data: %w", err)
+		return fmt.Errorf("train: data: %w", err)
 	}
 	if t.val, err = t.openValidation(); err != nil {
 		t.loader.Close()
-		return nil, err
+		return err
 	}
-	if t.loop, err = NewLoop(dev, LM(dev, t.model.lm), LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
+	autocast, _ := cfg.AutocastDType()
+	if t.loop, err = NewLoop(t.dev, LM(t.dev, t.model.lm), LoaderSource(t.loader, cfg.MicroBatch, cfg.SeqLen), t.opt, LoopConfig{
 		Accumulate: cfg.BatchSeqs / cfg.MicroBatch, ClipNorm: cfg.ClipNorm,
-		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: o.comm,
+		Schedule: trainerSchedule{t}, Autocast: autocast, Comm: t.comm,
 	}); err != nil {
 		t.loader.Close()
 		t.val.Close()
-		return nil, err
+		return err
 	}
 	t.g = t.loop.Graph()
-	if ranks > 1 {
+	if t.comm != nil && t.comm.Size() > 1 {
 		if err = t.agree(); err != nil {
 			t.loader.Close()
 			t.val.Close()
-			return nil, err
+			return err
 		}
 	}
 	n := cfg.MicroBatch * cfg.SeqLen
 	t.hostIn, t.hostTgt = make([]int32, n), make([]int32, n)
-	if t.inputs, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
-		return nil, err
+	if t.inputs, err = tensor.NewOf(t.dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
+		return err
 	}
-	if t.targets, err = tensor.NewOf(dev, device.Int32, cfg.MicroBatch, cfg.SeqLen); err != nil {
-		return nil, err
-	}
-	return t, nil
+	t.targets, err = tensor.NewOf(t.dev, device.Int32, cfg.MicroBatch, cfg.SeqLen)
+	return err
 }
 
 // sameDir reports whether two paths name the same folder.
@@ -202,8 +227,8 @@ func sameDir(a, b string) bool {
 }
 
 // openValidation opens the validation prefix, cut to what the shard holds.
-func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
-	sh, err := fineweb.OpenShard(t.cfg.ValShard, t.model.vocab)
+func (t *Trainer) openValidation() (*data.ValLoader, error) {
+	sh, err := data.OpenShard(t.cfg.ValShard, t.model.vocab)
 	if err != nil {
 		return nil, fmt.Errorf("train: validation: %w", err)
 	}
@@ -214,7 +239,7 @@ func (t *Trainer) openValidation() (*fineweb.ValLoader, error) {
 		return nil, fmt.Errorf("train: validation shard %s holds %d tokens, fewer than seq_len+1 = %d", t.cfg.ValShard, have, t.cfg.SeqLen+1)
 	}
 	t.cfg.ValTokens = n
-	v, err := fineweb.Validation(t.cfg.ValShard, n, t.cfg.SeqLen, t.cfg.MicroBatch)
+	v, err := data.Validation(t.cfg.ValShard, n, t.cfg.SeqLen, t.cfg.MicroBatch)
 	if err != nil {
 		return nil, fmt.Errorf("train: validation: %w", err)
 	}
@@ -287,42 +312,13 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	if err := t.agreeStart(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	if t.metrics == nil && t.rank != 0 {
-		t.metrics = &metricsWriter{}
-	}
-	if t.metrics == nil {
-		path := filepath.Join(t.Dir(), "metrics.jsonl")
-		var m *metricsWriter
-		var err error
-		if t.resumed {
-			m, err = openMetrics(path, t.step)
-		} else {
-			m, err = createMetrics(path)
-		}
-		if err != nil {
-			return err
-		}
-		t.metrics = m
+	if err := t.startMetrics(); err != nil {
+		return err
 	}
 	start := time.Now()
 	if t.step == 0 && len(t.history) == 0 && ctx.Err() == nil {
-		// The starting loss: validation of the initial model.
-		r := Record{Step: 0}
-		if err := t.validate(&r); err != nil {
+		if err := t.validateStart(start, hook); err != nil {
 			return err
-		}
-		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
-		if err := t.metrics.Write(r); err != nil {
-			return err
-		}
-		t.history = append(t.history, r)
-		if hook != nil {
-			if err := hook(t, r); err != nil {
-				return err
-			}
 		}
 	}
 	for t.step < t.cfg.Steps {
@@ -332,17 +328,7 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 		if stop {
 			t.elapsed += time.Since(start)
-			if err := t.SaveCheckpoint(); err != nil {
-				return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
-			}
-			// The report of what the run has so far (its summary says it
-			// was interrupted); the checkpoint is in force either way.
-			if t.rank == 0 && t.step > 0 {
-				if err := t.WriteReport(); err != nil {
-					return fmt.Errorf("%w (the checkpoint is written; the report failed: %v)", ErrInterrupted, err)
-				}
-			}
-			return ErrInterrupted
+			return t.interrupted()
 		}
 		r, err := t.update()
 		if err != nil {
@@ -350,23 +336,8 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 		}
 		last := t.step == t.cfg.Steps
 		r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
-		// The diagnostics of the step every rank took alike: once, on the
-		// rank that writes them.
-		if (last || t.step%t.cfg.DiagEvery == 0) && t.rank == 0 {
-			if err := t.diagnoseStep(&r); err != nil {
-				return err
-			}
-		}
-		if last || t.step%t.cfg.ValEvery == 0 {
-			if err := t.validate(&r); err != nil {
-				return err
-			}
-		}
-		if last || t.step%t.cfg.LogEvery == 0 || r.ValLoss != nil || r.Diameter != nil {
-			if err := t.metrics.Write(r); err != nil {
-				return err
-			}
-			t.history = append(t.history, r)
+		if err := t.measure(&r, last); err != nil {
+			return err
 		}
 		if hook != nil {
 			if err := hook(t, r); err != nil {
@@ -390,69 +361,60 @@ func (t *Trainer) Run(ctx context.Context, hook Hook) error {
 	return t.WriteReport()
 }
 
-// anyRank reports whether stop holds on any rank, so that every rank of a
-// data-parallel run stops (on a signal, which mpirun forwards to each at
-// its own moment) after the same update.
-func (t *Trainer) anyRank(stop bool) (bool, error) {
-	if t.loop.comm == nil {
-		return stop, nil
+// startMetrics opens the run's metrics.jsonl on rank 0 (appending after
+// the resumed update, or a new file), and a writer of nothing on the
+// other ranks.
+func (t *Trainer) startMetrics() error {
+	if err := os.MkdirAll(t.Dir(), 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	v := 0.0
-	if stop {
-		v = 1
+	if t.metrics == nil && t.rank != 0 {
+		t.metrics = &metricsWriter{}
 	}
-	sum, err := t.loop.comm.reduce(v)
-	if err != nil {
-		return false, fmt.Errorf("train: update %d: %w", t.step+1, err)
-	}
-	return sum > 0, nil
-}
-
-// agree checks that every rank runs the same settings on the same data;
-// where they differ, the error names each setting that does.
-func (t *Trainer) agree() error {
-	settings, err := t.settings()
-	if err != nil {
-		return fmt.Errorf("train: data-parallel: %w", err)
-	}
-	var b strings.Builder
-	for _, s := range settings {
-		fmt.Fprintf(&b, "%s=%s\n", s.name, s.value)
-	}
-	whole := dist.AgreeOn(t.comm, t.dev, "run configuration (settings and data fingerprints)", []byte(b.String()))
-	if whole == nil {
+	if t.metrics != nil {
 		return nil
 	}
-	// Which ones: setting by setting, when every rank has the same list.
-	if err := dist.AgreeOn(t.comm, t.dev, "number of settings", []byte(fmt.Sprint(len(settings)))); err != nil {
-		return fmt.Errorf("train: data-parallel: %w", whole)
-	}
-	var differ []string
-	for _, s := range settings {
-		if err := dist.AgreeOn(t.comm, t.dev, s.name, []byte(s.name+"="+s.value)); err != nil {
-			differ = append(differ, fmt.Sprintf("%s (here %s)", s.name, s.value))
-		}
-	}
-	return fmt.Errorf("train: data-parallel: %w; differing: %s", whole, strings.Join(differ, ", "))
-}
-
-// agreeStart checks, before the first update of a data-parallel run, that
-// every rank starts from the same point: all from the same checkpoint
-// (its update and the digest of its state and weights) or all fresh. A
-// rank that resumed beside one that did not would train a model that is
-// neither run's.
-func (t *Trainer) agreeStart() error {
-	if t.comm == nil || t.comm.Size() < 2 {
-		return nil
-	}
-	here := "a fresh start (no resume)"
+	path := filepath.Join(t.Dir(), "metrics.jsonl")
+	var err error
 	if t.resumed {
-		here = t.resumeAt
+		t.metrics, err = openMetrics(path, t.step)
+	} else {
+		t.metrics, err = createMetrics(path)
 	}
-	if err := dist.AgreeOn(t.comm, t.dev, "starting point (resumed checkpoint or fresh start)", []byte(here)); err != nil {
-		return fmt.Errorf("train: data-parallel: %w; here: %s: start every rank with -resume, or none", err, here)
+	return err
+}
+
+// validateStart records the starting loss, the validation of the initial
+// model, as update 0 (written, kept and passed to the hook).
+func (t *Trainer) validateStart(start time.Time, hook Hook) error {
+	r := Record{Step: 0}
+	if err := t.validate(&r); err != nil {
+		return err
+	}
+	r.ElapsedS = (t.elapsed + time.Since(start)).Seconds()
+	if err := t.metrics.Write(r); err != nil {
+		return err
+	}
+	t.history = append(t.history, r)
+	if hook != nil {
+		return hook(t, r)
 	}
 	return nil
+}
+
+// interrupted ends a stopped run: a checkpoint, then the report of what
+// the run has so far (its summary says it was interrupted; the checkpoint
+// is in force either way), and ErrInterrupted.
+func (t *Trainer) interrupted() error {
+	if err := t.SaveCheckpoint(); err != nil {
+		return fmt.Errorf("%w (and the checkpoint failed: %v)", ErrInterrupted, err)
+	}
+	if t.rank == 0 && t.step > 0 {
+		if err := t.WriteReport(); err != nil {
+			return fmt.Errorf("%w (the checkpoint is written; the report failed: %v)", ErrInterrupted, err)
+		}
+	}
+	return ErrInterrupted
 }
 
 // update runs one optimizer update (the loop's, in the paper's order)
@@ -481,127 +443,3 @@ func (t *Trainer) update() (Record, error) {
 type trainerSchedule struct{ t *Trainer }
 
 func (s trainerSchedule) Scale(step int) float64 { return s.t.sched.Scale(step) }
-
-// headStep copies the head's last step S_t to the host (nil for a tied
-// head, or before the first step).
-func (t *Trainer) headStep() []float32 {
-	if t.model.head == nil {
-		return nil
-	}
-	s := t.opt.LastStep(t.model.head)
-	if s == nil {
-		return nil
-	}
-	return s.Float32s()
-}
-
-// headStepTensor returns the head's last step S_t on its device (nil for
-// a tied head, or before the first step).
-func (t *Trainer) headStepTensor() *tensor.Tensor {
-	if t.model.head == nil {
-		return nil
-	}
-	return t.opt.LastStep(t.model.head)
-}
-
-// float32Step returns the head step s as float32, as the diagnostics
-// take it: s itself, or for a float64 run a float32 copy (the diagnostics
-// are measurements, well within float32's precision), with the function
-// that releases the copy.
-func float32Step(s *tensor.Tensor) (*tensor.Tensor, func(), error) {
-	if s.DType() == device.Float32 {
-		return s, func() {}, nil
-	}
-	c, err := tensor.NewPooled(s.Device(), device.Float32, s.Shape()...)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := c.SetFloat32(s.Float32s()); err != nil {
-		c.Release()
-		return nil, nil, err
-	}
-	return c, c.Release, nil
-}
-
-// diagnoseStep computes the exact row diameter of the head step on the
-// device that holds it (no host copy of the V x d step).
-func (t *Trainer) diagnoseStep(r *Record) error {
-	if t.model.head == nil {
-		return nil
-	}
-	s := t.opt.LastStep(t.model.head)
-	if s == nil {
-		return nil
-	}
-	s, release, err := float32Step(s)
-	if err != nil {
-		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
-	}
-	defer release()
-	d, err := geometry.RowDiameterDevice(s.Buffer(), t.model.vocab, t.model.dim)
-	if err != nil {
-		return fmt.Errorf("train: update %d: diameter: %w", r.Step, err)
-	}
-	r.Diameter = &d.D
-	lr := t.opt.PeakLR("head") * r.LRScale
-	r.LR = &lr
-	return nil
-}
-
-// validate computes the mean token cross-entropy over the validation
-// prefix, and the Hilbert RMS of the head step over the panel.
-func (t *Trainer) validate(r *Record) error {
-	t.val.Reset()
-	var panel []float32
-	d := t.model.dim
-	seqIndex := 0
-	hook := &panelHook{
-		want: func() bool { return seqIndex < t.cfg.PanelSeqs },
-		take: func(n int, hidden *tensor.Tensor) {
-			h := hidden.Float32s()
-			for s := 0; s < n && seqIndex < t.cfg.PanelSeqs; s++ {
-				row := s * t.cfg.SeqLen * d
-				panel = append(panel, h[row:row+t.cfg.PanelPositions*d]...)
-				seqIndex++
-			}
-		},
-	}
-	if t.model.head == nil {
-		hook = nil // a tied head: no step of its own to measure
-	}
-	v, _, err := validationPass(t.g, t.model.lm, t.val,
-		validationBuffers{hostIn: t.hostIn, hostTgt: t.hostTgt, in: t.inputs, tgt: t.targets}, hook)
-	if err != nil {
-		return fmt.Errorf("train: validation: %w", err)
-	}
-	if err := finiteMetric("validation loss", v, r.Step); err != nil {
-		return err // on every rank alike, before anything is written
-	}
-	r.ValLoss = &v
-	if s := t.headStepTensor(); s != nil && len(panel) > 0 {
-		// The panel goes to the step's device; two values per position
-		// come back.
-		n := len(panel) / d
-		h, err := tensor.NewPooled(t.dev, device.Float32, n, d)
-		if err != nil {
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		if err := h.SetFloat32(panel); err != nil {
-			h.Release()
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		s32, release, err := float32Step(s)
-		if err != nil {
-			h.Release()
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		rms, err := geometry.HilbertRMSDevice(s32.Buffer(), t.model.vocab, d, h.Buffer(), n)
-		release()
-		h.Release()
-		if err != nil {
-			return fmt.Errorf("train: Hilbert RMS: %w", err)
-		}
-		r.HilbertRMS = &rms
-	}
-	return nil
-}

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
@@ -16,7 +16,7 @@ import (
 // as val_loss. blockRows bounds the fused head's row blocks of the
 // paper's transformer (0: the default; other models take their own).
 // v is read from its current position to its end.
-func ValidationLoss(g *autograd.Graph, m LanguageModel, v *fineweb.ValLoader, blockRows int) (float64, int, error) {
+func ValidationLoss(g *autograd.Graph, m LanguageModel, v *data.ValLoader, blockRows int) (float64, int, error) {
 	return validationPass(g, WithBlockRows(m, blockRows), v, validationBuffers{}, nil)
 }
 
@@ -37,7 +37,7 @@ type panelHook struct {
 
 // validationPass runs m over v's micro-batches (see ValidationLoss),
 // handing panel the hidden states where m is a PanelModel.
-func validationPass(g *autograd.Graph, m LanguageModel, v *fineweb.ValLoader, buf validationBuffers, panel *panelHook) (float64, int, error) {
+func validationPass(g *autograd.Graph, m LanguageModel, v *data.ValLoader, buf validationBuffers, panel *panelHook) (float64, int, error) {
 	seqLen, micro := v.T, v.B
 	if len(buf.hostIn) < micro*seqLen || len(buf.hostTgt) < micro*seqLen {
 		buf.hostIn, buf.hostTgt = make([]int32, micro*seqLen), make([]int32, micro*seqLen)

@@ -1,10 +1,17 @@
 // Package compose runs the optional capabilities of package device on
 // any backend: each function here has the name and arguments of one
-// capability method (RMSNorm, AdamWStep, ...) with the device first. It
+// capability method (RMSNorm, Attention, ...) with the device first. It
 // calls the backend's kernel when the backend implements the capability,
 // and otherwise runs the capability's composition from the Core, which is
 // the capability's definition: device/devicetest checks every backend's
 // kernels against it, and a backend of the Core alone trains through it.
+// A few functions (Binary, Scale, FillFrom, AddRow) are compositions
+// that callers share, with no kernel of their own.
+//
+// Run does the same for a capability declared outside package device (an
+// optimizer's kernel declared by optim): the caller passes the kernel
+// call and the composition, and Run finds the kernel also behind a
+// Wrapper such as device/profile's, which sees the call.
 //
 // The compositions allocate their temporaries (and free them before
 // returning: backends order a Free after the kernels queued before it), so
@@ -37,6 +44,51 @@ type coreOnly struct{ device.Core }
 // Description passes on the wrapped backend's (device.Describe): hiding
 // the capabilities does not change what the Core's numbers depend on.
 func (c coreOnly) Description() device.Description { return device.Describe(c.Core) }
+
+// Wrapper is a device that wraps another, such as device/profile's timing
+// wrapper, and so cannot forward the methods of capabilities it does not
+// know. Run looks through it (Unwrap) for the capability and runs the
+// call inside Around, so that the wrapper sees each call (the profile
+// times it) all the same.
+type Wrapper interface {
+	// Unwrap returns the wrapped device.
+	Unwrap() device.Core
+	// Around runs call, the capability method name on the wrapped device:
+	// its kernel, or with composed set its composition.
+	Around(name string, composed bool, call func())
+}
+
+// Run runs one call of the capability C on d: kernel on d when d
+// implements C; when d is a Wrapper without C, Run on the device it wraps,
+// inside its Around; otherwise composition on d, the Core calls that
+// define the capability. name is the capability method, for the wrapper.
+func Run[C any](d device.Core, name string, kernel func(C), composition func(device.Core)) {
+	if k, ok := d.(C); ok {
+		kernel(k)
+		return
+	}
+	if w, ok := d.(Wrapper); ok {
+		inner := w.Unwrap()
+		w.Around(name, !Has[C](inner), func() { Run(inner, name, kernel, composition) })
+		return
+	}
+	composition(d)
+}
+
+// Has reports whether Run finds capability C on d (on d itself or behind
+// its wrappers), so that it runs a kernel rather than the composition.
+func Has[C any](d device.Core) bool {
+	for {
+		if _, ok := d.(C); ok {
+			return true
+		}
+		w, ok := d.(Wrapper)
+		if !ok {
+			return false
+		}
+		d = w.Unwrap()
+	}
+}
 
 // temp allocates a scratch buffer for a composition; a backend that cannot
 // allocate it leaves the kernel without a way to report, so it panics

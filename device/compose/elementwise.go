@@ -12,57 +12,52 @@ func Transpose(d device.Core, dst, src device.Buffer, batch, rows, cols, inner i
 	d.CopyStrided(dims, device.Contiguous(dst, dims), view(src, 0, rows*cols*inner, inner, cols*inner, 1))
 }
 
-// FillFrom is device.Elementwise's FillFrom on any backend.
+// FillFrom sets every element of dst to alpha * src[0], src being read
+// on the device (a broadcast of a device scalar without a host trip).
 func FillFrom(d device.Core, dst, src device.Buffer, alpha float32) {
-	if f, ok := d.(device.Elementwise); ok {
-		f.FillFrom(dst, src, alpha)
-		return
+	dims := device.DimsOf(dst.Len())
+	d.CopyStrided(dims, device.Contiguous(dst, dims), bcast(src.Slice(0, 1)))
+	if alpha != 1 {
+		Axpby(d, dst, dst, alpha, 0)
 	}
-	s := scalar(d, "FillFrom", dst.DType(), float64(alpha))
-	d.BinaryStrided(device.Mul, device.DimsOf(dst.Len()), dst, bcast(src.Slice(0, 1)), bcast(s))
-	d.Free(s)
 }
 
-// Binary is device.Elementwise's Binary on any backend.
-func Binary(d device.Core, op device.BinaryOp, dst, a, b device.Buffer) {
-	if f, ok := d.(device.Elementwise); ok {
-		f.Binary(op, dst, a, b)
-		return
-	}
-	d.BinaryStrided(op, device.DimsOf(dst.Len()), dst, flat(a), flat(b))
-}
+// Scale computes dst = alpha * src (Axpby with beta 0); dst may alias src.
+func Scale(d device.Core, dst, src device.Buffer, alpha float32) { Axpby(d, dst, src, alpha, 0) }
 
-// Scale is device.Elementwise's Scale on any backend.
-func Scale(d device.Core, dst, src device.Buffer, alpha float32) {
-	if f, ok := d.(device.Elementwise); ok {
-		f.Scale(dst, src, alpha)
-		return
-	}
-	scaleInto(d, "Scale", dst, src, float64(alpha))
-}
-
-// Axpby is device.Elementwise's Axpby on any backend.
+// Axpby is device.Axpbyer's Axpby on any backend.
 func Axpby(d device.Core, dst, x device.Buffer, alpha, beta float32) {
-	if f, ok := d.(device.Elementwise); ok {
+	if f, ok := d.(device.Axpbyer); ok {
 		f.Axpby(dst, x, alpha, beta)
+		return
+	}
+	if beta == 0 {
+		scaleInto(d, "Axpby", dst, x, float64(alpha))
 		return
 	}
 	t := temp(d, "Axpby", dst.DType(), dst.Len())
 	scaleInto(d, "Axpby", t, x, float64(alpha))
-	scaleInto(d, "Axpby", dst, dst, float64(beta))
+	if beta != 1 {
+		scaleInto(d, "Axpby", dst, dst, float64(beta))
+	}
 	d.BinaryStrided(device.Add, device.DimsOf(dst.Len()), dst, flat(dst), flat(t))
 	d.Free(t)
 }
 
-// AddRow is device.Elementwise's AddRow on any backend.
+// AddRow computes dst[i,:] += alpha * v for each row i of a rows x cols
+// matrix, v having cols elements.
 func AddRow(d device.Core, dst, v device.Buffer, rows, cols int, alpha float32) {
-	if f, ok := d.(device.Elementwise); ok {
-		f.AddRow(dst, v, rows, cols, alpha)
+	dims := device.DimsOf(rows, cols)
+	if alpha == 1 || alpha == -1 { // no scaled copy of v
+		op := device.Add
+		if alpha == -1 {
+			op = device.Sub
+		}
+		d.BinaryStrided(op, dims, dst, device.Contiguous(dst, dims), view(v, 0, 0, 1))
 		return
 	}
 	t := temp(d, "AddRow", dst.DType(), cols)
-	scaleInto(d, "AddRow", t, v.Slice(0, cols), float64(alpha))
-	dims := device.DimsOf(rows, cols)
+	Axpby(d, t, v.Slice(0, cols), alpha, 0)
 	d.BinaryStrided(device.Add, dims, dst, device.Contiguous(dst, dims), view(t, 0, 0, 1))
 	d.Free(t)
 }

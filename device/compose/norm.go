@@ -47,23 +47,6 @@ func RMSNormBackward(d device.Core, dx, dy, x, rstd device.Buffer, rows, cols in
 	d.Free(r2)
 }
 
-// RowScale is device.RowScaler's RowScale on any backend.
-func RowScale(d device.Core, dst, src device.Buffer, rows, cols int, alpha, eps float32) {
-	if f, ok := d.(device.RowScaler); ok {
-		f.RowScale(dst, src, rows, cols, alpha, eps)
-		return
-	}
-	const op = "RowScale"
-	r := temp(d, op, dst.DType(), rows)
-	d.ReduceAxis(device.SumSquares, r, src, rows, cols, 1)
-	d.Unary(device.Sqrt, r, r)
-	addScalar(d, op, r, r, float64(eps))
-	d.Unary(device.Reciprocal, r, r)
-	scaleInto(d, op, r, r, float64(alpha))
-	rowsTimes(d, dst, src, r, rows, cols)
-	d.Free(r)
-}
-
 // SwiGLU is device.SwiGLUer's SwiGLU on any backend.
 func SwiGLU(d device.Core, out, a, b device.Buffer) {
 	if f, ok := d.(device.SwiGLUer); ok {

@@ -2,13 +2,14 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
 )
 
-func TestBFloat16StorageAndGemm(t *testing.T) {
+func TestBFloat16Storage(t *testing.T) {
 	d := New()
 	x := []float32{1, -2.5, 1 + 1.0/256, 3.14159, float32(math.Inf(-1)), 1e-30}
 	b, err := d.Alloc(device.BFloat16, len(x))
@@ -37,31 +38,7 @@ func TestBFloat16StorageAndGemm(t *testing.T) {
 		}
 	}
 
-	// A GEMM with bfloat16 operands is the float32 GEMM of the rounded
-	// values, bit for bit.
-	const m, n, k = 5, 7, 9
-	av, bv := make([]float32, m*k), make([]float32, k*n)
-	for i := range av {
-		av[i] = float32(math.Sin(float64(i)))
-	}
-	for i := range bv {
-		bv[i] = float32(math.Cos(float64(i) * 0.7))
-	}
-	a16, _ := d.Alloc(device.BFloat16, m*k)
-	b16, _ := d.Alloc(device.BFloat16, k*n)
-	d.CopyFromHost(a16, av)
-	d.CopyFromHost(b16, bv)
-	ar, br := make([]float32, m*k), make([]float32, k*n)
-	d.CopyToHost(ar, a16)
-	d.CopyToHost(br, b16)
-	got, want := make([]float32, m*n), make([]float32, m*n)
-	d.Gemm(device.GemmArgs{M: m, N: n, K: k, Alpha: 1, A: a16, LDA: k, B: b16, LDB: n, C: NewFloat32(got), LDC: n})
-	Sgemm(false, false, m, n, k, 1, ar, k, br, n, 0, want, n)
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("bf16 GEMM [%d] = %v, want %v", i, got[i], want[i])
-		}
-	}
+	// Gemm with bfloat16 operands: TestGemmBFloat16Paths.
 }
 
 func TestBFloat16RefusedByArithmeticKernels(t *testing.T) {
@@ -73,10 +50,60 @@ func TestBFloat16RefusedByArithmeticKernels(t *testing.T) {
 			t.Fatalf("panic %v", r)
 		}
 	}()
-	d.Scale(b, b, 2)
+	d.Axpby(b, b, 2, 0)
 }
 
 func contains(r any, s string) bool {
 	msg, ok := r.(string)
 	return ok && strings.Contains(msg, s)
+}
+
+// TestBFloat16Conversions checks the conversions Cast runs (AVX-512 where
+// the CPU has it) bit for bit against device.BFloat16FromFloat32 and
+// Float32FromBFloat16: every bfloat16 widened, and float32 values of every
+// kind rounded: ties to even both ways, the largest values and overflow to
+// Inf, denormals, NaNs of either sign and payload, and random bits, at
+// lengths that leave every tail.
+func TestBFloat16Conversions(t *testing.T) {
+	var in []float32
+	for _, u := range []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001, 0xff812345,
+		0x7f7fffff, 0x7f7f8000, 0x7f7f7fff, 0xff7fffff, 0x00000001, 0x007fffff, 0x80008000, 0x00018000, 0x3f808000,
+		0x3f818000, 0x3f807fff, 0x3f80ffff, 0x4effffff} {
+		in = append(in, math.Float32frombits(u))
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for range 100000 {
+		in = append(in, math.Float32frombits(rng.Uint32()))
+	}
+	for range 1000 { // ties: the low 16 bits exactly 0x8000
+		in = append(in, math.Float32frombits(rng.Uint32()&0xffff0000|0x8000))
+	}
+	d := New()
+	for _, n := range []int{1, 15, 16, 17, 33, len(in)} {
+		src := NewFloat32(append([]float32(nil), in[:n]...))
+		dst, err := d.Alloc(device.BFloat16, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Cast(dst, src)
+		for i, got := range BFloat16s(dst) {
+			if want := device.BFloat16FromFloat32(in[i]); got != want {
+				t.Fatalf("n %d: Cast %#08x to bfloat16 = %#04x, want %#04x", n, math.Float32bits(in[i]), got, want)
+			}
+		}
+	}
+	src, err := d.Alloc(device.BFloat16, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range BFloat16s(src) {
+		BFloat16s(src)[i] = uint16(i)
+	}
+	dst := NewFloat32(make([]float32, 1<<16))
+	d.Cast(dst, src)
+	for i, v := range Float32s(dst) {
+		if math.Float32bits(v) != math.Float32bits(device.Float32FromBFloat16(uint16(i))) {
+			t.Fatalf("Cast bfloat16 %#04x to float32 = %#08x, want %#08x", i, math.Float32bits(v), uint32(i)<<16)
+		}
+	}
 }

@@ -397,22 +397,35 @@ func convertEach[S, D any](dst []D, src []S, f func(S) D) {
 	})
 }
 
+// toBFloat16 rounds src to bfloat16 into dst (device.BFloat16FromFloat32),
+// in parallel chunks, each with AVX-512 where the CPU has it
+// (toBFloat16Chunk).
 func toBFloat16(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	parallelFor(len(src), elementGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dst[i] = device.BFloat16FromFloat32(src[i])
-		}
+		toBFloat16Chunk(dst[lo:hi], src[lo:hi])
 	})
 }
 
+// fromBFloat16 widens src into dst (exactly), as toBFloat16.
 func fromBFloat16(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	parallelFor(len(src), elementGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dst[i] = device.Float32FromBFloat16(src[i])
-		}
+		fromBFloat16Chunk(dst[lo:hi], src[lo:hi])
 	})
+}
+
+// toBFloat16Go and fromBFloat16Go are the portable conversions.
+func toBFloat16Go(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = device.BFloat16FromFloat32(v)
+	}
+}
+
+func fromBFloat16Go(dst []float32, src []uint16) {
+	for i, v := range src {
+		dst[i] = device.Float32FromBFloat16(v)
+	}
 }
 
 // parallelFor runs body over [0, n) split into contiguous chunks, using at

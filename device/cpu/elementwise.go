@@ -30,46 +30,6 @@ func (d *Device) Fill(dst device.Buffer, v float32) {
 	})
 }
 
-// FillFrom sets every element of dst to alpha*src[0].
-func (d *Device) FillFrom(dst, src device.Buffer, alpha float32) {
-	d.Fill(dst, alpha*Float32s(src)[0])
-}
-
-// Binary computes dst = a op b elementwise.
-func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
-	x, y, z := Float32s(a), Float32s(b), Float32s(dst)
-	parallelFor(len(z), elementGrain, func(lo, hi int) {
-		xs, ys, zs := x[lo:hi], y[lo:hi], z[lo:hi]
-		switch op {
-		case device.Add:
-			for i := range zs {
-				zs[i] = xs[i] + ys[i]
-			}
-		case device.Sub:
-			for i := range zs {
-				zs[i] = xs[i] - ys[i]
-			}
-		case device.Mul:
-			for i := range zs {
-				zs[i] = xs[i] * ys[i]
-			}
-		default:
-			panic(fmt.Sprintf("cpu: unknown binary op %v", op))
-		}
-	})
-}
-
-// Scale computes dst = alpha*src.
-func (d *Device) Scale(dst, src device.Buffer, alpha float32) {
-	x, z := Float32s(src), Float32s(dst)
-	parallelFor(len(z), elementGrain, func(lo, hi int) {
-		xs, zs := x[lo:hi], z[lo:hi]
-		for i := range zs {
-			zs[i] = alpha * xs[i]
-		}
-	})
-}
-
 // Axpby computes dst = alpha*x + beta*dst.
 func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	xv, z := Float32s(x), Float32s(dst)
@@ -167,7 +127,8 @@ func sumSquares(x []float32) float64 {
 	return s0 + s1
 }
 
-// RowScale normalises each row: dst_i = alpha * src_i / (||src_i|| + eps).
+// RowScale normalises each row: dst_i = alpha * src_i / (||src_i|| + eps)
+// (optim.RowScaler).
 func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
 	x, z := Float32s(src), Float32s(dst)
 	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
@@ -176,19 +137,6 @@ func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps flo
 			s := float32(float64(alpha) / (math.Sqrt(sumSquares(xs)) + float64(eps)))
 			for i := range zs {
 				zs[i] = xs[i] * s
-			}
-		}
-	})
-}
-
-// AddRow computes dst[i,:] += alpha*v for every row i.
-func (d *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
-	z, vv := Float32s(dst), Float32s(v)
-	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			zs := z[r*cols : (r+1)*cols]
-			for i := range zs {
-				zs[i] += alpha * vv[i]
 			}
 		}
 	})
@@ -275,21 +223,20 @@ func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
 	})
 }
 
-// AdamWStep applies one AdamW update in place (see device.Device).
-func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
+// AdamWStep applies one AdamW update in place (optim.AdamWStepper).
+func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay, bc1, bc2 float32) {
 	pv, gv, mv, vv := Float32s(p), Float32s(g), Float32s(m), Float32s(v)
 	var sv []float32
 	if step != nil {
 		sv = Float32s(step)
 	}
-	c1, c2, decay := h.Coefficients() // 1-beta1, 1-beta2, 1-lr*wd in float64
 	parallelFor(len(pv), elementGrain/4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			gi := gv[i]
-			mi := h.Beta1*mv[i] + c1*gi
-			vi := h.Beta2*vv[i] + c2*gi*gi
+			mi := beta1*mv[i] + oneMinusBeta1*gi
+			vi := beta2*vv[i] + oneMinusBeta2*gi*gi
 			mv[i], vv[i] = mi, vi
-			s := -h.LR * (mi / h.BiasCorrection1) / (float32(math.Sqrt(float64(vi/h.BiasCorrection2))) + h.Eps)
+			s := -lr * (mi / bc1) / (float32(math.Sqrt(float64(vi/bc2))) + eps)
 			if sv != nil {
 				sv[i] = s
 			}

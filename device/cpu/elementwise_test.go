@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 )
 
 // Sizes for elementwise kernels: empty, tiny, odd, and large enough (above
@@ -36,7 +37,7 @@ func TestFillFrom(t *testing.T) {
 	for _, n := range []int{1, 5, 40001} {
 		x := buf(randSlice(newRand(2), n, 1))
 		src := buf([]float32{3, 99}) // only src[0] counts
-		dev.FillFrom(x, src.Slice(0, 1), -0.5)
+		compose.FillFrom(dev, x, src.Slice(0, 1), -0.5)
 		want := make([]float32, n)
 		for i := range want {
 			want[i] = -1.5
@@ -68,7 +69,8 @@ func TestBinary(t *testing.T) {
 				case "b":
 					dst = B
 				}
-				dev.Binary(o.op, dst, A, B)
+				dims := device.DimsOf(n)
+				dev.BinaryStrided(o.op, dims, dst, device.Contiguous(A, dims), device.Contiguous(B, dims))
 				want := make([]float64, n)
 				for i := range want {
 					want[i] = o.f(float64(a[i]), float64(b[i]))
@@ -89,7 +91,7 @@ func TestScale(t *testing.T) {
 			if alias {
 				dst = X
 			}
-			dev.Scale(dst, X, -1.25)
+			dev.Axpby(dst, X, -1.25, 0)
 			want := make([]float64, n)
 			for i := range want {
 				want[i] = -1.25 * float64(x[i])
@@ -244,7 +246,7 @@ func TestAddRow(t *testing.T) {
 		r := newRand(uint64(rows))
 		d, v := randSlice(r, rows*cols, 1), randSlice(r, cols, 1)
 		D := buf(d)
-		dev.AddRow(D, buf(v), rows, cols, -0.75)
+		compose.AddRow(dev, D, buf(v), rows, cols, -0.75)
 		want := make([]float64, rows*cols)
 		for i := range want {
 			want[i] = float64(d[i]) - 0.75*float64(v[i%cols])
@@ -309,21 +311,21 @@ func TestAdamWStep(t *testing.T) {
 	p0 := randSlice(r, n, 1)
 	grads := [][]float32{randSlice(r, n, 1), randSlice(r, n, 0.01)}
 	grads[0][0], grads[1][0] = 0, 0 // zero gradient: only decay moves p
-	h := device.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+	const lr32, b132, b232, eps32, wd = float32(1e-2), float32(0.9), float32(0.95), float32(1e-8), 0.1
 
 	P, M, V, S := buf(p0), zeros(t, n), zeros(t, n), zeros(t, n)
 	P2, M2, V2 := buf(p0), zeros(t, n), zeros(t, n)
 	p, m, v := f64(p0), make([]float64, n), make([]float64, n)
 	for step := 1; step <= 2; step++ {
-		b1, b2 := float64(h.Beta1), float64(h.Beta2)
-		h.BiasCorrection1 = float32(1 - math.Pow(b1, float64(step)))
-		h.BiasCorrection2 = float32(1 - math.Pow(b2, float64(step)))
+		b1, b2 := float64(b132), float64(b232)
+		bc1, bc2 := float32(1-math.Pow(b1, float64(step))), float32(1-math.Pow(b2, float64(step)))
 		g := grads[step-1]
-		dev.AdamWStep(P, buf(g), M, V, S, h)
-		dev.AdamWStep(P2, buf(g), M2, V2, nil, h)
+		decay := float32(1 - float64(lr32)*wd)
+		dev.AdamWStep(P, buf(g), M, V, S, lr32, b132, b232, float32(1-0.9), float32(1-0.95), eps32, decay, bc1, bc2)
+		dev.AdamWStep(P2, buf(g), M2, V2, nil, lr32, b132, b232, float32(1-0.9), float32(1-0.95), eps32, decay, bc1, bc2)
 
 		wantStep := make([]float64, n)
-		lr, wd, eps := float64(h.LR), float64(h.WeightDecay), float64(h.Eps)
+		lr, eps := float64(lr32), float64(eps32)
 		for i := range p {
 			gi := float64(g[i])
 			m[i] = b1*m[i] + (1-b1)*gi

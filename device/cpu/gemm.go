@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -43,6 +44,7 @@ var (
 	gemmUse  string // gemmNative, gemmOpenBLAS or gemmGo
 	gemmErr  error  // set when HILBERT_GEMM could not be honoured
 	gemmDesc string // what GemmDescription returns
+	bf16Desc string // its part on the bfloat16 products
 	goBLAS   gonum.Implementation
 
 	blasOnce sync.Once
@@ -190,6 +192,16 @@ func initGemm() {
 			loadBLAS: loadBLAS,
 		})
 		gemmUse, gemmDesc, gemmErr = c.use, c.desc, c.err
+		b := chooseBF16(bf16Env{
+			mode:    strings.ToLower(os.Getenv("HILBERT_GEMM_BF16")),
+			gemm:    c.use,
+			kernels: bf16Kernels,
+			dotFast: dotBF16Fast(),
+			godebug: os.Getenv("GODEBUG"),
+		})
+		bf16Use, bf16Desc = b.kernel, b.desc
+		gemmDesc += "; " + b.desc
+		gemmErr = errors.Join(gemmErr, b.err)
 		if c.use == gemmGo {
 			fmt.Fprintln(os.Stderr, "hilbert: GEMM: "+gemmDesc)
 			return
@@ -205,13 +217,15 @@ func GemmName() string {
 }
 
 // GemmDescription says which GEMM is in use and why: the native kernel, the
-// OpenBLAS library and its build, or gonum and what it costs.
+// OpenBLAS library and its build, or gonum and what it costs; then what
+// runs bfloat16 products (BFloat16Kernel) and why.
 func GemmDescription() string {
 	initGemm()
 	return gemmDesc
 }
 
-// GemmError reports a GEMM request (HILBERT_GEMM) that could not be met.
+// GemmError reports a GEMM request (HILBERT_GEMM, HILBERT_GEMM_BF16) that
+// could not be met.
 func GemmError() error {
 	initGemm()
 	return gemmErr
@@ -221,6 +235,29 @@ func GemmError() error {
 // "avx2" or "go") and its register block.
 func NativeKernel() (name string, mr, nr int) {
 	return nativeBest.name, nativeBest.mr, nativeBest.nr
+}
+
+// UseNativeKernel makes the native GEMM run the micro-kernel called name
+// ("avx512", "avx2" or "go", as NativeKernel names them) instead of the
+// fastest this CPU has. Each kernel sums a product's terms in its own
+// order, so numbers made on another machine are reproduced bit for bit
+// only on the kernel that made them: tests that hold such a golden use
+// this. It returns an error naming the kernels this CPU can run when name
+// is not one of them. It must not be called while a GEMM runs.
+func UseNativeKernel(name string) error {
+	var names []string
+	for _, kn := range nativeKernels {
+		if kn.name == name {
+			initGemm()
+			nativeBest = kn
+			if gemmUse == gemmNative {
+				gemmDesc = fmt.Sprintf("native (%s kernel %dx%d), chosen by cpu.UseNativeKernel; %s", kn.name, kn.mr, kn.nr, bf16Desc)
+			}
+			return nil
+		}
+		names = append(names, kn.name)
+	}
+	return fmt.Errorf("cpu: no native GEMM kernel %q on this CPU (it runs %s)", name, strings.Join(names, ", "))
 }
 
 func setBLASThreads(n int) {
@@ -311,26 +348,40 @@ func scaleMatrix[T float32 | float64](c []T, m, n, ldc int, beta T) {
 }
 
 // Gemm runs a strided batched GEMM, one Sgemm per batch entry. BFloat16
-// A or B are widened to float32 (exactly) before the product, so the
-// result is the float32 product of the bfloat16 values; C is float32.
+// A and B run on the bfloat16 kernel (BFloat16Kernel: pairs of products
+// accumulated in float32, denormal operands read as zero) or, where there
+// is none, are widened to float32 (exactly) for the float32 GEMM, whose
+// result is then the float32 product of the bfloat16 values; C is float32.
 // A float64 C takes float64 A and B and the float64 GEMM (Dgemm).
 func (d *Device) Gemm(g device.GemmArgs) {
 	if g.C.DType() == device.Float64 {
 		d.gemm64(&g)
 		return
 	}
-	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
-	batch := max(g.Batch, 1)
 	initGemm()
-	// Small native products of a batch whose C entries do not overlap run
-	// side by side, one worker each; the rest one after the other, each on
-	// every worker.
-	flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
-	if gemmUse == gemmNative && batch > 1 && g.M > 0 && g.N > 0 && g.StrideC >= (g.M-1)*g.LDC+g.N &&
-		flops < float64(Threads())*8*minWorkerFlops {
+	batch, side := batchSideBySide(&g)
+	if bf16Use != nil && g.A.DType() == device.BFloat16 && g.B.DType() == device.BFloat16 {
+		a, b, c := BFloat16s(g.A), BFloat16s(g.B), Float32s(g.C)
+		if side {
+			gb := g // the goroutines' copy: g itself stays on the stack
+			parallelFor(batch, 1, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					gemmEntryBF16(&gb, a, b, c, i, 1)
+				}
+			})
+			return
+		}
+		for i := 0; i < batch; i++ {
+			gemmEntryBF16(&g, a, b, c, i, Threads())
+		}
+		return
+	}
+	a, b, c := gemmOperand(g.A), gemmOperand(g.B), Float32s(g.C)
+	if side {
+		gb := g
 		parallelFor(batch, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				gemmEntry(&g, a, b, c, i, 1)
+				gemmEntry(&gb, a, b, c, i, 1)
 			}
 		})
 		return
@@ -338,6 +389,16 @@ func (d *Device) Gemm(g device.GemmArgs) {
 	for i := 0; i < batch; i++ {
 		gemmEntry(&g, a, b, c, i, Threads())
 	}
+}
+
+// batchSideBySide returns g's batch size and whether its entries run side
+// by side, one worker each: small native products whose C entries do not
+// overlap. The others run one after the other, each on every worker.
+func batchSideBySide(g *device.GemmArgs) (batch int, side bool) {
+	batch = max(g.Batch, 1)
+	flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
+	return batch, gemmUse == gemmNative && batch > 1 && g.M > 0 && g.N > 0 && g.StrideC >= (g.M-1)*g.LDC+g.N &&
+		flops < float64(Threads())*8*minWorkerFlops
 }
 
 // operandShapes returns the stored shapes of g's A and B (op(A) is M x K,
@@ -363,9 +424,19 @@ func gemmEntry(g *device.GemmArgs, a, b, c []float32, i, threads int) {
 		g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
 }
 
+// gemmEntryBF16 runs batch entry i of g, bfloat16 A and B, on the bfloat16
+// kernel with threads workers.
+func gemmEntryBF16(g *device.GemmArgs, a, b []uint16, c []float32, i, threads int) {
+	rowsA, colsA, rowsB, colsB := operandShapes(g)
+	bf16With(bf16Use, threads, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha,
+		window(a, i*g.StrideA, rowsA, colsA, g.LDA), g.LDA,
+		window(b, i*g.StrideB, rowsB, colsB, g.LDB), g.LDB,
+		g.Beta, window(c, i*g.StrideC, g.M, g.N, g.LDC), g.LDC)
+}
+
 // window returns the part of s holding a rows x cols matrix with row pitch
 // ld starting at off (empty when the matrix is).
-func window(s []float32, off, rows, cols, ld int) []float32 {
+func window[T any](s []T, off, rows, cols, ld int) []T {
 	if rows == 0 || cols == 0 {
 		return s[off:off]
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -219,5 +220,36 @@ func TestOpenBLASGenericCore(t *testing.T) {
 		if got := OpenBLASGenericCore(core); got != want {
 			t.Errorf("OpenBLASGenericCore(%q) = %v, want %v", core, got, want)
 		}
+	}
+}
+
+func TestUseNativeKernel(t *testing.T) {
+	prev, _, _ := NativeKernel()
+	defer func() {
+		if err := UseNativeKernel(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	a := []float32{1, 2, 3, 4, 5, 6}
+	b := []float32{1, 0, -1, 2, 0.5, 3}
+	for _, kn := range nativeKernels {
+		if err := UseNativeKernel(kn.name); err != nil {
+			t.Fatalf("UseNativeKernel(%q): %v", kn.name, err)
+		}
+		if got, mr, nr := NativeKernel(); got != kn.name || mr != kn.mr || nr != kn.nr {
+			t.Errorf("after UseNativeKernel(%q): NativeKernel() = %s %dx%d", kn.name, got, mr, nr)
+		}
+		if GemmName() == gemmNative && !strings.Contains(GemmDescription(), kn.name) {
+			t.Errorf("after UseNativeKernel(%q): GemmDescription() = %q", kn.name, GemmDescription())
+		}
+		c := make([]float32, 4) // [1 2 3; 4 5 6] x [1 0; -1 2; 0.5 3]
+		SgemmNative(false, false, 2, 2, 3, 1, a, 3, b, 2, 0, c, 2)
+		if want := []float32{0.5, 13, 2, 28}; !slices.Equal(c, want) {
+			t.Errorf("kernel %s: product %v, want %v", kn.name, c, want)
+		}
+	}
+	err := UseNativeKernel("sse9")
+	if err == nil || !strings.Contains(err.Error(), `"sse9"`) || !strings.Contains(err.Error(), "go") {
+		t.Errorf("UseNativeKernel(sse9): %v; want an error naming the kernel and the ones this CPU runs", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-//go:generate go run native_gen.go
+//go:generate go run ./internal/nativegen
 
 // The native GEMM is Hilbert's own, in Go and Go assembly, after BLIS and
 // GotoBLAS: C = alpha op(A) op(B) + beta C is cut into tasks, each a block
@@ -177,9 +177,14 @@ const aGroup = 8
 // nativeWorker is one worker's packing buffers.
 type nativeWorker struct {
 	a, b []float32
-	tile []float32 // an mr x nr block for kernels that need one at edges
+	tile []float32 // the AMX kernel's 32 x 32 scratch block
 	aMem []float32
 	bMem []float32
+	// tileMem backs tile.
+	tileMem []float32
+	// aT holds the pairs of a transposed A before their transpose (the
+	// AVX-512 bfloat16 packer), aTMem backs it.
+	aT, aTMem []float32
 }
 
 // nativeWorkers keeps idle workers' buffers. Unlike a sync.Pool it is not
@@ -208,10 +213,13 @@ func aligned(mem *[]float32, n, full int) []float32 {
 // nativeJob is one GEMM call split into tasks.
 type nativeJob struct {
 	kn            *nativeKernel
+	kb            *bf16Kernel // a bfloat16 product (a16, b16) when set
+	mr, nr        int         // the kernel's register block
 	tA, tB        bool
 	m, n, k       int
 	alpha, beta   float32
 	a, b, c       []float32
+	a16, b16      []uint16
 	lda, ldb, ldc int
 	kc            int // K step
 	rowsPer       int // rows of C per task (a multiple of mr)
@@ -273,19 +281,36 @@ const (
 // Sgemm) with kernel kn on up to threads workers. alpha != 0, k >= 1,
 // m, n >= 1.
 func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	var j *nativeJob
-	select {
-	case j = <-nativeJobs:
-	default:
-		j = &nativeJob{done: make(chan struct{}, 1)}
-	}
-	j.kn, j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = kn, tA, tB, m, n, k, alpha, beta
-	j.a, j.b, j.c, j.lda, j.ldb, j.ldc = a, b, c, lda, ldb, ldc
-	j.next.Store(0)
+	j := takeJob()
+	j.kn, j.mr, j.nr = kn, kn.mr, kn.nr
+	j.a, j.b = a, b
 	kcMax, ncMax := kn.blocking()
+	j.run(threads, kcMax, ncMax, 1, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
+}
+
+// takeJob returns a finished job to reuse, or a new one.
+func takeJob() *nativeJob {
+	select {
+	case j := <-nativeJobs:
+		return j
+	default:
+		return &nativeJob{done: make(chan struct{}, 1)}
+	}
+}
+
+// run splits the product set up in j (its kernel and operands) into tasks
+// and works on them with up to threads workers, K in steps of at most
+// kcMax and column blocks of at most ncMax; then it puts j back for reuse.
+// speed is the kernel's rate over the float32 AVX-512 kernel's, for which
+// minWorkerFlops and taskFlops are set: a faster kernel needs more work to
+// be worth a helper or a task.
+func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m, n, k int, alpha float32, lda, ldb int, beta float32, c []float32, ldc int) {
+	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
+	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
+	j.next.Store(0)
 	steps := (k + kcMax - 1) / kcMax
 	j.kc = (k + steps - 1) / steps
-	flops := 2 * float64(m) * float64(n) * float64(k)
+	flops := 2 * float64(m) * float64(n) * float64(k) / speed
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
 	j.plan(workers, min(3, max(1, int(flops/(float64(workers)*taskFlops)))), ncMax)
 	workers = min(workers, j.ms*j.nb)
@@ -306,7 +331,7 @@ func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 		j.work()
 	}
 	j.state.Store(jobClosed)
-	j.a, j.b, j.c = nil, nil, nil
+	j.a, j.b, j.c, j.a16, j.b16, j.kn, j.kb = nil, nil, nil, nil, nil, nil, nil
 	select {
 	case nativeJobs <- j:
 	default:
@@ -318,7 +343,7 @@ func sgemmNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 // ncMax wide, and the least repacking (rows split: B packed ms times;
 // columns split: A packed nb times).
 func (j *nativeJob) plan(workers, perWorker, ncMax int) {
-	mr, nr := j.kn.mr, j.kn.nr
+	mr, nr := j.mr, j.nr
 	mp, np := (j.m+mr-1)/mr, (j.n+nr-1)/nr
 	nbMin := (j.n + ncMax - 1) / ncMax
 	want := 1
@@ -361,6 +386,10 @@ func (j *nativeJob) work() {
 
 // task computes rows [i0, i1) by columns [j0, j1) of C.
 func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
+	if j.kb != nil {
+		j.taskBF16(w, i0, i1, j0, j1)
+		return
+	}
 	kn := j.kn
 	mr, nr := kn.mr, kn.nr
 	panels := (j1 - j0 + nr - 1) / nr

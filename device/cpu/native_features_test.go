@@ -137,3 +137,38 @@ func TestNativeKernelGODEBUG(t *testing.T) {
 		t.Fatalf("child with GODEBUG=cpu.avx512f=off did not report the avx2 kernel:\n%s", out)
 	}
 }
+
+// TestBF16KernelsMatchCPU fails when the bfloat16 kernels this process
+// offers are not the ones the CPU's features (/proc/cpuinfo) and GODEBUG
+// call for: AMX where it has amx_bf16 and amx_tile (and Linux grants the
+// tiles), VDPBF16PS where it has avx512_bf16, both only with avx512f.
+func TestBF16KernelsMatchCPU(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		if len(bf16Kernels) != 0 {
+			t.Fatalf("GOARCH %s offers bfloat16 kernels %v", runtime.GOARCH, bf16Kernels)
+		}
+		return
+	}
+	flags := cpuinfoFlags(t)
+	off, all := godebugOff(os.Getenv("GODEBUG"))
+	has := func(flag, godebug string) bool { return flags[flag] && !off[godebug] && !all }
+	var want []string
+	if has("avx512f", "avx512f") && has("amx_bf16", "amxbf16") && has("amx_tile", "amxtile") {
+		if amxPermitted() {
+			want = append(want, "amx")
+		} else {
+			t.Logf("the CPU has AMX-BF16 but Linux did not grant the tiles (arch_prctl): no AMX kernel")
+		}
+	}
+	if has("avx512f", "avx512f") && has("avx512_bf16", "avx512bf16") {
+		want = append(want, "avx512bf16")
+	}
+	var got []string
+	for _, kb := range bf16Kernels {
+		got = append(got, kb.name)
+	}
+	t.Logf("bfloat16 kernels: %v (GODEBUG=%q)", got, os.Getenv("GODEBUG"))
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("bfloat16 kernels %v, but this CPU's features (/proc/cpuinfo) with GODEBUG=%q call for %v", got, os.Getenv("GODEBUG"), want)
+	}
+}

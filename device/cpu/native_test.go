@@ -292,7 +292,7 @@ func refGemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []
 }
 
 // TestNativeAsmGenerated checks that native_amd64.s is the output of
-// native_gen.go (run go generate in device/cpu after editing the
+// internal/nativegen (run go generate in device/cpu after editing the
 // generator).
 func TestNativeAsmGenerated(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -300,9 +300,9 @@ func TestNativeAsmGenerated(t *testing.T) {
 		t.Skip("no go command to run the generator")
 	}
 	out := filepath.Join(t.TempDir(), "native_amd64.s")
-	cmd := exec.Command(goTool, "run", "native_gen.go", "-o", out)
+	cmd := exec.Command(goTool, "run", "./internal/nativegen", "-o", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go run native_gen.go: %v\n%s", err, msg)
+		t.Fatalf("go run ./internal/nativegen: %v\n%s", err, msg)
 	}
 	want, err := os.ReadFile(out)
 	if err != nil {
@@ -313,6 +313,6 @@ func TestNativeAsmGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Error("native_amd64.s differs from what native_gen.go writes: run go generate in device/cpu")
+		t.Error("native_amd64.s differs from what internal/nativegen writes: run go generate in device/cpu")
 	}
 }

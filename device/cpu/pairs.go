@@ -9,8 +9,8 @@ import (
 // PairDistanceMax keeps, for each row i of a rows x cols Gram tile at (r0,
 // c0), the running maximum of na[i] + nb[j] - 2 g[i,j] over the columns
 // above the diagonal (c0+j > r0+i) and its column c0+j (the smallest j on
-// ties), updating best[i] and arg[i] only when it grows. Rows are split
-// over the workers.
+// ties), updating best[i] and arg[i] only when it grows
+// (geometry.PairDistanceMaxer). Rows are split over the workers.
 func (d *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols, r0, c0 int) {
 	bv, ai, gv, a, b := Float32s(best), Int32s(arg), Float32s(g), Float32s(na), Float32s(nb)
 	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {

@@ -88,7 +88,7 @@ func (d *Device) Unary(op device.UnaryOp, dst, src device.Buffer) {
 	if !d.want("Unary", f32Only, dst, src) {
 		return
 	}
-	if op < device.Neg || op > device.Expm1 {
+	if !op.Valid() {
 		d.unsupported("Unary", "unknown op "+op.String())
 		return
 	}

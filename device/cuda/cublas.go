@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"cmp"
 	"fmt"
 	"unsafe"
 
@@ -104,9 +105,7 @@ type colMajorGemm struct {
 // toColMajor maps g onto the cuBLAS call that computes it.
 func toColMajor(g device.GemmArgs) colMajorGemm {
 	batch := g.Batch
-	if batch == 0 {
-		batch = 1
-	}
+	batch = cmp.Or(batch, 1)
 	op := func(t bool) int32 {
 		if t {
 			return cublasOpT

@@ -27,45 +27,8 @@ func (d *Device) Fill(dst device.Buffer, v float32) {
 	d.launch1D("h_fill"+suffix(dst.DType()), n, ptrArg(dst), i64arg(n), f32arg(v))
 }
 
-// FillFrom sets every element of dst to alpha * src[0] without a host trip.
-func (d *Device) FillFrom(dst, src device.Buffer, alpha float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("FillFrom", storageTypes, dst) || !d.want("FillFrom", f32Only, src) {
-		return
-	}
-	n := int64(dst.Len())
-	d.launch1D("h_fill_from"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(src), i64arg(n), f32arg(alpha))
-}
-
-// Binary computes dst = a op b elementwise; dst may alias a or b. All three
-// buffers have the same dtype (float32 or bfloat16).
-func (d *Device) Binary(op device.BinaryOp, dst, a, b device.Buffer) {
-	d.enter()
-	defer d.leave()
-	if !d.want("Binary", []device.DType{dst.DType()}, a, b) || !d.want("Binary", storageTypes, dst) {
-		return
-	}
-	if op < device.Add || op > device.Mul {
-		d.unsupported("Binary", "unknown op "+op.String())
-		return
-	}
-	n := int64(dst.Len())
-	d.launch1D("h_binary"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(a), ptrArg(b), i64arg(n), i32arg(int(op)))
-}
-
-// Scale computes dst = alpha * src; dst may alias src.
-func (d *Device) Scale(dst, src device.Buffer, alpha float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("Scale", []device.DType{dst.DType()}, src) || !d.want("Scale", storageTypes, dst) {
-		return
-	}
-	n := int64(dst.Len())
-	d.launch1D("h_scale"+suffix(dst.DType()), n, ptrArg(dst), ptrArg(src), i64arg(n), f32arg(alpha))
-}
-
-// Axpby computes dst = alpha * x + beta * dst.
+// Axpby computes dst = alpha * x + beta * dst (dst not read when beta is
+// 0).
 func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 	d.enter()
 	defer d.leave()
@@ -96,7 +59,8 @@ func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, ro
 	}
 }
 
-// RowScale computes dst[i,:] = src[i,:] * alpha / (||src[i,:]|| + eps).
+// RowScale computes dst[i,:] = src[i,:] * alpha / (||src[i,:]|| + eps)
+// (optim.RowScaler).
 func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
 	d.enter()
 	defer d.leave()
@@ -104,16 +68,6 @@ func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps flo
 		return
 	}
 	d.launchRows("h_row_scale_f32", rows, 256, ptrArg(dst), ptrArg(src), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha), f32arg(eps))
-}
-
-// AddRow computes dst[i,:] += alpha * v for each row.
-func (d *Device) AddRow(dst, v device.Buffer, rows, cols int, alpha float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("AddRow", f32Only, dst, v) {
-		return
-	}
-	d.launch1D("h_add_row_f32", int64(rows)*int64(cols), ptrArg(dst), ptrArg(v), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha))
 }
 
 // Gather copies rows of table into dst: dst[i,:] = table[idx[i],:].

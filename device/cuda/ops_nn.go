@@ -165,18 +165,18 @@ func (d *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets devic
 	d.launchRows("h_xent_bwd_f32", rows, 512, ptrArg(dlogits), ptrArg(dloss), ptrArg(logits), ptrArg(lse), ptrArg(targets), i64arg(int64(rows)), i64arg(int64(vocab)))
 }
 
-// AdamWStep applies one AdamW update in place; step may be nil.
-func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, h device.AdamW) {
+// AdamWStep applies one AdamW update in place; step may be nil
+// (optim.AdamWStepper).
+func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay, bc1, bc2 float32) {
 	d.enter()
 	defer d.leave()
 	if !d.want("AdamWStep", f32Only, p, g, m, v, step) {
 		return
 	}
 	n := int64(p.Len())
-	c1, c2, decay := h.Coefficients() // 1-beta1, 1-beta2, 1-lr*wd in float64
 	d.launch1D("h_adamw_f32", n, ptrArg(p), ptrArg(g), ptrArg(m), ptrArg(v), ptrArg(step), i64arg(n),
-		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(c1), f32arg(c2), f32arg(h.Eps), f32arg(decay),
-		f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2))
+		f32arg(lr), f32arg(beta1), f32arg(beta2), f32arg(oneMinusBeta1), f32arg(oneMinusBeta2), f32arg(eps), f32arg(decay),
+		f32arg(bc1), f32arg(bc2))
 }
 
 // CrossEntropyWithGrad computes loss and lse and overwrites logits with

@@ -8,7 +8,7 @@ const pairThreads = 256
 
 // PairDistanceMax scans a Gram tile for each row's farthest column above
 // the diagonal, one block per tile row, keeping the running maximum in best
-// and its column in arg (see device.Device).
+// and its column in arg (geometry.PairDistanceMaxer).
 func (d *Device) PairDistanceMax(best, arg, g, na, nb device.Buffer, rows, cols, r0, c0 int) {
 	d.enter()
 	defer d.leave()

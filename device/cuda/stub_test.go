@@ -199,18 +199,18 @@ func TestStubLaunchArguments(t *testing.T) {
 	step := p.Slice(10, 990)
 	s.setNParams(15)
 	defer s.setNParams(0)
-	h := device.AdamW{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-10, WeightDecay: 0.1, BiasCorrection1: 0.1, BiasCorrection2: 0.001}
-	d.AdamWStep(p, g, m, v, step, h)
+	decay := float32(1 - float64(float32(1e-3))*0.1)
+	d.AdamWStep(p, g, m, v, step, 1e-3, 0.9, 0.999, float32(1-0.9), float32(1-0.999), 1e-10, decay, 0.1, 0.001)
 	if s.launchName() != "h_adamw_f32" {
 		t.Fatalf("launched %q", s.launchName())
 	}
 	var params [32]uint64
 	s.launchParams(&params)
 	ptr := func(b device.Buffer) uint64 { return b.(*Buffer).ptr }
-	// 1-beta1, 1-beta2 and 1-lr*wd computed in float64.
+	// The scalars in the kernel's order.
 	want := []uint64{ptr(p), ptr(g), ptr(m), ptr(v), ptr(p) + 40, 1000,
-		f32arg(h.LR), f32arg(h.Beta1), f32arg(h.Beta2), f32arg(float32(1 - 0.9)), f32arg(float32(1 - 0.999)), f32arg(h.Eps),
-		f32arg(float32(1 - float64(float32(1e-3))*0.1)), f32arg(h.BiasCorrection1), f32arg(h.BiasCorrection2)}
+		f32arg(1e-3), f32arg(0.9), f32arg(0.999), f32arg(float32(1 - 0.9)), f32arg(float32(1 - 0.999)), f32arg(1e-10),
+		f32arg(decay), f32arg(0.1), f32arg(0.001)}
 	for i, w := range want {
 		got := params[i]
 		if i >= 6 {

@@ -26,21 +26,21 @@ var attentionKVShapes = []device.AttentionShape{
 // attentionKVCases checks Attender's forward and backward on
 // attentionKVShapes against the composition, as the self-attention case
 // of capCases does: buffers out, lse, q, k, v, dout, dq, dk, dv.
-func attentionKVCases() []capCase {
-	var cs []capCase
+func attentionKVCases() []Capability {
+	var cs []Capability
 	for i, s := range attentionKVShapes {
 		nq, nk := s.Batch*s.Seq*s.Heads*s.HeadDim, s.Batch*s.Keys()*s.Heads*s.HeadDim
 		seed := uint64(300 + 10*i)
-		r := func(k uint64, n int, sd float64) hostData { return floats(randoms(seed+k, n, sd)) }
+		r := func(k uint64, n int, sd float64) Data { return floats(randoms(seed+k, n, sd)) }
 		scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
 		name := fmt.Sprintf("Attention/%dx%dx%dx%d/keys%d", s.Batch, s.Seq, s.Heads, s.HeadDim, s.Keys())
 		if s.Unmasked {
 			name += "/unmasked"
 		}
-		cs = append(cs, capCase{name: name, has: hasCap[device.Attender], tol: fusedTol,
-			bufs: []hostData{r(0, nq, 1), r(1, s.Batch*s.Heads*s.Seq, 1), r(2, nq, 2), r(3, nk, 2), r(4, nk, 1),
+		cs = append(cs, Capability{Name: name, Has: compose.Has[device.Attender],
+			Buffers: []Data{r(0, nq, 1), r(1, s.Batch*s.Heads*s.Seq, 1), r(2, nq, 2), r(3, nk, 2), r(4, nk, 1),
 				r(5, nq, 1), r(6, nq, 1), r(7, nk, 1), r(8, nk, 1)},
-			run: func(d device.Core, b []device.Buffer) {
+			Run: func(d device.Core, b []device.Buffer) {
 				compose.Attention(d, b[0], b[1], b[2], b[3], b[4], s, scale)
 				compose.AttentionBackward(d, b[6], b[7], b[8], b[5], b[2], b[3], b[4], b[0], b[1], s, scale)
 			}})

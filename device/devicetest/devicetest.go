@@ -28,7 +28,8 @@
 // Each optional capability the device has (device/capability.go) is run
 // through device/compose on the device and on its Core alone, from the
 // same buffers, and must agree with the composition that defines it
-// (float32, within a few float32 roundings; copies exactly).
+// (float32, within a few float32 roundings; copies exactly). A package
+// that declares its own capabilities checks them with Capabilities.
 //
 // The suite uses -short to skip its largest sizes.
 package devicetest

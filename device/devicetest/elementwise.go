@@ -130,6 +130,8 @@ func unaryRef(op device.UnaryOp, x float64) float64 {
 		return math.Log1p(x)
 	case device.Expm1:
 		return math.Expm1(x)
+	case device.Softplus:
+		return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
 	}
 	panic(fmt.Sprintf("devicetest: no reference for %v", op))
 }

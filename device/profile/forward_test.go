@@ -64,21 +64,9 @@ func (f *fake) Random(device.Distribution, device.Buffer, uint64, uint64, float3
 	f.call("Random")
 }
 func (f *fake) Transpose(device.Buffer, device.Buffer, int, int, int, int) { f.call("Transpose") }
-func (f *fake) FillFrom(device.Buffer, device.Buffer, float32)             { f.call("FillFrom") }
-func (f *fake) Binary(device.BinaryOp, device.Buffer, device.Buffer, device.Buffer) {
-	f.call("Binary")
-}
-func (f *fake) Scale(device.Buffer, device.Buffer, float32)          { f.call("Scale") }
-func (f *fake) Axpby(device.Buffer, device.Buffer, float32, float32) { f.call("Axpby") }
+func (f *fake) Axpby(device.Buffer, device.Buffer, float32, float32)       { f.call("Axpby") }
 func (f *fake) Reduce(device.ReduceOp, int, device.Buffer, device.Buffer, int, int) {
 	f.call("Reduce")
-}
-func (f *fake) RowScale(device.Buffer, device.Buffer, int, int, float32, float32) {
-	f.call("RowScale")
-}
-func (f *fake) AddRow(device.Buffer, device.Buffer, int, int, float32) { f.call("AddRow") }
-func (f *fake) PairDistanceMax(_, _, _, _, _ device.Buffer, _, _, _, _ int) {
-	f.call("PairDistanceMax")
 }
 func (f *fake) Gather(device.Buffer, device.Buffer, device.Buffer, int)     { f.call("Gather") }
 func (f *fake) ScatterAdd(device.Buffer, device.Buffer, device.Buffer, int) { f.call("ScatterAdd") }
@@ -102,7 +90,6 @@ func (f *fake) CrossEntropyBackward(_, _, _, _, _ device.Buffer, _, _ int) {
 func (f *fake) CrossEntropyWithGrad(_, _, _, _ device.Buffer, _, _ int, _ float32) {
 	f.call("CrossEntropyWithGrad")
 }
-func (f *fake) AdamWStep(_, _, _, _, _ device.Buffer, _ device.AdamW) { f.call("AdamWStep") }
 
 var (
 	_ device.Device = (*fake)(nil)
@@ -234,4 +221,70 @@ func TestCapabilitiesComposedWhenMissing(t *testing.T) {
 			t.Errorf("%s: not recorded as composed (recorded %v)", name, ops)
 		}
 	})
+}
+
+// outsider is a capability declared outside package device, as optim
+// declares its kernels: the wrapper cannot forward it by name.
+type outsider interface{ Outside(device.Buffer) }
+
+// withOutside is the fake with the outside capability.
+type withOutside struct{ *fake }
+
+func (w withOutside) Outside(device.Buffer) { w.call("Outside") }
+
+// runOutside runs the outside capability on d through compose.Run, its
+// composition one Fill.
+func runOutside(d device.Device) {
+	compose.Run(d, "Outside", func(k outsider) { k.Outside(fakeBuffer{}) },
+		func(c device.Core) { c.Fill(fakeBuffer{}, 1) })
+}
+
+// TestCapabilityDeclaredOutside checks that a capability the wrapper does
+// not know reaches the wrapped device's kernel through compose.Run and is
+// timed (through Around) under its name; that without the kernel its
+// composition runs on the wrapped device, timed as "Outside/composed"
+// once (its Fill is not timed again); and that nested wrappers each time
+// it.
+func TestCapabilityDeclaredOutside(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		kernel    bool // the wrapped device has it (else its Core alone)
+		wrappings int
+		wantCall  string
+		wantOp    string
+	}{
+		{"kernel", true, 1, "Outside", "Outside"},
+		{"composed", false, 1, "Fill", "Outside/composed"},
+		{"nested", true, 2, "Outside", "Outside"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fake{}
+			var d device.Device = withOutside{f}
+			if !c.kernel {
+				d = compose.CoreOnly(d)
+			}
+			var ps []*profile.Device
+			for range c.wrappings {
+				p := profile.Wrap(d)
+				p.Record(true)
+				ps = append(ps, p)
+				d = p
+			}
+			if got := compose.Has[outsider](d); got != c.kernel {
+				t.Errorf("Has = %v through %d wrappers, want %v", got, c.wrappings, c.kernel)
+			}
+			runOutside(d)
+			// Synchronize is the wrappers' own (recording waits for each call).
+			calls := slices.DeleteFunc(f.calls, func(s string) bool { return s == "Synchronize" })
+			if !slices.Equal(calls, []string{c.wantCall}) {
+				t.Errorf("the wrapped device saw %v, want [%s]", calls, c.wantCall)
+			}
+			for i, p := range ps {
+				ops := slices.DeleteFunc(p.Ops(), func(o profile.Op) bool { return o.Name == "Synchronize" })
+				if len(ops) != 1 || ops[0].Name != c.wantOp || ops[0].Calls != 1 {
+					t.Errorf("wrapper %d recorded %+v, want one call of %s", i, ops, c.wantOp)
+				}
+			}
+		})
+	}
 }

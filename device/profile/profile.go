@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/compose"
 )
 
 // Op is the accumulated cost of one kind of call.
@@ -46,20 +47,22 @@ func (o Op) GFlops() float64 {
 }
 
 var (
-	_ device.Device = (*Device)(nil)
-	_ device.Fused  = (*Device)(nil)
+	_ device.Device   = (*Device)(nil)
+	_ device.Fused    = (*Device)(nil)
+	_ compose.Wrapper = (*Device)(nil)
 )
 
 type key struct{ name, detail string }
 
 // Device is a device.Device that records the time of its calls while
 // recording is on. It forwards every method of the Core and of every
-// capability explicitly (no embedding, so that a method added to an
-// interface cannot go untimed: the wrapper stops compiling until it
-// forwards it) and times all of them but Name. A capability the wrapped
-// device lacks runs as its composition from device/compose, recorded as
-// "Name/composed" (see ops.go). It is safe for concurrent use if the wrapped
-// device is.
+// capability of package device explicitly (no embedding, so that a method
+// added to an interface cannot go untimed: the wrapper stops compiling
+// until it forwards it) and times all of them but Name. A capability the
+// wrapped device lacks runs as its composition from device/compose,
+// recorded as "Name/composed" (see ops.go). Capabilities declared outside
+// package device are timed through Around (it is a compose.Wrapper). It
+// is safe for concurrent use if the wrapped device is.
 type Device struct {
 	inner device.Device
 

@@ -149,7 +149,7 @@ func run(dev device.Device, o options) (result, error) {
 			return res, err
 		}
 		g.Reset()
-		autograd.ZeroGrad(params)
+		tensor.ZeroGrad(params)
 		loss := g.CrossEntropy(model.Forward(g, x), y)
 		if err := g.Err(); err != nil {
 			return res, err

@@ -144,7 +144,7 @@ func run(dev device.Device, o options) (first, last float64, err error) {
 		targets.SetInt32(tg)
 
 		g.Reset()
-		autograd.ZeroGrad(params)
+		tensor.ZeroGrad(params)
 		loss := model.Loss(g, ids, targets)
 		if err := g.Err(); err != nil {
 			return 0, 0, err

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models"
@@ -120,10 +120,10 @@ func readCorpus(path string, maxBytes int) ([]byte, error) {
 }
 
 // readText appends up to limit bytes of the text file path to dst, read
-// as prepare and train -text read text (fineweb.OpenText: plain or gzip,
+// as prepare and train -text read text (data.OpenText: plain or gzip,
 // told by its bytes; a truncated gzip is an error).
 func readText(dst *bytes.Buffer, path string, limit int64) error {
-	r, err := fineweb.OpenText(path, nil)
+	r, err := data.OpenText(path, nil)
 	if err != nil {
 		return fmt.Errorf("-corpus: %w", err)
 	}

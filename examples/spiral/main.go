@@ -137,7 +137,7 @@ func run(dev device.Device, o options) (result, error) {
 	var res result
 	for step := 0; step <= o.steps; step++ {
 		g.Reset()
-		autograd.ZeroGrad(params)
+		tensor.ZeroGrad(params)
 		logits := model.Forward(g, x)
 		loss := softmaxCrossEntropy(g, logits, y)
 		if err := g.Err(); err != nil {

@@ -19,6 +19,7 @@
 package atomicfile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -67,9 +68,7 @@ type File struct {
 // exist.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	for range 100 {
 		name := filepath.Join(dir, TempPrefix+base+"-"+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, Mode)

@@ -70,7 +70,7 @@ func TestFineTune(t *testing.T) {
 				if err := set.Step(1); err != nil {
 					t.Fatal(err)
 				}
-				autograd.ZeroGrad(m.Parameters())
+				tensor.ZeroGrad(m.Parameters())
 				g.Reset()
 			}
 			if !(last < 0.8*first) {

@@ -21,8 +21,10 @@ package hf
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,9 +58,7 @@ type Options struct {
 // model built from it, and its weights (LoadWeights).
 func Load(dev device.Device, dir string, opt Options) (Model, *Config, error) {
 	dt := opt.DType
-	if dt == 0 {
-		dt = device.Float32
-	}
+	dt = cmp.Or(dt, device.Float32)
 	cfg, err := ReadConfig(dir, dt)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +139,7 @@ func LoadWeights(dir string, m Model) error {
 		if !e.info.DType.IsFloat() {
 			return fmt.Errorf("hf: tensor %q in %s has dtype %s: want F32, F16, BF16 or F64", e.name, e.file.Path(), e.info.DType)
 		}
-		if !equalShape(e.info.Shape, p.shape) {
+		if !slices.Equal(e.info.Shape, p.shape) {
 			return fmt.Errorf("hf: tensor %q in %s has shape %v, the model's %s needs %v", e.name, e.file.Path(), e.info.Shape, p.param.Name, p.shape)
 		}
 		used[p.src] = true
@@ -289,7 +289,7 @@ func ignored(family, name string) bool {
 // sameTensor requires a stored lm_head to equal the embedding a tied
 // model uses for it, comparing stored bytes in the loader's buffers.
 func (l *loader) sameTensor(head, embed entry) error {
-	if head.info.DType != embed.info.DType || !equalShape(head.info.Shape, embed.info.Shape) {
+	if head.info.DType != embed.info.DType || !slices.Equal(head.info.Shape, embed.info.Shape) {
 		return fmt.Errorf("hf: tensor %q in %s is %s %v, the embedding %q it is tied to %s %v",
 			head.name, head.file.Path(), head.info.DType, head.info.Shape, embed.name, embed.info.DType, embed.info.Shape)
 	}
@@ -328,10 +328,7 @@ func grow[T any](b []T, n int) []T {
 
 // load reads the stored tensor into the parameter in its dtype dt.
 func (l *loader) load(p piece, e entry, dt device.DType) error {
-	n := 1
-	for _, d := range e.info.Shape {
-		n *= d
-	}
+	n := e.info.Numel()
 	l.raw = grow(l.raw, int(e.info.End-e.info.Begin))
 	if err := e.file.ReadBytes(e.name, l.raw); err != nil {
 		return fmt.Errorf("hf: %w", err)
@@ -376,16 +373,4 @@ func arrange[T float32 | float64](v, w []T, p piece) []T {
 		}
 	}
 	return w
-}
-
-func equalShape(a []int, b tensor.Shape) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/safetensors"
+	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // Save writes m as a Hugging Face model directory dir (created if need
@@ -24,10 +26,8 @@ import (
 // with a config.json is therefore complete. Tensors are converted one at
 // a time; a float64 model's values are rounded through float32.
 func Save(dir string, m Model, dtype safetensors.DType) error {
-	if dtype == "" {
-		dtype = safetensors.F32
-	}
-	if dtype != safetensors.F32 && dtype != safetensors.BF16 && dtype != safetensors.F16 {
+	dtype = cmp.Or(dtype, safetensors.F32)
+	if torchDType[dtype] == "" {
 		return fmt.Errorf("hf: Save %s: dtype %s: want F32, BF16 or F16", dir, dtype)
 	}
 	var (
@@ -48,8 +48,30 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	if err != nil {
 		return fmt.Errorf("hf: Save %s: %w", dir, err)
 	}
-	cfg["torch_dtype"] = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[dtype]
-	// One stored tensor per distinct source, in the pieces' order.
+	cfg["torch_dtype"] = torchDType[dtype]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("hf: %w", err)
+	}
+	if err := saveTensors(dir, pieces, prefix, dtype); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("hf: Save %s: config: %w", dir, err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n')); err != nil {
+		return fmt.Errorf("hf: %w", err)
+	}
+	return nil
+}
+
+// torchDType is config.json's torch_dtype of each dtype Save writes.
+var torchDType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}
+
+// saveTensors writes dir/model.safetensors: one stored tensor per distinct
+// source of pieces, in their order, named with prefix (but lm_head.weight)
+// and encoded in dtype.
+func saveTensors(dir string, pieces []piece, prefix string, dtype safetensors.DType) error {
 	var order []string
 	bySrc := map[string][]piece{}
 	for _, p := range pieces {
@@ -68,29 +90,15 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	for i, src := range order {
 		infos[i] = safetensors.Info{Name: stored(src), DType: dtype, Shape: bySrc[src][0].shape}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("hf: %w", err)
-	}
 	w, err := safetensors.Create(filepath.Join(dir, "model.safetensors"), infos, map[string]string{"format": "pt"})
 	if err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
 	for _, src := range order {
-		v := assemble(bySrc[src])
-		var data []byte
-		switch dtype {
-		case safetensors.BF16:
-			data = safetensors.EncodeBFloat16(v)
-		case safetensors.F16:
-			for _, x := range v {
-				if math.Abs(float64(x)) >= f16Overflow {
-					w.Abort()
-					return fmt.Errorf("hf: Save %s: tensor %s holds %g, beyond float16's largest finite value 65504: save it as F32 or BF16", dir, stored(src), x)
-				}
-			}
-			data = safetensors.EncodeFloat16(v)
-		default:
-			data = safetensors.EncodeFloat32(v)
+		data, err := encode(assemble(bySrc[src]), dtype)
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("hf: Save %s: tensor %s %w", dir, stored(src), err)
 		}
 		if err := w.WriteTensor(stored(src), data); err != nil {
 			w.Abort()
@@ -100,14 +108,24 @@ func Save(dir string, m Model, dtype safetensors.DType) error {
 	if err := w.Commit(); err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return fmt.Errorf("hf: Save %s: config: %w", dir, err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n')); err != nil {
-		return fmt.Errorf("hf: %w", err)
-	}
 	return nil
+}
+
+// encode returns v's bytes in dtype (F32, BF16 or F16, rounded to nearest
+// even), or an error for a value beyond F16's range.
+func encode(v []float32, dtype safetensors.DType) ([]byte, error) {
+	switch dtype {
+	case safetensors.BF16:
+		return safetensors.EncodeBFloat16(v), nil
+	case safetensors.F16:
+		for _, x := range v {
+			if math.Abs(float64(x)) >= f16Overflow {
+				return nil, fmt.Errorf("holds %g, beyond float16's largest finite value 65504: save it as F32 or BF16", x)
+			}
+		}
+		return safetensors.EncodeFloat16(v), nil
+	}
+	return safetensors.EncodeFloat32(v), nil
 }
 
 // f16Overflow is the smallest magnitude that rounds to float16's
@@ -117,11 +135,7 @@ const f16Overflow = 65520
 // assemble builds one stored tensor from the parameters mapped to it
 // (the inverse of arrange), as float32.
 func assemble(ps []piece) []float32 {
-	n := 1
-	for _, d := range ps[0].shape {
-		n *= d
-	}
-	out := make([]float32, n)
+	out := make([]float32, tensor.Shape(ps[0].shape).Numel())
 	for _, p := range ps {
 		var v []float32
 		if p.param.DType() == device.Float64 {

@@ -16,8 +16,8 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -109,22 +109,12 @@ func Names() []string {
 }
 
 func namesLocked() []string {
-	names := make([]string, 0, len(families))
-	for n := range families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(families))
 }
 
 // PresetNames returns the family's preset names, sorted.
 func (f *Family) PresetNames() []string {
-	names := make([]string, 0, len(f.Presets))
-	for n := range f.Presets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(f.Presets))
 }
 
 // Preset returns the named configuration; an unknown name is an error

@@ -329,7 +329,9 @@ func (r *devRun) rowMaxima() ([]float32, []int32, error) {
 			tile := g.Slice(0, ra*rb)
 			r.dev.Gemm(device.GemmArgs{TransB: true, M: ra, N: rb, K: d, Alpha: 1,
 				A: r.c.Slice(a0*d, ra*d), LDA: d, B: r.c.Slice(b0*d, rb*d), LDB: d, C: tile, LDC: rb})
-			compose.PairDistanceMax(r.dev, best.Slice(a0, ra), arg.Slice(a0, ra), tile, r.norms.Slice(a0, ra), r.norms.Slice(b0, rb), ra, rb, a0, b0)
+			if err := pairDistanceMax(r.dev, best.Slice(a0, ra), arg.Slice(a0, ra), tile, r.norms.Slice(a0, ra), r.norms.Slice(b0, rb), ra, rb, a0, b0); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	hb, ha := make([]float32, v), make([]int32, v)

@@ -3,10 +3,17 @@
 clipped at 1.0, Nesterov Muon with 5 Newton-Schulz steps on the blocks,
 AdamW on the embedding, RowNorm on the head; ../shared/reference's recipe).
 
-Usage: /usr/bin/python3 scripts/parity/bench.py [-update] PRESET [BATCH SEQ STEPS]
+With -autocast the blocks run under torch.autocast("cpu", bfloat16), the
+head, its loss and the optimizers in float32, as Hilbert's -autocast bf16
+(PyTorch's autocast also takes the attention's two products in bfloat16,
+which Hilbert's CPU attention runs in float32); -autocast-all puts the whole
+forward under autocast (the head's product too), PyTorch's usual use.
+
+Usage: /usr/bin/python3 scripts/parity/bench.py [-update] [-autocast|-autocast-all] PRESET [BATCH SEQ STEPS]
 Prints one line: "<preset> pytorch <tokens/s> tokens/s ...". Presets mirror
 models.Preset's small CPU presets (same architecture, vocab 50257).
 """
+import contextlib
 import os
 import sys
 import time
@@ -69,7 +76,9 @@ class PaperUpdate:
 def main():
     args = sys.argv[1:]
     update = "-update" in args
-    args = [a for a in args if a != "-update"]
+    autocast = "-autocast" in args or "-autocast-all" in args
+    whole = "-autocast-all" in args
+    args = [a for a in args if a not in ("-update", "-autocast", "-autocast-all")]
     preset = args[0]
     batch, seq, steps = (int(a) for a in (args[1:4] if len(args) > 1 else (8, 256, 3)))
     torch.set_num_threads(int(os.environ.get("THREADS", os.cpu_count())))
@@ -82,9 +91,17 @@ def main():
 
     opt = PaperUpdate(m, p["Dim"]) if update else None
 
+    def cast():
+        return torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+
     def step():
         m.zero_grad(set_to_none=False)
-        m(x, y).backward()
+        if whole:
+            with cast():
+                loss = m(x, y)
+        else:
+            loss = m(x, y, blocks_context=cast)
+        loss.backward()
         if opt is not None:
             opt.step()
 
@@ -94,6 +111,8 @@ def main():
         step()
     dt = (time.perf_counter() - t0) / steps
     what = "update" if update else "forward+backward"
+    if autocast:
+        what += ", bf16 autocast of the " + ("whole forward" if whole else "blocks")
     print(f"{preset} pytorch {batch * seq / dt:.1f} tokens/s ({dt * 1000:.0f} ms/step, {torch.get_num_threads()} threads, torch {torch.__version__}, {what})")
 
 

@@ -4,7 +4,10 @@
 # paper's full update (BenchmarkPaperUpdate: forward+backward, clipping,
 # Muon on the blocks, AdamW on the embedding, RowNorm on the head), each
 # next to the PyTorch reference (scripts/parity/bench.py, Debian's
-# python3-torch) in the same run, and their ratio. Both sides use the OpenMP
+# python3-torch) in the same run, and their ratio. The full update is also
+# timed with the blocks' products under bfloat16 autocast ("update bf16":
+# Hilbert's -autocast bf16 against torch.autocast("cpu", bfloat16) on the
+# blocks). Both sides use the OpenMP
 # build of OpenBLAS (Hilbert's GEMM is still the default choice, see
 # "How the GEMM is chosen" in docs/ops-and-backends.md).
 # Usage: scripts/parity/bench.sh [preset ...]   (default: d128-l2 d256-l4;
@@ -19,9 +22,9 @@ export HILBERT_OPENBLAS=${HILBERT_OPENBLAS:-/usr/lib/x86_64-linux-gnu/openblas-o
 steps=${STEPS:-3}
 presets=${*:-d128-l2 d256-l4}
 dir=$(dirname "$0")
-# measure PRESET BENCHMARK LABEL [BENCH.PY FLAG]
+# measure PRESET BENCHMARK LABEL [BENCH.PY FLAGS [GO SUFFIX]]
 measure() {
-	go_tps=$(go test ./models -run '^$' -bench "^$2/$1\$" -benchtime "${steps}x" -count 1 2>/dev/null |
+	go_tps=$(go test ./models -run '^$' -bench "^$2/$1${5:-}\$" -benchtime "${steps}x" -count 1 2>/dev/null |
 		awk '/tokens\/s/ { for (i = 1; i < NF; i++) if ($(i+1) == "tokens/s") print $i }')
 	py_line=$(/usr/bin/python3 "$dir/bench.py" ${4:-} "$1" 8 256 "$steps")
 	py_tps=$(echo "$py_line" | awk '{ print $3 }')
@@ -31,5 +34,9 @@ measure() {
 }
 for p in $presets; do
 	measure "$p" BenchmarkTrainStep forward+backward
-	case $p in d128-l2 | d256-l4) measure "$p" BenchmarkPaperUpdate update -update ;; esac
+	case $p in d128-l2 | d256-l4)
+		measure "$p" BenchmarkPaperUpdate update -update
+		measure "$p" BenchmarkPaperUpdate "update bf16" "-update -autocast" -bf16
+		;;
+	esac
 done

@@ -10,6 +10,7 @@ Needs only torch and numpy (Debian's python3-torch, python3-numpy; run with
 python3-safetensors; it follows the format exactly (8-byte little-endian
 header length, JSON header, raw little-endian data).
 """
+import contextlib
 import json
 import math
 import struct
@@ -145,9 +146,12 @@ class Transformer(nn.Module):
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
-    def forward(self, inputs, targets):
+    def forward(self, inputs, targets, blocks_context=None):
+        """The mean cross-entropy; blocks_context, when given, returns a
+        context manager the blocks run in (bench.py's autocast)."""
         x = self.embed(inputs)
-        for blk in self.blocks:
-            x = blk(x, self.cos, self.sin)
+        with blocks_context() if blocks_context else contextlib.nullcontext():
+            for blk in self.blocks:
+                x = blk(x, self.cos, self.sin)
         logits = self.head(rms_norm(x))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/tokenizer/bytelevel"
 	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 )
@@ -89,10 +89,10 @@ func tokenShards(files, valFiles []string, dir string, valTokens int, seed uint6
 	}
 	sh := shards{val: filepath.Join(dir, prefix+"_val_000000.bin"), train: filepath.Join(dir, prefix+"_train_000000.bin"),
 		nTrain: len(toks), nVal: len(valToks), tokenizer: desc, valToks: valToks, tokenBytes: tokenBytes}
-	if err := fineweb.WriteShard(sh.val, valToks, true); err != nil {
+	if err := data.WriteShard(sh.val, valToks, true); err != nil {
 		return shards{}, err
 	}
-	if err := fineweb.WriteShard(sh.train, toks, true); err != nil {
+	if err := data.WriteShard(sh.train, toks, true); err != nil {
 		return shards{}, err
 	}
 	return sh, nil
@@ -129,9 +129,9 @@ func paragraphs(files []string) ([]string, error) {
 }
 
 // readText reads a text file as prepare and train -text do
-// (fineweb.OpenText: plain or gzip, a truncated gzip is an error).
+// (data.OpenText: plain or gzip, a truncated gzip is an error).
 func readText(path string) (string, error) {
-	r, err := fineweb.OpenText(path, nil)
+	r, err := data.OpenText(path, nil)
 	if err != nil {
 		return "", err
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 )
@@ -118,7 +118,7 @@ func TestRunByteLevel(t *testing.T) {
 	}
 	// Byte-level shards: every token below 256, the validation shard
 	// exactly ValTokens + 1 long.
-	sh, err := fineweb.OpenShard(filepath.Join(c.Out, "data", "bytes_val_000000.bin"), 256)
+	sh, err := data.OpenShard(filepath.Join(c.Out, "data", "bytes_val_000000.bin"), 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestRunBPE(t *testing.T) {
 	if bpe.VocabSize() != 320 {
 		t.Errorf("merges file: vocabulary %d, want 320", bpe.VocabSize())
 	}
-	val, err := fineweb.OpenShard(filepath.Join(c.Out, "data", "bpe320_val_000000.bin"), 320)
+	val, err := data.OpenShard(filepath.Join(c.Out, "data", "bpe320_val_000000.bin"), 320)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRunBPE(t *testing.T) {
 		t.Errorf("validation shard: %d tokens, want 201", val.Len())
 	}
 	val.Close()
-	tr, err := fineweb.OpenShard(filepath.Join(c.Out, "data", "bpe320_train_000000.bin"), 320)
+	tr, err := data.OpenShard(filepath.Join(c.Out, "data", "bpe320_train_000000.bin"), 320)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestRunValText(t *testing.T) {
 // readShard returns a shard's tokens.
 func readShard(t *testing.T, path string, vocab int) []int32 {
 	t.Helper()
-	sh, err := fineweb.OpenShard(path, vocab)
+	sh, err := data.OpenShard(path, vocab)
 	if err != nil {
 		t.Fatal(err)
 	}

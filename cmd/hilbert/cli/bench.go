@@ -3,16 +3,16 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
@@ -34,7 +34,7 @@ type benchTarget struct {
 // here; each parses its own flags.
 var benchTargets = map[string]benchTarget{
 	"gemm": {
-		summary: "native, OpenBLAS and gonum GEMM GFLOP/s on the model's products, one JSON line per shape with native_over_openblas, then a summary line",
+		summary: "native, bfloat16, OpenBLAS and gonum GEMM GFLOP/s on the model's products, one JSON line per shape with native_over_openblas and bf16_over_native, then a summary line",
 		run:     runBenchGemm,
 	},
 	"model": {
@@ -44,12 +44,7 @@ var benchTargets = map[string]benchTarget{
 }
 
 func benchTargetNames() []string {
-	names := make([]string, 0, len(benchTargets))
-	for n := range benchTargets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(benchTargets))
 }
 
 // runBench dispatches "hilbert bench <target> [flags]".
@@ -68,11 +63,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageErr("bench", fmt.Errorf("unknown bench target %q (want one of %s)", args[0], strings.Join(benchTargetNames(), ", ")))
 	}
-	err := t.run(args[1:], stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // -h printed the target's flags
-	}
-	return err
+	return t.run(args[1:], stdout, stderr)
 }
 
 // gemmShape is one product to time: C (M x N) = op(A) (M x K) * op(B) (K x N).
@@ -161,16 +152,20 @@ func defaultGemmShapeList() string {
 	return strings.Join(s, ",")
 }
 
-// gemmImpl is one GEMM the bench can time.
+// gemmImpl is one GEMM the bench can time: a float32 one (run), or the
+// bfloat16 one (run16, on the operands rounded to bfloat16 beforehand).
 type gemmImpl struct {
-	name string
-	run  func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	name  string
+	run   func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	run16 func(tA, tB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 }
 
 // gemmResult is the JSON line printed for one shape. GFLOP/s are from the
 // fastest timed repetition, the medians show the spread; a GEMM that is
 // not available or not asked for is null. native_over_openblas is the
-// ratio of the two best rates from the same run.
+// ratio of the two best rates from the same run, bf16_over_native that of
+// the bfloat16 GEMM (Device.Gemm's on bfloat16 operands: bf16_kernel, or
+// "float32" where it widens them) to the native float32 GEMM.
 type gemmResult struct {
 	Shape              string   `json:"shape"`
 	Role               string   `json:"role,omitempty"`
@@ -179,22 +174,28 @@ type gemmResult struct {
 	K                  int      `json:"k"`
 	Trans              string   `json:"trans"`
 	NativeGFLOPS       *float64 `json:"native_gflops"`
+	BF16GFLOPS         *float64 `json:"bf16_gflops"`
 	OpenBLASGFLOPS     *float64 `json:"openblas_gflops"`
 	GoGFLOPS           *float64 `json:"go_gflops"`
 	NativeOverOpenBLAS *float64 `json:"native_over_openblas"`
+	BF16OverNative     *float64 `json:"bf16_over_native"`
 	NativeMedian       *float64 `json:"native_gflops_median"`
+	BF16Median         *float64 `json:"bf16_gflops_median"`
 	OpenBLASMedian     *float64 `json:"openblas_gflops_median"`
 	GoMedian           *float64 `json:"go_gflops_median"`
 	MedianRatio        *float64 `json:"native_over_openblas_median"`
+	BF16MedianRatio    *float64 `json:"bf16_over_native_median"`
 	Reps               gemmReps `json:"reps"`
 	Gemm               string   `json:"gemm"`
 	NativeKernel       string   `json:"native_kernel"`
+	BF16Kernel         string   `json:"bf16_kernel"`
 	Threads            int      `json:"threads"`
 }
 
 // gemmReps is how many timed repetitions each GEMM ran.
 type gemmReps struct {
 	Native   int `json:"native,omitempty"`
+	BF16     int `json:"bf16,omitempty"`
 	OpenBLAS int `json:"openblas,omitempty"`
 	Go       int `json:"go,omitempty"`
 }
@@ -204,19 +205,15 @@ type gemmReps struct {
 // repetition, so that a noisy machine penalises all alike; each stops after
 // -reps repetitions or once it has used -budget (at least one).
 func runBenchGemm(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench gemm", "", stderr)
 	shapeList := fs.String("shapes", defaultGemmShapeList(), "comma-separated MxNxK[:nt] shapes (op letters: n as stored, t transposed); the default is the model's training-step products")
-	gemmList := fs.String("gemms", "native,openblas,go", "GEMMs to time: native, openblas (when it loads), go (gonum)")
+	gemmList := fs.String("gemms", "native,bf16,openblas,go", "GEMMs to time: native, bf16 (Device.Gemm on bfloat16 operands), openblas (when it loads), go (gonum)")
 	reps := fs.Int("reps", 10, "most timed repetitions per GEMM and shape")
 	warmup := fs.Int("warmup", 1, "untimed repetitions per GEMM and shape before timing")
 	budget := fs.Duration("budget", 5*time.Second, "timed repetitions stop once a GEMM has used this long on a shape (after at least one)")
 	threads := fs.Int("threads", 0, "kernel and OpenBLAS threads (0: GOMAXPROCS)")
-	if err := parseFlags(fs, args); err != nil {
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if *reps < 1 || *warmup < 0 {
 		return usageErr(fs.Name(), fmt.Errorf("-reps %d, -warmup %d: want reps >= 1 and warmup >= 0", *reps, *warmup))
@@ -235,7 +232,9 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 	for _, name := range strings.Split(*gemmList, ",") {
 		switch strings.TrimSpace(name) {
 		case "native":
-			impls = append(impls, gemmImpl{"native", cpu.SgemmNative})
+			impls = append(impls, gemmImpl{name: "native", run: cpu.SgemmNative})
+		case "bf16":
+			impls = append(impls, gemmImpl{name: "bf16", run16: cpu.GemmBFloat16})
 		case "openblas":
 			if !cpu.SgemmOpenBLAS(false, false, 1, 1, 1, 1, []float32{1}, 1, []float32{1}, 1, 0, []float32{0}, 1) {
 				fmt.Fprintf(stderr, "hilbert bench gemm: OpenBLAS is not loaded (%s); openblas_gflops is null; %s\n", cpu.OpenBLASDescription(), cpu.OpenBLASMissing)
@@ -246,14 +245,14 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) error {
 			if w := openBLASCoreWarning(core); w != "" {
 				fmt.Fprintf(stderr, "hilbert bench gemm: warning: %s\n", w)
 			}
-			impls = append(impls, gemmImpl{"openblas", func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			impls = append(impls, gemmImpl{name: "openblas", run: func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 				cpu.SgemmOpenBLAS(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 			}})
 		case "go", "gonum":
-			impls = append(impls, gemmImpl{"go", cpu.SgemmGonum})
+			impls = append(impls, gemmImpl{name: "go", run: cpu.SgemmGonum})
 		case "":
 		default:
-			return fmt.Errorf("-gemms: unknown GEMM %q (want native, openblas or go)", name)
+			return fmt.Errorf("-gemms: unknown GEMM %q (want native, bf16, openblas or go)", name)
 		}
 	}
 	if len(impls) == 0 {
@@ -288,7 +287,10 @@ type gemmSummary struct {
 	ShapeAtMinMedian    *string  `json:"shape_at_min_median"`
 	OpenBLASCoreType    *string  `json:"openblas_coretype"`
 	OpenBLASGenericCore bool     `json:"openblas_generic_core"`
+	MinBF16Ratio        *float64 `json:"min_bf16_over_native"`
+	ShapeAtMinBF16      *string  `json:"shape_at_min_bf16"`
 	NativeKernel        string   `json:"native_kernel"`
+	BF16Kernel          string   `json:"bf16_kernel"`
 	Gemm                string   `json:"gemm"`
 	Threads             int      `json:"threads"`
 }
@@ -296,7 +298,7 @@ type gemmSummary struct {
 // summarizeGemm builds the summary line of the per-shape results; core is
 // OpenBLAS's kernel set ("" when unknown or not timed).
 func summarizeGemm(results []gemmResult, core string) gemmSummary {
-	sum := gemmSummary{Summary: true, Shapes: len(results), Gemm: cpu.GemmName(), Threads: cpu.Threads()}
+	sum := gemmSummary{Summary: true, Shapes: len(results), Gemm: cpu.GemmName(), Threads: cpu.Threads(), BF16Kernel: cpu.BFloat16Kernel()}
 	sum.NativeKernel, _, _ = cpu.NativeKernel()
 	if core != "" {
 		sum.OpenBLASCoreType = &core
@@ -309,6 +311,9 @@ func summarizeGemm(results []gemmResult, core string) gemmSummary {
 		}
 		if r.MedianRatio != nil && (sum.MinMedianRatio == nil || *r.MedianRatio < *sum.MinMedianRatio) {
 			sum.MinMedianRatio, sum.ShapeAtMinMedian = r.MedianRatio, &r.Shape
+		}
+		if r.BF16OverNative != nil && (sum.MinBF16Ratio == nil || *r.BF16OverNative < *sum.MinBF16Ratio) {
+			sum.MinBF16Ratio, sum.ShapeAtMinBF16 = r.BF16OverNative, &r.Shape
 		}
 	}
 	return sum
@@ -331,6 +336,9 @@ func orUnknown(s string) string {
 }
 
 // benchGemmShape measures one shape on each GEMM.
+//
+// funclen: the setup, the timing loop and the result's fields read best in
+// one piece (the float32 and bfloat16 GEMMs share all three).
 func benchGemmShape(s gemmShape, impls []gemmImpl, reps, warmup int, budget time.Duration) (gemmResult, error) {
 	lda, ldb := s.k, s.n
 	if s.transA {
@@ -340,12 +348,22 @@ func benchGemmShape(s gemmShape, impls []gemmImpl, reps, warmup int, budget time
 		ldb = s.k
 	}
 	a, b := benchFill(s.m*s.k, 1), benchFill(s.k*s.n, 2)
+	var a16, b16 []uint16
+	for _, im := range impls {
+		if im.run16 != nil && a16 == nil {
+			a16, b16 = toBFloat16(a), toBFloat16(b)
+		}
+	}
 	outs := make([][]float32, len(impls))
 	times := make([][]time.Duration, len(impls))
 	spent := make([]time.Duration, len(impls))
 	once := func(i int) time.Duration {
 		t0 := time.Now()
-		impls[i].run(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, outs[i], s.n)
+		if impls[i].run16 != nil {
+			impls[i].run16(s.transA, s.transB, s.m, s.n, s.k, 1, a16, lda, b16, ldb, 0, outs[i], s.n)
+		} else {
+			impls[i].run(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, outs[i], s.n)
+		}
 		return time.Since(t0)
 	}
 	for i := range impls {
@@ -381,14 +399,22 @@ func benchGemmShape(s gemmShape, impls []gemmImpl, reps, warmup int, budget time
 	flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 	for i, im := range impls {
 		// Every GEMM computed the same product: they must agree to float32
-		// rounding.
-		if d := maxRelDiff(outs[i], outs[0]); d > 1e-3 {
+		// rounding, the bfloat16 one to the rounding of its operands
+		// (2^-8 relative each).
+		tol := 1e-3
+		if im.run16 != nil || impls[0].run16 != nil {
+			tol = 0x1p-6
+		}
+		if d := maxRelDiff(outs[i], outs[0]); d > tol {
 			return res, fmt.Errorf("shape %s: %s and %s products differ (max relative difference %.3g)", s.name, im.name, impls[0].name, d)
 		}
 		best, median := gflops(flops, times[i])
 		switch im.name {
 		case "native":
 			res.NativeGFLOPS, res.NativeMedian, res.Reps.Native = &best, &median, len(times[i])
+		case "bf16":
+			res.BF16GFLOPS, res.BF16Median, res.Reps.BF16 = &best, &median, len(times[i])
+			res.BF16Kernel = cpu.BFloat16Kernel()
 		case "openblas":
 			res.OpenBLASGFLOPS, res.OpenBLASMedian, res.Reps.OpenBLAS = &best, &median, len(times[i])
 		case "go":
@@ -399,7 +425,20 @@ func benchGemmShape(s gemmShape, impls []gemmImpl, reps, warmup int, budget time
 		r, rm := round3(*res.NativeGFLOPS / *res.OpenBLASGFLOPS), round3(*res.NativeMedian / *res.OpenBLASMedian)
 		res.NativeOverOpenBLAS, res.MedianRatio = &r, &rm
 	}
+	if res.NativeGFLOPS != nil && res.BF16GFLOPS != nil {
+		r, rm := round3(*res.BF16GFLOPS / *res.NativeGFLOPS), round3(*res.BF16Median / *res.NativeMedian)
+		res.BF16OverNative, res.BF16MedianRatio = &r, &rm
+	}
 	return res, nil
+}
+
+// toBFloat16 rounds s to bfloat16.
+func toBFloat16(s []float32) []uint16 {
+	h := make([]uint16, len(s))
+	for i, v := range s {
+		h[i] = device.BFloat16FromFloat32(v)
+	}
+	return h
 }
 
 // gflops returns the throughput of the fastest and of the median run,

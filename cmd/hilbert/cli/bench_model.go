@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -40,8 +39,7 @@ type benchModel struct {
 // measure with PyTorch.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	var f benchModelFlags
-	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench model", "", stderr)
 	fs.StringVar(&f.family, "model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
 	fs.StringVar(&f.preset, "preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
 	fs.BoolVar(&f.untie, "untie-head", false, "untie a head tied to the embedding (gpt2)")
@@ -52,7 +50,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.autocast, "autocast", "off", "bf16: block matrix products in bfloat16 (the paper's GPU precision), or off")
 	fs.IntVar(&f.blockRows, "block-rows", 0, "rows of logits the fused head holds at once (0: the default)")
 	fs.IntVar(&f.profileTop, "profile", 0, "after the timed steps, profile one more step (each kernel call timed to completion) and print its N costliest operations to stderr")
-	if err := parseFlags(fs, args); err != nil {
+	if stop, err := parseCommand(fs, args); stop {
 		return err
 	}
 	b, err := buildBenchModel(fs.Name(), f)
@@ -140,7 +138,7 @@ func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
 // step runs one forward and backward pass to completion.
 func (b *benchModel) step() error {
 	b.g.Reset()
-	autograd.ZeroGrad(b.m.Parameters())
+	tensor.ZeroGrad(b.m.Parameters())
 	loss := b.m.Loss(b.g, b.inputs, b.targets)
 	if err := b.g.Err(); err != nil {
 		return err

@@ -44,7 +44,8 @@ func TestBenchGemm(t *testing.T) {
 		if r["shape"] != w.shape || r["trans"] != w.trans || r["m"] != float64(w.m) || r["n"] != float64(w.n) || r["k"] != float64(w.k) {
 			t.Errorf("line %d = %s, want shape %s (%s) m=%d n=%d k=%d", i, line, w.shape, w.trans, w.m, w.n, w.k)
 		}
-		for _, key := range []string{"native_gflops", "go_gflops", "native_gflops_median", "go_gflops_median"} {
+		for _, key := range []string{"native_gflops", "go_gflops", "native_gflops_median", "go_gflops_median",
+			"bf16_gflops", "bf16_gflops_median", "bf16_over_native", "bf16_over_native_median"} {
 			if g, ok := r[key].(float64); !ok || g <= 0 {
 				t.Errorf("line %d: %s = %v, want a positive number", i, key, r[key])
 			}
@@ -52,8 +53,11 @@ func TestBenchGemm(t *testing.T) {
 		if r["gemm"] != cpu.GemmName() || r["native_kernel"] != kernel || r["threads"] != float64(1) {
 			t.Errorf("line %d: gemm %v kernel %v threads %v, want %s, %s, 1", i, r["gemm"], r["native_kernel"], r["threads"], cpu.GemmName(), kernel)
 		}
-		if reps, _ := r["reps"].(map[string]any); reps["native"] != float64(3) || reps["go"] != float64(3) {
-			t.Errorf("line %d: reps %v, want 3 for native and go", i, r["reps"])
+		if reps, _ := r["reps"].(map[string]any); reps["native"] != float64(3) || reps["go"] != float64(3) || reps["bf16"] != float64(3) {
+			t.Errorf("line %d: reps %v, want 3 for native, bf16 and go", i, r["reps"])
+		}
+		if r["bf16_kernel"] != cpu.BFloat16Kernel() {
+			t.Errorf("line %d: bf16_kernel %v, want %s", i, r["bf16_kernel"], cpu.BFloat16Kernel())
 		}
 		for _, key := range []string{"openblas_gflops", "native_over_openblas", "openblas_gflops_median", "native_over_openblas_median"} {
 			v, present := r[key]
@@ -76,8 +80,12 @@ func TestBenchGemm(t *testing.T) {
 	if err := json.Unmarshal([]byte(summaryLine), &sum); err != nil {
 		t.Fatalf("summary line is not JSON: %v\n%s", err, summaryLine)
 	}
-	if sum["summary"] != true || sum["shapes"] != float64(len(want)) || sum["native_kernel"] != kernel || sum["threads"] != float64(1) {
-		t.Errorf("summary %s: want summary true, shapes %d, native_kernel %s, threads 1", summaryLine, len(want), kernel)
+	if sum["summary"] != true || sum["shapes"] != float64(len(want)) || sum["native_kernel"] != kernel || sum["threads"] != float64(1) ||
+		sum["bf16_kernel"] != cpu.BFloat16Kernel() {
+		t.Errorf("summary %s: want summary true, shapes %d, native_kernel %s, bf16_kernel %s, threads 1", summaryLine, len(want), kernel, cpu.BFloat16Kernel())
+	}
+	if g, ok := sum["min_bf16_over_native"].(float64); !ok || g <= 0 {
+		t.Errorf("summary %s: min_bf16_over_native not a positive number", summaryLine)
 	}
 	core := cpu.OpenBLASCoreName()
 	if haveBLAS {

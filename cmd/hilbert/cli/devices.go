@@ -1,14 +1,15 @@
 package cli
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
+	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/device/cuda"
+	"github.com/hilbert-ml/hilbert/dist"
 )
 
 func init() {
@@ -34,20 +35,9 @@ flags: none (-h prints this)
 // loaded from the cache), or why CUDA is not available. Missing CUDA is
 // not an error; a GPU that fails to open is.
 func runDevices(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, devicesUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	fs := newFlagSet("devices", devicesUsage, stderr)
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	fmt.Fprintf(stdout, "%-8s GEMM: %s, %d threads\n", "cpu", cpu.GemmDescription(), cpu.Threads())
 	n, err := cuda.Count()
@@ -73,4 +63,30 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%-8s kernel cache %s (%s)\n", "", filepath.Clean(dir), cuda.CacheDirEnv)
 	return failed
+}
+
+// openDevice opens "cpu", "cuda" or "cuda:N".
+func openDevice(name string) (device.Device, error) {
+	switch {
+	case name == "" || name == "cpu":
+		return cpu.New(), nil
+	case name == "cuda" || strings.HasPrefix(name, "cuda:"):
+		// Plain cuda is the local rank's GPU under a launcher (one GPU per
+		// process on a machine), GPU 0 otherwise.
+		n, err := dist.LocalRank()
+		if err != nil {
+			return nil, fmt.Errorf("-device %s: %w", name, err)
+		}
+		if rest, ok := strings.CutPrefix(name, "cuda:"); ok {
+			if _, err := fmt.Sscan(rest, &n); err != nil {
+				return nil, fmt.Errorf("-device %q: want cuda:N", name)
+			}
+		}
+		d, err := cuda.New(n)
+		if err != nil {
+			return nil, fmt.Errorf("-device %s: %w (use -device cpu to train on the CPU)", name, err)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("-device %q: want cpu, cuda or cuda:N", name)
 }

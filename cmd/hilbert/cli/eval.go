@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,7 +14,7 @@ import (
 	"strconv"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models/hf"
 	"github.com/hilbert-ml/hilbert/models/registry"
@@ -50,12 +51,7 @@ flags:
 `
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, evalUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("eval", evalUsage, stderr)
 	var (
 		runDir, hfDir, valPath, devName string
 		valTokens, seqLen, micro        int
@@ -67,14 +63,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	nonNegative(fs, &seqLen, "seq-len", 0, "with -hf: sequence length (0: the model's context)")
 	positive(fs, &micro, "micro-batch", 8, "with -hf: sequences per forward pass")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if runDir != "" && hfDir != "" {
 		return usageErr(fs.Name(), errors.New("give -run (a run's folder) or -hf (a Hugging Face model directory), not both"))
@@ -89,6 +79,21 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return usageErr(fs.Name(), fmt.Errorf("-%s is for -hf: a run is evaluated in its own sequences and micro-batches", name))
 		}
 	}
+	return evalRun(runDir, valPath, devName, valTokens, stdout)
+}
+
+// evalSettings are the settings a run is evaluated with: its own
+// sequences, micro-batches, head blocks and autocast, and -val-tokens (0:
+// the run's).
+type evalSettings struct {
+	valTokens, seqLen, micro, blockRows int
+	autocast                            device.DType
+}
+
+// evalRun prints the validation loss of the run in runDir at its latest
+// checkpoint, in the run's own settings, then the diagnostics logged at
+// or before that update.
+func evalRun(runDir, valPath, devName string, valTokens int, stdout io.Writer) error {
 	ck, err := readRunCheckpoint(runDir)
 	if err != nil {
 		return err
@@ -97,22 +102,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if valPath == "" {
 		return fmt.Errorf("-val: name the validation shard (for a -text run: %s)", filepath.Join(runDir, "data", "text_val_000000.bin"))
 	}
-	if seqLen, err = ck.intSetting("seq_len"); err != nil {
+	es, err := ck.evalSettings(valTokens)
+	if err != nil {
 		return err
-	}
-	if micro, err = ck.intSetting("micro_batch"); err != nil {
-		return err
-	}
-	if valTokens == 0 {
-		if valTokens, err = ck.intSetting("val_tokens"); err != nil {
-			return fmt.Errorf("%w (pass -val-tokens)", err)
-		}
-	}
-	blockRows := 0
-	if v, ok := ck.Settings["block_rows"]; ok {
-		if blockRows, err = strconv.Atoi(v); err != nil || blockRows < 0 {
-			return fmt.Errorf("checkpoint %s: state.json: setting block_rows = %q: want an integer >= 0", ck.Dir, v)
-		}
 	}
 	dev, err := openDevice(devName)
 	if err != nil {
@@ -122,30 +114,50 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var autocast device.DType
-	if ck.Settings["autocast"] == "bf16" {
-		autocast = device.BFloat16
-	}
-	loss, tokens, err := validationLoss(dev, m, ck.Model.Sizes().Vocab, valPath, valTokens, seqLen, micro, blockRows, autocast)
+	loss, tokens, err := validationLoss(dev, m, ck.Model.Sizes().Vocab, valPath, es.valTokens, es.seqLen, es.micro, es.blockRows, es.autocast)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "run %s, update %d: val loss %.6f over %d tokens of %s\n", runDir, ck.Step, loss, tokens, valPath)
 	rec, err := lastDiagnostics(filepath.Join(runDir, "metrics.jsonl"), ck.Step)
-	if err != nil {
+	if err != nil || rec == nil {
 		return err
 	}
-	if rec != nil {
-		fmt.Fprintf(stdout, "update %d: D(S_t) %.6g", rec.Step, *rec.Diameter)
-		if rec.LR != nil {
-			fmt.Fprintf(stdout, " (head LR %.4g, D/LR %.4f)", *rec.LR, *rec.Diameter / *rec.LR)
-		}
-		if rec.HilbertRMS != nil {
-			fmt.Fprintf(stdout, ", Hilbert RMS %.6g", *rec.HilbertRMS)
-		}
-		fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "update %d: D(S_t) %.6g", rec.Step, *rec.Diameter)
+	if rec.LR != nil {
+		fmt.Fprintf(stdout, " (head LR %.4g, D/LR %.4f)", *rec.LR, *rec.Diameter / *rec.LR)
 	}
+	if rec.HilbertRMS != nil {
+		fmt.Fprintf(stdout, ", Hilbert RMS %.6g", *rec.HilbertRMS)
+	}
+	fmt.Fprintln(stdout)
 	return nil
+}
+
+// evalSettings reads the run's evaluation settings from its checkpoint;
+// valTokens, when not 0, replaces its val_tokens.
+func (c *runCheckpoint) evalSettings(valTokens int) (es evalSettings, err error) {
+	es.valTokens = valTokens
+	if es.seqLen, err = c.intSetting("seq_len"); err != nil {
+		return es, err
+	}
+	if es.micro, err = c.intSetting("micro_batch"); err != nil {
+		return es, err
+	}
+	if es.valTokens == 0 {
+		if es.valTokens, err = c.intSetting("val_tokens"); err != nil {
+			return es, fmt.Errorf("%w (pass -val-tokens)", err)
+		}
+	}
+	if v, ok := c.Settings["block_rows"]; ok {
+		if es.blockRows, err = strconv.Atoi(v); err != nil || es.blockRows < 0 {
+			return es, fmt.Errorf("checkpoint %s: state.json: setting block_rows = %q: want an integer >= 0", c.Dir, v)
+		}
+	}
+	if c.Settings["autocast"] == "bf16" {
+		es.autocast = device.BFloat16
+	}
+	return es, nil
 }
 
 // evalHF prints the validation loss of the Hugging Face directory dir.
@@ -158,15 +170,11 @@ func evalHF(dir, valPath, devName string, valTokens, seqLen, micro int, stdout i
 		return err
 	}
 	size := registry.SizesOf(cfg.Model)
-	if seqLen == 0 {
-		seqLen = size.Context
-	}
+	seqLen = cmp.Or(seqLen, size.Context)
 	if seqLen > size.Context {
 		return fmt.Errorf("-seq-len %d exceeds the model's context of %d (%s)", seqLen, size.Context, cfg.Path)
 	}
-	if valTokens == 0 {
-		valTokens = math.MaxInt // the whole shard
-	}
+	valTokens = cmp.Or(valTokens, math.MaxInt) // the whole shard
 	dev, err := openDevice(devName)
 	if err != nil {
 		return err
@@ -192,9 +200,9 @@ func validationLoss(dev device.Device, model registry.Model, vocab int, path str
 	if !ok {
 		return 0, 0, fmt.Errorf("model %T has no Loss(g, inputs, targets) method (train.LanguageModel) to validate with", model)
 	}
-	sh, err := fineweb.OpenShard(path, vocab)
+	sh, err := data.OpenShard(path, vocab)
 	if err != nil {
-		if s, err0 := fineweb.OpenShard(path, 0); err0 == nil {
+		if s, err0 := data.OpenShard(path, 0); err0 == nil {
 			// The file reads; its token ids do not fit the model.
 			s.Close()
 			return 0, 0, fmt.Errorf("-val: the model's vocabulary of %d does not hold the shard's tokens: %w", vocab, err)
@@ -207,7 +215,7 @@ func validationLoss(dev device.Device, model registry.Model, vocab int, path str
 	if n < seqLen+1 {
 		return 0, 0, fmt.Errorf("-val %s holds %d tokens, fewer than the run's seq_len+1 = %d", path, have, seqLen+1)
 	}
-	v, err := fineweb.Validation(path, n, seqLen, micro)
+	v, err := data.Validation(path, n, seqLen, micro)
 	if err != nil {
 		return 0, 0, fmt.Errorf("-val: %w", err)
 	}

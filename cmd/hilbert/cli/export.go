@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,25 +43,14 @@ flags:
 var exportDTypes = map[string]safetensors.DType{"f32": safetensors.F32, "f16": safetensors.F16, "bf16": safetensors.BF16}
 
 func runExport(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, exportUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("export", exportUsage, stderr)
 	var runDir, out, dtypeName, tokPath string
 	fs.StringVar(&runDir, "run", "", "the run's folder (RUNS/NAME)")
 	fs.StringVar(&out, "out", "", "the Hugging Face `directory` to write (new, or empty)")
 	fs.StringVar(&dtypeName, "dtype", "f32", "the tensors' dtype: f32, f16 or bf16 (rounded to nearest even)")
 	fs.StringVar(&tokPath, "tokenizer", "", "a tokenizer.json `file` to write instead of GPT-2's (a run initialised from a directory with its own: that one)")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	dtype, ok := exportDTypes[strings.ToLower(dtypeName)]
 	if !ok {

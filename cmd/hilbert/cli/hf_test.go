@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/models/hf"
@@ -60,11 +60,11 @@ func TestHF64Shards(t *testing.T) {
 		n    int
 		seed uint32
 	}{{"hf64_train_000000.bin", 8000, 1}, {"hf64_val_000000.bin", 1000, 2}} {
-		if err := fineweb.WriteShard(filepath.Join(dir, s.name), hf64Tokens(s.n, s.seed), false); err != nil {
+		if err := data.WriteShard(filepath.Join(dir, s.name), hf64Tokens(s.n, s.seed), false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"hf64_train_000000.bin", "hf64_val_000000.bin", fineweb.ManifestName} {
+	for _, name := range []string{"hf64_train_000000.bin", "hf64_val_000000.bin", data.ManifestName} {
 		want, err1 := os.ReadFile(filepath.Join(dir, name))
 		have, err2 := os.ReadFile(filepath.Join(hf64Dir, name))
 		if err1 != nil || err2 != nil || !bytes.Equal(want, have) {
@@ -149,7 +149,7 @@ func evalLoss(t *testing.T, out string) (float64, int) {
 
 // float64WindowsLoss is the token-weighted mean loss of the model in dir
 // loaded in float64 over consecutive windows of seqLen+1 tokens of toks
-// sharing one token (as fineweb.Validation cuts a shard), one window at a
+// sharing one token (as data.Validation cuts a shard), one window at a
 // time: an independent float64 reference for eval.
 func float64WindowsLoss(t *testing.T, dir string, toks []int32, seqLen int) float64 {
 	t.Helper()
@@ -182,7 +182,7 @@ func float64WindowsLoss(t *testing.T, dir string, toks []int32, seqLen int) floa
 // (to the printed digits), and the reference loss within float32's 1e-5:
 // PyTorch's where the validation window is a golden row exactly (a shard
 // of row 0 and -seq-len 8; both rows cannot be windows, since
-// fineweb.Validation's consecutive windows share a token, the next-token
+// data.Validation's consecutive windows share a token, the next-token
 // target of one being the first input of the next, and row 0 ends in 56
 // while row 1 starts with 25), and the float64 model's over two windows
 // of both rows. A shard beyond the model's vocabulary and bad flags are
@@ -210,7 +210,7 @@ func TestEvalHuggingFace(t *testing.T) {
 			{"rows 0 and 1", both, 8, "2", float64WindowsLoss(t, fixture, both, 8), 16, "float64"},
 		} {
 			shard := filepath.Join(dir, name+strings.ReplaceAll(c.name, " ", "")+".bin")
-			if err := fineweb.WriteShard(shard, c.toks, false); err != nil {
+			if err := data.WriteShard(shard, c.toks, false); err != nil {
 				t.Fatal(err)
 			}
 			out := runCLI(t, "eval", "-hf", fixture, "-val", shard, "-seq-len", fmt.Sprint(c.seqLen), "-micro-batch", c.micro)
@@ -229,7 +229,7 @@ func TestEvalHuggingFace(t *testing.T) {
 			}
 			var micro int
 			fmt.Sscan(c.micro, &micro)
-			v, err := fineweb.Validation(shard, len(c.toks), c.seqLen, micro)
+			v, err := data.Validation(shard, len(c.toks), c.seqLen, micro)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestEvalHuggingFace(t *testing.T) {
 
 	fixture := hfFixture("gpt2")
 	outside := filepath.Join(dir, "outside.bin")
-	if err := fineweb.WriteShard(outside, []int32{1, 2, 3, 64, 5, 6, 7, 8, 9, 10}, false); err != nil {
+	if err := data.WriteShard(outside, []int32{1, 2, 3, 64, 5, 6, 7, 8, 9, 10}, false); err != nil {
 		t.Fatal(err)
 	}
 	ok := filepath.Join(dir, "gpt2row0.bin")
@@ -359,7 +359,7 @@ func TestTrainInitHF(t *testing.T) {
 	for i := range toks {
 		toks[i] = int32(i % 70)
 	}
-	if err := fineweb.WriteShard(outside, toks, false); err != nil {
+	if err := data.WriteShard(outside, toks, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

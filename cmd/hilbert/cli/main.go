@@ -25,8 +25,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -81,7 +82,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := c.run(args, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
+		if !errors.As(err, new(*reportedError)) {
+			fmt.Fprintf(stderr, "hilbert %s: %v\n", name, err)
+		}
 		var ie *interruptedError
 		if errors.As(err, &ie) {
 			return exitInterrupted
@@ -94,6 +97,22 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// reportedError is an error its command has already written to stderr,
+// as Run would ("hilbert CMD: ..."): a rank that fails while others wait
+// for it says why before they learn of it and exit, since mpirun may end
+// the job before the rank gets back to Run.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// report writes err as Run would for command cmd and returns it marked as
+// reported, so that Run does not write it again.
+func report(stderr io.Writer, cmd string, err error) error {
+	fmt.Fprintf(stderr, "hilbert %s: %v\n", cmd, err)
+	return &reportedError{err}
 }
 
 // exitUsage is the exit status of a usage error.
@@ -117,6 +136,45 @@ func usageErr(cmd string, err error) error {
 		return nil
 	}
 	return &usageError{cmd: cmd, err: err}
+}
+
+// newFlagSet returns a subcommand's flag set. It writes to stderr, and its
+// -h prints usage (unless empty: the flag package's default then) and the
+// flags.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if usage != "" {
+		fs.Usage = func() {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseCommand parses a subcommand's args with fs (parseFlags) and
+// refuses positional arguments. stop says that the subcommand must return
+// err at once: after -h (err is nil: the usage was printed) or on a usage
+// error.
+func parseCommand(fs *flag.FlagSet, args []string) (stop bool, err error) {
+	if stop, err := parseCommandArgs(fs, args); stop {
+		return true, err
+	}
+	if fs.NArg() > 0 {
+		return true, usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	return false, nil
+}
+
+// parseCommandArgs is parseCommand for a subcommand that takes positional
+// arguments (fs.Args()).
+func parseCommandArgs(fs *flag.FlagSet, args []string) (stop bool, err error) {
+	err = parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	}
+	return err != nil, err
 }
 
 // parseFlags parses args with fs. After -h it prints fs's usage (the flag
@@ -148,12 +206,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: hilbert <subcommand> [flags]")
 	fmt.Fprintln(w, "\nsubcommands:")
-	names := make([]string, 0, len(subcommands))
-	for n := range subcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(subcommands)) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
 	fmt.Fprintf(w, "\nWith no subcommand (or only flags), hilbert runs %q: hilbert -resume is hilbert %s -resume.\n", defaultSubcommand, defaultSubcommand)

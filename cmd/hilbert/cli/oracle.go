@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,12 +114,7 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 // parseOracleFlags reads the flags into a study Config, its defaults
 // oraclestudy.DefaultConfig's; nil flags and a nil error mean -h.
 func parseOracleFlags(args []string, stderr io.Writer) (*oracleFlags, error) {
-	fs := flag.NewFlagSet("oracle", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, oracleUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("oracle", oracleUsage, stderr)
 	f := &oracleFlags{study: oraclestudy.DefaultConfig()}
 	c := &f.study
 	fs.StringVar(&c.Out, "out", c.Out, "output folder")
@@ -155,10 +149,7 @@ func parseOracleFlags(args []string, stderr io.Writer) (*oracleFlags, error) {
 	fs.BoolVar(&c.Overwrite, "overwrite", c.Overwrite, "replace an earlier study in -out")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no per-measurement lines on stderr")
 	fs.BoolVar(&f.replot, "replot", false, "only redraw ratio.png and rewrite oracle.csv from OUT/oracle.jsonl")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

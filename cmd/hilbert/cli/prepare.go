@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 )
 
 func init() {
@@ -46,15 +45,10 @@ flags:
 
 // runPrepare is the prepare subcommand.
 func runPrepare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("prepare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, prepareUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("prepare", prepareUsage, stderr)
 	out := fs.String("out", "", "directory that receives the shards (required)")
 	prefix := fs.String("prefix", "fineweb", "shard name prefix")
-	shardTokens := fs.Int("shard-tokens", fineweb.DefaultShardTokens, "tokens per shard")
+	shardTokens := fs.Int("shard-tokens", data.DefaultShardTokens, "tokens per shard")
 	valTokens := fs.Int("val-tokens", 0, "send the first N tokens to validation (llm.c uses 100000000)")
 	valEvery := fs.Int("val-every", 0, "send every N-th document (0, N, 2N, ...) to validation")
 	column := fs.String("column", "text", "Parquet/Arrow column: text (string, large_string) or token ids (list of integers)")
@@ -62,10 +56,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	overwrite := fs.Bool("overwrite", false, "replace existing shards with the same prefix in -out")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	manifest := fs.String("manifest", "", "write DIR/manifest.json for the .bin shards already in DIR (no inputs)")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommandArgs(fs, args); stop {
 		return err
 	}
 	if *manifest != "" {
@@ -88,22 +79,22 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 		progressbar.OptionThrottle(200*time.Millisecond),
 		progressbar.OptionSetVisibility(!*quiet),
 	)
-	cfg := fineweb.BuildConfig{
+	cfg := data.BuildConfig{
 		Dir:         *out,
 		Prefix:      *prefix,
 		ShardTokens: *shardTokens,
-		Split:       fineweb.Split{ValTokens: *valTokens, ValEvery: *valEvery},
+		Split:       data.Split{ValTokens: *valTokens, ValEvery: *valEvery},
 		Overwrite:   *overwrite,
 		Column:      *column,
 		BatchRows:   *batchRows,
 		Progress:    func(d int64) { bar.Add64(d) },
 	}
-	sum, err := fineweb.BuildFromFiles(context.Background(), cfg, inputs...)
+	sum, err := data.BuildFromFiles(context.Background(), cfg, inputs...)
 	bar.Finish()
 	if !*quiet {
 		fmt.Fprintln(stderr)
 	}
-	if errors.Is(err, fineweb.ErrNoTraining) && *valTokens > 0 && int64(*valTokens) >= sum.Tokens {
+	if errors.Is(err, data.ErrNoTraining) && *valTokens > 0 && int64(*valTokens) >= sum.Tokens {
 		return fmt.Errorf("-val-tokens %d is at or above the %d tokens of the input: no tokens are left for training shards (the validation shards were written, without a manifest)", *valTokens, sum.Tokens)
 	}
 	if err != nil {
@@ -112,7 +103,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 	secs := sum.Elapsed.Seconds()
 	fmt.Fprintf(stdout, "documents %d (null rows skipped %d)\n", sum.Documents, sum.Nulls)
 	fmt.Fprintf(stdout, "tokens    %d (validation %d)\n", sum.Tokens, sum.ValTokens)
-	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s, listed in %s\n", len(sum.TrainShards), len(sum.ValShards), *out, fineweb.ManifestName)
+	fmt.Fprintf(stdout, "shards    %d train, %d validation in %s, listed in %s\n", len(sum.TrainShards), len(sum.ValShards), *out, data.ManifestName)
 	fmt.Fprintf(stdout, "text      %.1f MB in %.1fs: %.1f MB/s\n", float64(sum.TextBytes)/1e6, secs, float64(sum.TextBytes)/1e6/max(secs, 1e-9))
 	return nil
 }
@@ -121,7 +112,7 @@ func runPrepare(args []string, stdout, stderr io.Writer) error {
 // shards in dir and prints what it lists.
 func prepareManifest(dir string, stdout io.Writer) error {
 	start := time.Now()
-	m, err := fineweb.WriteManifest(dir)
+	m, err := data.WriteManifest(dir)
 	if err != nil {
 		return err
 	}
@@ -134,7 +125,7 @@ func prepareManifest(dir string, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "manifest  %s: %d train, %d validation shards, %d tokens, checked in %.1fs\n",
-		filepath.Join(dir, fineweb.ManifestName), train, len(m.Shards)-train, tokens, time.Since(start).Seconds())
+		filepath.Join(dir, data.ManifestName), train, len(m.Shards)-train, tokens, time.Since(start).Seconds())
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/train"
 )
 
@@ -31,7 +31,7 @@ func TestPrepare(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"fineweb_train_000000.bin", "fineweb_val_000000.bin"} {
-		s, err := fineweb.OpenShard(filepath.Join(out, name), 50257)
+		s, err := data.OpenShard(filepath.Join(out, name), 50257)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func shardTokens(t *testing.T, paths ...string) []uint16 {
 	t.Helper()
 	var out []uint16
 	for _, p := range paths {
-		s, err := fineweb.OpenShard(p, 50257)
+		s, err := data.OpenShard(p, 50257)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,8 +90,8 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := trainFile{Config: train.Config{Name: "t-" + name, RunsDir: filepath.Join(dir, "runs")}, Text: []string{in}, TextValTokens: 100}
-		data := filepath.Join(dir, "runs", job.Config.Name, "data")
-		if _, err := shardsFromText(context.Background(), &job, data); err != nil {
+		dataDir := filepath.Join(dir, "runs", job.Config.Name, "data")
+		if _, err := shardsFromText(context.Background(), &job, dataDir); err != nil {
 			t.Fatal(err)
 		}
 		prepTrain, _ := filepath.Glob(filepath.Join(out, "fineweb_train_*.bin"))
@@ -105,7 +105,7 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 		if n := strings.Count(stdout.String(), "documents 80 "); n != 1 {
 			t.Errorf("%s: %s", name, stdout.String())
 		}
-		l, err := fineweb.NewLoader(fineweb.LoaderConfig{Shards: prepTrain, SeqLen: 8, MicroBatch: 1})
+		l, err := data.NewLoader(data.LoaderConfig{Shards: prepTrain, SeqLen: 8, MicroBatch: 1})
 		if err != nil {
 			t.Fatalf("%s: loader on prepare's shards: %v", name, err)
 		}
@@ -118,8 +118,8 @@ func TestPrepareAndTrainTextAgree(t *testing.T) {
 		t.Errorf("prepare on a binary file: %v", err)
 	}
 	job := trainFile{Config: train.Config{Name: "bin", RunsDir: filepath.Join(dir, "runs")}, Text: []string{bin}, TextValTokens: 100}
-	data := filepath.Join(dir, "runs", "bin", "data")
-	if _, err := shardsFromText(context.Background(), &job, data); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
+	dataDir := filepath.Join(dir, "runs", "bin", "data")
+	if _, err := shardsFromText(context.Background(), &job, dataDir); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
 		t.Errorf("train -text on a binary file: %v", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestPrepareValTokensAtOrAboveTotal(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "-val-tokens "+n+" is at or above the 3 tokens of the input") {
 			t.Errorf("-val-tokens %s: %v", n, err)
 		}
-		if _, err := os.Stat(filepath.Join(out, fineweb.ManifestName)); err == nil {
+		if _, err := os.Stat(filepath.Join(out, data.ManifestName)); err == nil {
 			t.Errorf("-val-tokens %s: a manifest was written", n)
 		}
 	}
@@ -145,7 +145,7 @@ func TestPrepareManifest(t *testing.T) {
 	dir := t.TempDir()
 	var trainShards []string
 	for i, name := range []string{"fineweb_val_000000.bin", "fineweb_train_000001.bin", "fineweb_train_000002.bin"} {
-		w, err := fineweb.CreateShard(filepath.Join(dir, name), false)
+		w, err := data.CreateShard(filepath.Join(dir, name), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,8 +157,8 @@ func TestPrepareManifest(t *testing.T) {
 			trainShards = append(trainShards, filepath.Join(dir, name))
 		}
 	}
-	cfg := fineweb.LoaderConfig{Shards: trainShards, SeqLen: 8, MicroBatch: 1}
-	if l, err := fineweb.NewLoader(cfg); err == nil || !strings.Contains(err.Error(), "hilbert prepare -manifest "+dir) {
+	cfg := data.LoaderConfig{Shards: trainShards, SeqLen: 8, MicroBatch: 1}
+	if l, err := data.NewLoader(cfg); err == nil || !strings.Contains(err.Error(), "hilbert prepare -manifest "+dir) {
 		if l != nil {
 			l.Close()
 		}
@@ -171,7 +171,7 @@ func TestPrepareManifest(t *testing.T) {
 	if !strings.Contains(stdout.String(), "2 train, 1 validation shards, 303 tokens") {
 		t.Errorf("summary: %s", stdout.String())
 	}
-	l, err := fineweb.NewLoader(cfg)
+	l, err := data.NewLoader(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 )
 
 // tinyRun writes tiny shards (vocabulary 61) and a config file for a
@@ -538,10 +538,10 @@ func writeTinyShards(t *testing.T, dir string) (train, val string) {
 		return out
 	}
 	train, val = filepath.Join(dir, "t_train.bin"), filepath.Join(dir, "t_val.bin")
-	if err := fineweb.WriteShard(train, tokens(4000), false); err != nil {
+	if err := data.WriteShard(train, tokens(4000), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := fineweb.WriteShard(val, tokens(600), false); err != nil {
+	if err := data.WriteShard(val, tokens(600), false); err != nil {
 		t.Fatal(err)
 	}
 	return train, val

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -121,12 +120,7 @@ func (c *runCheckpoint) loadModel(dev device.Device) (registry.Model, error) {
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sampleUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("sample", sampleUsage, stderr)
 	var (
 		runDir, hfDir, prompt, promptIDs, devName string
 		opt                                       models.GenerateOptions
@@ -141,14 +135,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	floatFlag(fs, &opt.TopP, "top-p", 0, false, "nucleus sampling: keep the most likely tokens up to probability P (0 or 1: all)")
 	fs.Uint64Var(&opt.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&devName, "device", "cpu", "cpu or cuda[:N]")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if opt.TopP > 1 {
 		return usageErr(fs.Name(), fmt.Errorf("invalid value %q for flag -top-p: want a probability in [0, 1]", strconv.FormatFloat(opt.TopP, 'g', -1, 64)))

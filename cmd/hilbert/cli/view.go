@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -52,12 +50,7 @@ var viewContext = func() (context.Context, context.CancelFunc) {
 }
 
 func runView(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("view", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, viewUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("view", viewUsage, stderr)
 	var (
 		runs, addr string
 		public     bool
@@ -65,14 +58,8 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&runs, "runs", "runs", "the runs `folder` (train's -runs)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:6007", "`host:port` to listen on (port 0: any free one)")
 	fs.BoolVar(&public, "public", false, "allow an address other than a loopback one (the dashboard has no authentication)")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if stop, err := parseCommand(fs, args); stop {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("view", fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if err := checkViewAddr(addr, public); err != nil {
 		return usageErr("view", err)

@@ -40,7 +40,7 @@ extern "C" __global__ void h_copy_nd_u16(Geo g, unsigned short* dst, const unsig
 extern "C" __global__ void h_copy_nd_u32(Geo g, unsigned* dst, const unsigned* src) { copy_nd_impl(g, dst, src); }
 extern "C" __global__ void h_copy_nd_u64(Geo g, unsigned long long* dst, const unsigned long long* src) { copy_nd_impl(g, dst, src); }
 
-// op: device.UnaryOp (1 neg ... 17 expm1).
+// op: device.UnaryOp (1 neg ... 18 softplus).
 __device__ __forceinline__ float unary_op(int op, float x) {
     switch (op) {
         case 1: return -x;
@@ -60,6 +60,7 @@ __device__ __forceinline__ float unary_op(int op, float x) {
         case 15: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
         case 16: return log1pf(x);
         case 17: return expm1f(x);
+        case 18: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
     }
     return x;
 }

@@ -1,4 +1,4 @@
-// elementwise.cu: Fill, FillFrom, Binary, Scale, Axpby, AddRow and zeroing.
+// elementwise.cu: Fill, Axpby, Transpose, Cast and zeroing.
 // Templated on the storage type (float or bf16); arithmetic is in float.
 
 template <typename T>
@@ -10,43 +10,15 @@ extern "C" __global__ void h_zero_u32(unsigned* dst, i64 n) { H_FOR(i, n) dst[i]
 extern "C" __global__ void h_zero_u16(unsigned short* dst, i64 n) { H_FOR(i, n) dst[i] = 0; }
 
 template <typename T>
-__device__ void fill_from_impl(T* dst, const float* src, i64 n, float alpha) {
-    float v = alpha * src[0];
-    H_FOR(i, n) st(dst, i, v);
-}
-extern "C" __global__ void h_fill_from_f32(float* dst, const float* src, i64 n, float alpha) { fill_from_impl(dst, src, n, alpha); }
-extern "C" __global__ void h_fill_from_bf16(bf16* dst, const float* src, i64 n, float alpha) { fill_from_impl(dst, src, n, alpha); }
-
-// op: 1 add, 2 sub, 3 mul (device.BinaryOp).
-template <typename T>
-__device__ void binary_impl(T* dst, const T* a, const T* b, i64 n, int op) {
-    H_FOR(i, n) {
-        float x = ld(a, i), y = ld(b, i), r;
-        if (op == 1) r = x + y;
-        else if (op == 2) r = x - y;
-        else r = x * y;
-        st(dst, i, r);
-    }
-}
-extern "C" __global__ void h_binary_f32(float* dst, const float* a, const float* b, i64 n, int op) { binary_impl(dst, a, b, n, op); }
-extern "C" __global__ void h_binary_bf16(bf16* dst, const bf16* a, const bf16* b, i64 n, int op) { binary_impl(dst, a, b, n, op); }
-
-template <typename T>
-__device__ void scale_impl(T* dst, const T* src, i64 n, float alpha) { H_FOR(i, n) st(dst, i, alpha * ld(src, i)); }
-extern "C" __global__ void h_scale_f32(float* dst, const float* src, i64 n, float alpha) { scale_impl(dst, src, n, alpha); }
-extern "C" __global__ void h_scale_bf16(bf16* dst, const bf16* src, i64 n, float alpha) { scale_impl(dst, src, n, alpha); }
-
-template <typename T>
 __device__ void axpby_impl(T* dst, const T* x, i64 n, float alpha, float beta) {
+    if (beta == 0.0f) {  // dst = alpha x: dst is not read
+        H_FOR(i, n) st(dst, i, alpha * ld(x, i));
+        return;
+    }
     H_FOR(i, n) st(dst, i, alpha * ld(x, i) + beta * ld(dst, i));
 }
 extern "C" __global__ void h_axpby_f32(float* dst, const float* x, i64 n, float alpha, float beta) { axpby_impl(dst, x, n, alpha, beta); }
 extern "C" __global__ void h_axpby_bf16(bf16* dst, const bf16* x, i64 n, float alpha, float beta) { axpby_impl(dst, x, n, alpha, beta); }
-
-// dst[i,:] += alpha * v for a rows x cols matrix.
-extern "C" __global__ void h_add_row_f32(float* dst, const float* v, i64 rows, i64 cols, float alpha) {
-    H_FOR(i, rows * cols) dst[i] += alpha * v[i % cols];
-}
 
 // Transpose swaps the middle axes of [batch, rows, cols, inner]:
 // dst[b, c, r, i] = src[b, r, c, i]. One thread per destination element,

@@ -22,7 +22,7 @@
 //   - valchunks/sources.tsv: each piece's source file;
 //   - data.md: what was written (bytes, tokens, tokens per byte per file).
 //
-// Every folder gets its manifest (fineweb.WriteShard). Existing files are
+// Every folder gets its manifest (data.WriteShard). Existing files are
 // kept: rerunning with the same inputs writes only what is missing.
 //
 // usage: go run ./scripts/study/horizondata -out DIR [-vocab 1024] [-val-frac 0.08] FILE...
@@ -38,7 +38,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hilbert-ml/hilbert/data/fineweb"
+	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/tokenizer/smallbpe"
 )
 
@@ -177,7 +177,7 @@ func writeShard(path string, tokens []int32) {
 	if exists(path) {
 		return
 	}
-	if err := fineweb.WriteShard(path, tokens, false); err != nil {
+	if err := data.WriteShard(path, tokens, false); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -216,7 +216,7 @@ func baseNames(paths []string) []string {
 
 // readText reads a text file as hilbert prepare does (plain or gzip).
 func readText(path string) (string, error) {
-	r, err := fineweb.OpenText(path, nil)
+	r, err := data.OpenText(path, nil)
 	if err != nil {
 		return "", err
 	}
