@@ -229,17 +229,10 @@ func main() {
 	// At 20 tokens per parameter: the fit against d beside the paper's.
 	var xs, yD, yH []float64
 	for _, id := range order {
-		c := cells[id]
-		if c.tpp != longestHorizon {
-			continue
+		if c := cells[id]; c.tpp == longestHorizon {
+			rD, rH := c.ratios()
+			xs, yD, yH = append(xs, float64(c.d)), append(yD, rD), append(yH, rH)
 		}
-		var aD, roD, aH, roH []float64
-		for i := range c.seeds {
-			aD, roD = append(aD, c.a[i].Diam), append(roD, c.r[i].Diam)
-			aH, roH = append(aH, c.a[i].HRMS), append(roH, c.r[i].HRMS)
-		}
-		xs = append(xs, float64(c.d))
-		yD, yH = append(yD, study.Mean(aD)/study.Mean(roD)), append(yH, study.Mean(aH)/study.Mean(roH))
 	}
 	md.WriteString("\n## At 20 tokens per parameter: ratio = c d^a, beside the paper's Table 3\n\n")
 	fmt.Fprintf(&md, "Paper (Table 3, d 512 / 768 / 1024): D ratio %s, Hilbert RMS ratio %s, loss cost %s.\n\n",
@@ -266,6 +259,7 @@ func main() {
 	addFit("Hilbert RMS", "this study (CPU, V 1024)", xs, yH)
 	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
 	md.WriteString("\nse(a): from the fit's residuals (none with two widths, where the line passes through both points).\n")
+	md.WriteString(slopeTable(order, cells))
 	md.WriteString("\n![loss cost](loss_cost.png)\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n")
 
 	check(os.MkdirAll(*out, 0o755))
@@ -370,6 +364,54 @@ func main() {
 	check(draw1(filepath.Join(*out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio (AdamW / RowNorm)",
 		collect(func(f run) float64 { return f.HRMS }, false), paperHRMS, true, true))
 	fmt.Print(md.String())
+}
+
+// ratios are the cell's AdamW/RowNorm ratios of the seed means of D(S_T)
+// and of the Hilbert RMS at the final update.
+func (c *cell) ratios() (diam, hrms float64) {
+	var aD, rD, aH, rH []float64
+	for i := range c.seeds {
+		aD, rD = append(aD, c.a[i].Diam), append(rD, c.r[i].Diam)
+		aH, rH = append(aH, c.a[i].HRMS), append(rH, c.r[i].HRMS)
+	}
+	return study.Mean(aD) / study.Mean(rD), study.Mean(aH) / study.Mean(rH)
+}
+
+// slopeTable is the exponent a of ratio = c d^a at every horizon that has
+// finished pairs at two widths or more (the ratios of the seed means, as at
+// 20 tokens per parameter); "" when no horizon has.
+func slopeTable(order [][2]float64, cells map[[2]float64]*cell) string {
+	var horizons []float64
+	byTPP := map[float64][]*cell{}
+	for _, id := range order {
+		c := cells[id]
+		if byTPP[c.tpp] == nil {
+			horizons = append(horizons, c.tpp)
+		}
+		byTPP[c.tpp] = append(byTPP[c.tpp], c)
+	}
+	sort.Float64s(horizons)
+	var b strings.Builder
+	for _, tpp := range horizons {
+		cs := byTPP[tpp]
+		if len(cs) < 2 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nThe exponent a of the same fit at every horizon with two widths or more (ratios of the seed means):\n\n")
+			b.WriteString("| tokens/param | widths | D ratio | a (D) | Hilbert RMS ratio | a (Hilbert RMS) |\n|---|---|---|---|---|---|\n")
+		}
+		var x, yD, yH []float64
+		var w []int
+		for _, c := range cs {
+			rD, rH := c.ratios()
+			x, yD, yH, w = append(x, float64(c.d)), append(yD, rD), append(yH, rH), append(w, c.d)
+		}
+		_, aD, _ := study.Fit(x, yD)
+		_, aH, _ := study.Fit(x, yH)
+		fmt.Fprintf(&b, "| %g | %s | %s | %.2f | %s | %.2f |\n", tpp, study.Ints(w), slash(yD, 2), aD, slash(yH, 2), aH)
+	}
+	return b.String()
 }
 
 // Colours of the second and third widths' series.

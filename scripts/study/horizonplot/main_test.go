@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,41 @@ func TestGroupPieces(t *testing.T) {
 	}
 	if got, _ := groupPieces(v, src, 1); len(got) != len(v) {
 		t.Errorf("groups of one: %v", got)
+	}
+}
+
+// TestSlopeTable: the exponent from the ratios of the seed means (not the
+// mean of the per-seed ratios) at each horizon with two widths; none for a
+// horizon with one.
+func TestSlopeTable(t *testing.T) {
+	pair := func(aD, rD, aH, rH float64) (run, run) {
+		var a, r run
+		a.Diam, a.HRMS, r.Diam, r.HRMS = aD, aH, rD, rH
+		return a, r
+	}
+	newCell := func(d int, tpp float64, v ...[4]float64) *cell {
+		c := &cell{d: d, tpp: tpp}
+		for i, x := range v {
+			a, r := pair(x[0], x[1], x[2], x[3])
+			c.seeds, c.a, c.r = append(c.seeds, i), append(c.a, a), append(c.r, r)
+		}
+		return c
+	}
+	// d 64: D ratio of the means (1+3)/2 / ((0.75+0.25)/2) = 4 (the mean of
+	// the per-seed ratios would be 6.67); Hilbert RMS ratio 2. d 128: 8 and 2.
+	cells := map[[2]float64]*cell{
+		{64, 2}:    newCell(64, 2, [4]float64{1, 0.75, 2, 1}, [4]float64{3, 0.25, 2, 1}),
+		{128, 2}:   newCell(128, 2, [4]float64{8, 1, 4, 2}),
+		{64, 20}:   newCell(64, 20, [4]float64{5, 1, 3, 1}),
+		{128, 0.5}: newCell(128, 0.5, [4]float64{5, 1, 3, 1}),
+	}
+	order := [][2]float64{{64, 2}, {64, 20}, {128, 0.5}, {128, 2}}
+	got := slopeTable(order, cells)
+	want := "| 2 | 64,128 | 4.00 / 8.00 | 1.00 | 2.00 / 2.00 | 0.00 |\n"
+	if !strings.HasSuffix(got, want) || strings.Count(got, "\n| ") != 2 {
+		t.Errorf("slopeTable:\n%s\nwant the header and one row:\n%s", got, want)
+	}
+	if got := slopeTable(order[1:3], cells); got != "" {
+		t.Errorf("no horizon with two widths: got %q, want \"\"", got)
 	}
 }
