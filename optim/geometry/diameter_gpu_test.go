@@ -2,6 +2,7 @@ package geometry
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -128,15 +129,7 @@ func hilbertRMSOnCUDA(t *testing.T, g *cuda.Device, v int) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	d, n := 128, 600
 	s, h := randMatrix(rng, v, d, 1e-3), randMatrix(rng, n, d, 1)
-	up := func(x []float32) device.Buffer {
-		b, err := g.Alloc(device.Float32, len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.CopyFromHost(b, x)
-		return b
-	}
-	sb, hb := up(s), up(h)
+	sb, hb := upload(t, g, s), upload(t, g, h)
 	defer g.Free(sb)
 	defer g.Free(hb)
 	got, err := HilbertRMSDevice(sb, v, d, hb, n)
@@ -148,4 +141,41 @@ func hilbertRMSOnCUDA(t *testing.T, g *cuda.Device, v int) {
 		t.Fatal(err)
 	}
 	approx(t, "CUDA HilbertRMS", got, want, 1e-5*want)
+}
+
+// TestGPUHilbertRMSCommonRow runs TestHilbertRMSCommonRow's steps through
+// HilbertRMSDevice on CUDA: within float32 rounding of the float64 value
+// whatever row the step's rows share.
+func TestGPUHilbertRMSCommonRow(t *testing.T) { hilbertRMSCommonRowOnCUDA(t, openGPU(t)) }
+
+// TestEmulatorHilbertRMSCommonRow runs them on the CUDA emulator (the
+// device's ReduceAxis, AddRow and cuBLAS products).
+func TestEmulatorHilbertRMSCommonRow(t *testing.T) { hilbertRMSCommonRowOnCUDA(t, openEmulator(t)) }
+
+func hilbertRMSCommonRowOnCUDA(t *testing.T, g *cuda.Device) {
+	rng := rand.New(rand.NewPCG(26, 1))
+	for _, c := range commonRowCases {
+		s, h := commonRowStep(rng, c.v, c.d, c.n, c.common)
+		sb, hb := upload(t, g, s), upload(t, g, h)
+		got, err := HilbertRMSDevice(sb, c.v, c.d, hb, c.n)
+		g.Free(sb)
+		g.Free(hb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := hilbertRMS64(s, c.v, c.d, h, c.n); !(math.Abs(got-want) <= 1e-6*want) {
+			t.Errorf("v %d, d %d, common row %g x spread: CUDA HilbertRMSDevice = %.9g, float64 %.9g (relative error %.2g)",
+				c.v, c.d, c.common, got, want, math.Abs(got-want)/want)
+		}
+	}
+}
+
+// upload copies x into a new float32 buffer on g.
+func upload(t *testing.T, g *cuda.Device, x []float32) device.Buffer {
+	b, err := g.Alloc(device.Float32, len(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.CopyFromHost(b, x)
+	return b
 }

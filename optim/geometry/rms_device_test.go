@@ -61,32 +61,43 @@ func hilbertRMS64(s []float32, v, d int, h []float32, n int) float64 {
 	return math.Sqrt(sum / float64(n))
 }
 
+// commonRowCases are steps with a row common to all their rows, in units
+// of the rows' spread (0: none), of one block of rows and of several.
+var commonRowCases = []struct {
+	v, d, n int
+	common  float64
+}{
+	{50, 16, 40, 0}, {50, 16, 40, 1e3}, {50, 16, 40, 1e7},
+	{stepBlock + 37, 8, 3, 1e3}, {stepBlock + 37, 8, 3, 1e7},
+}
+
+// commonRowStep returns a random step (v x d, entries of size 1e-3) plus
+// a common row of common x its spread, and a panel (n x d).
+func commonRowStep(rng *rand.Rand, v, d, n int, common float64) (s, h []float32) {
+	s, h = randMatrix(rng, v, d, 1e-3), randMatrix(rng, n, d, 1)
+	row := make([]float64, d)
+	for j := range row {
+		row[j] = common * 1e-3 * (1 + rng.Float64())
+	}
+	for i := range v {
+		for j := range d {
+			s[i*d+j] = float32(float64(s[i*d+j]) + row[j])
+		}
+	}
+	return s, h
+}
+
 // TestHilbertRMSCommonRow: a row common to every row of the step changes
 // no logit difference, so the Hilbert RMS must not see it; uncentred
 // float32 products lost 1.9e-6 of the value to a common row 1000 times the
 // rows' norm and 44% to one 1e7 times their spread. Every path (the host
 // function on the CPU and on a Core-only view, the device function) stays
 // within float32 rounding of the float64 value, for steps of one block of
-// rows and of several.
+// rows and of several. (The CUDA path: TestEmulatorHilbertRMSCommonRow.)
 func TestHilbertRMSCommonRow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 1))
-	for _, c := range []struct {
-		v, d, n int
-		common  float64 // the common row's scale, in units of the rows' spread
-	}{
-		{50, 16, 40, 0}, {50, 16, 40, 1e3}, {50, 16, 40, 1e7},
-		{stepBlock + 37, 8, 3, 1e3}, {stepBlock + 37, 8, 3, 1e7},
-	} {
-		s, h := randMatrix(rng, c.v, c.d, 1e-3), randMatrix(rng, c.n, c.d, 1)
-		row := make([]float64, c.d)
-		for j := range row {
-			row[j] = c.common * 1e-3 * (1 + rng.Float64())
-		}
-		for i := range c.v {
-			for j := range c.d {
-				s[i*c.d+j] = float32(float64(s[i*c.d+j]) + row[j])
-			}
-		}
+	for _, c := range commonRowCases {
+		s, h := commonRowStep(rng, c.v, c.d, c.n, c.common)
 		want := hilbertRMS64(s, c.v, c.d, h, c.n)
 		host, err := HilbertRMS(cpu.New(), s, c.v, c.d, h, c.n)
 		if err != nil {

@@ -59,11 +59,11 @@ func ReadRows(path string) ([]Row, error) {
 // writeCSV writes rows as oracle.csv.
 func writeCSV(path string, rows []Row) error {
 	var b strings.Builder
-	b.WriteString("step,loss,lr_scale,rank,rownorm_half,t_lower,t_upper,gap,ratio,ratio_lo,ratio_hi,bound,iterations,active_pairs,solve_s,converged\n")
+	b.WriteString("step,loss,lr_scale,rank,rownorm_half,t_lower,t_upper,gap,ratio,ratio_lo,ratio_hi,bound,iterations,active_pairs,solve_s,converged,pairs_at_diameter,pairs_carrying_cost\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%d,%.6f,%.6f,%d,%.10g,%.10g,%.10g,%.3g,%.8f,%.8f,%.8f,%.8f,%d,%d,%.3f,%v\n",
+		fmt.Fprintf(&b, "%d,%.6f,%.6f,%d,%.10g,%.10g,%.10g,%.3g,%.8f,%.8f,%.8f,%.8f,%d,%d,%.3f,%v,%d,%d\n",
 			r.Step, r.Loss, r.LRScale, r.Rank, r.RowNormHalf, r.TLower, r.TUpper, r.Gap, r.Ratio, r.RatioLo, r.RatioHi, r.Bound,
-			r.Iterations, r.Active, r.SolveS, r.Converged)
+			r.Iterations, r.Active, r.SolveS, r.Converged, r.AtDiameter, r.CostPairs)
 	}
 	if err := atomicfile.WriteFile(path, []byte(b.String())); err != nil {
 		return fmt.Errorf("oraclestudy: %w", err)
@@ -129,7 +129,7 @@ func plotRatio(path string, rows []Row) error {
 }
 
 // summaryMarkdown is summary.md: the run, then a table row per measurement.
-func summaryMarkdown(c train.Config, head, tokenizer, note string, s train.Summary, rows []Row, files []string) string {
+func summaryMarkdown(sc Config, c train.Config, tokenizer, note string, res *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Delta_RN / Delta_* over training\n\n")
 	unit := "byte"
@@ -138,17 +138,24 @@ func summaryMarkdown(c train.Config, head, tokenizer, note string, s train.Summa
 	}
 	fmt.Fprintf(&b, "Tokens: %s.\n", tokenizer)
 	fmt.Fprintf(&b, "Model (V %d): d %d, %d layers, seq %d; head %s; %d updates of %d sequences; seed %d, data seed %d.\n",
-		c.Model.Vocab, c.Model.Dim, c.Model.Layers, c.SeqLen, head, c.Steps, c.BatchSeqs, c.Seed, c.DataSeed)
+		c.Model.Vocab, c.Model.Dim, c.Model.Layers, c.SeqLen, sc.Head, c.Steps, c.BatchSeqs, c.Seed, c.DataSeed)
 	if note != "" {
 		b.WriteString(note + "\n")
 	}
-	fmt.Fprintf(&b, "Text: %s. Final train loss %.4f, val loss %.4f (nats/%s).\n\n", strings.Join(files, ", "), s.FinalLoss, s.ValLoss, unit)
-	b.WriteString("| update | loss | rank k | Delta_RN/Delta_* | certified interval | bound | gap | active pairs | iterations | solve |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %.3f | %d | %.5f | [%.5f, %.5f] | %.5f | %.1e | %d | %d | %.1f s |\n",
-			r.Step, r.Loss, r.Rank, r.Ratio, r.RatioLo, r.RatioHi, r.Bound, r.Gap, r.Active, r.Iterations, r.SolveS)
+	s := res.Train
+	fmt.Fprintf(&b, "Text: %s. Final train loss %.4f, val loss %.4f (nats/%s).\n", strings.Join(sc.Text, ", "), s.FinalLoss, s.ValLoss, unit)
+	val := fmt.Sprintf("the first %d tokens of the shuffled paragraphs", c.ValTokens+1)
+	if len(sc.ValText) > 0 {
+		val = "the whole of " + strings.Join(sc.ValText, ", ")
 	}
-	fmt.Fprintf(&b, "\nActive pairs: token pairs carrying flow in the solver's last iterate, of %d (the pairs at distance 1 in the exact step).\n", c.Model.Vocab*(c.Model.Vocab-1)/2)
+	fmt.Fprintf(&b, "Validation: %s; %d targets scored, %d bytes of text: %.4f nats/byte.\n\n", val, res.ValTargets, res.ValBytes, res.ValNatsPerByte)
+	b.WriteString("| update | loss | rank k | Delta_RN/Delta_* | certified interval | bound | gap | pairs: flow | at diameter | 99.9% of cost | iterations | solve |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range res.Rows {
+		fmt.Fprintf(&b, "| %d | %.3f | %d | %.5f | [%.5f, %.5f] | %.5f | %.1e | %d | %d | %d | %d | %.1f s |\n",
+			r.Step, r.Loss, r.Rank, r.Ratio, r.RatioLo, r.RatioHi, r.Bound, r.Gap, r.Active, r.AtDiameter, r.CostPairs, r.Iterations, r.SolveS)
+	}
+	fmt.Fprintf(&b, "\nToken pairs, of %d: flow, those carrying flow in the solver's last iterate; at diameter, those at distance >= %g in the certified potential (the exact step's binding constraints); 99.9%% of cost, the fewest carrying %g of the certified flow's cost.\n",
+		c.Model.Vocab*(c.Model.Vocab-1)/2, pairFrac, pairFrac)
 	b.WriteString("\n![ratio](ratio.png)\n")
 	return b.String()
 }

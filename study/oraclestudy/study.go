@@ -44,8 +44,14 @@ type Config struct {
 	Out string
 	// Text lists the text files (plain or gzip): blank-line-separated
 	// paragraphs are the documents, shuffled with DataSeed, the first
-	// ValTokens+1 tokens to validation.
+	// ValTokens+1 tokens to validation (without ValText).
 	Text []string
+	// ValText, when set, lists other files whose whole text (paragraphs
+	// in order) is the validation: all of Text then goes to training, a
+	// BPE learns from Text alone, and ValTokens must be 0. Studies of
+	// different vocabularies on one ValText validate on the same text, so
+	// their losses per byte compare.
+	ValText []string
 	// Head is the training run's head optimizer: rownorm, adamw, or exact
 	// (experimental: RowNorm's EMA B kept, its step replaced by the exact
 	// diameter-constrained step of the same budget, solved at every update
@@ -63,7 +69,8 @@ type Config struct {
 	Steps, Warmup                 int
 	// Every solves T(G) every Every updates (and at update 1 and the last).
 	Every int
-	// ValTokens is the validation prefix; ValEvery the validation interval.
+	// ValTokens is the validation prefix (0 with ValText: all of it);
+	// ValEvery the validation interval.
 	ValTokens, ValEvery int
 	// Peak learning rates (0: the paper's; the head's scaled to the width).
 	MuonLR, EmbedLR, HeadLR float64
@@ -103,15 +110,27 @@ type Row struct {
 	RatioHi     float64 `json:"ratio_hi"`
 	Bound       float64 `json:"bound"` // sqrt((k+1)/(2k))
 	Iterations  int     `json:"iterations"`
-	Active      int     `json:"active_pairs"`
-	SolveS      float64 `json:"solve_s"`
-	Converged   bool    `json:"converged"`
+	// The token pairs the step uses, three ways (oracle.Result.PairCounts at
+	// pairFrac): carrying flow in the solver's last iterate, at distance
+	// >= 0.999 in the certified potential, and the fewest carrying 99.9%
+	// of the certified flow's cost.
+	Active     int     `json:"active_pairs"`
+	AtDiameter int     `json:"pairs_at_diameter"`
+	CostPairs  int     `json:"pairs_carrying_cost"`
+	SolveS     float64 `json:"solve_s"`
+	Converged  bool    `json:"converged"`
 }
 
 // Result is what a finished study measured.
 type Result struct {
 	Rows  []Row
 	Train train.Summary
+	// ValTargets are the validation tokens scored (each after the first
+	// of its sequence), ValBytes their length in bytes of text and
+	// ValNatsPerByte the final validation loss per byte (Train.ValLoss x
+	// ValTargets / ValBytes; the loss itself at V 256).
+	ValTargets, ValBytes int
+	ValNatsPerByte       float64
 	// MinRatio and MaxRatio bound the measured ratios; Bound is the
 	// paper's lower bound at the largest possible rank, min(V-1, d).
 	MinRatio, MaxRatio, Bound float64
@@ -130,10 +149,34 @@ func (c Config) check() error {
 	if len(c.Text) == 0 {
 		return fmt.Errorf("oraclestudy: no text files")
 	}
+	if len(c.ValText) > 0 && c.ValTokens != 0 {
+		return fmt.Errorf("oraclestudy: val tokens %d with val text: the validation is the whole of %s; leave val tokens 0", c.ValTokens, strings.Join(c.ValText, ", "))
+	}
+	if len(c.ValText) == 0 && c.ValTokens < 1 {
+		return fmt.Errorf("oraclestudy: val tokens %d: want at least 1 (or val text files)", c.ValTokens)
+	}
+	for _, v := range c.ValText {
+		for _, t := range c.Text {
+			if sameFile(v, t) {
+				return fmt.Errorf("oraclestudy: %s is both training text and val text", v)
+			}
+		}
+	}
 	if h := strings.ToLower(c.Head); h != "rownorm" && h != "adamw" && h != "exact" {
 		return fmt.Errorf("oraclestudy: head %q: want rownorm, adamw or exact", c.Head)
 	}
 	return nil
+}
+
+// sameFile reports whether two paths name one existing file (or are the
+// same path).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ia, ea := os.Stat(a)
+	ib, eb := os.Stat(b)
+	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }
 
 // trainConfig is the training run's configuration on the shards sh.
@@ -155,9 +198,17 @@ func (c Config) trainConfig(sh shards) train.Config {
 		TrainShards: []string{sh.train}, ValShard: sh.val,
 		SeqLen: seqLen, MicroBatch: c.MicroBatch, BatchSeqs: c.BatchSeqs,
 		Steps: c.Steps, Warmup: c.Warmup,
-		ValEvery: c.ValEvery, ValTokens: c.ValTokens, DiagEvery: c.Every,
+		ValEvery: c.ValEvery, ValTokens: sh.nVal - 1, DiagEvery: c.Every,
 		PanelSeqs: 8, PanelPositions: seqLen, LogEvery: 1,
 	}
+}
+
+// valFiles are the files the validation comes from: ValText, or Text.
+func (c Config) valFiles() []string {
+	if len(c.ValText) > 0 {
+		return c.ValText
+	}
+	return c.Text
 }
 
 func (c Config) exact() bool { return strings.EqualFold(c.Head, "exact") }
@@ -181,11 +232,12 @@ func Run(ctx context.Context, dev device.Device, c Config) (*Result, error) {
 	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("oraclestudy: %w", err)
 	}
-	sh, err := tokenShards(c.Text, filepath.Join(c.Out, "data"), c.ValTokens+1, c.DataSeed, c.Vocab)
+	sh, err := tokenShards(c.Text, c.ValText, filepath.Join(c.Out, "data"), c.ValTokens+1, c.DataSeed, c.Vocab)
 	if err != nil {
 		return nil, err
 	}
-	c.logf("hilbert oracle: %s; %d training and %d validation tokens from %s\n", sh.tokenizer, sh.nTrain, c.ValTokens+1, strings.Join(c.Text, ", "))
+	c.logf("hilbert oracle: %s; %d training tokens from %s, %d validation tokens from %s\n", sh.tokenizer,
+		sh.nTrain, strings.Join(c.Text, ", "), sh.nVal, strings.Join(c.valFiles(), ", "))
 	tc := c.trainConfig(sh)
 	runDir := filepath.Join(c.Out, tc.Name)
 	if train.HasCheckpoint(tc) && !c.Overwrite {
@@ -206,7 +258,7 @@ func Run(ctx context.Context, dev device.Device, c Config) (*Result, error) {
 	if err := tr.Run(ctx, s.hook); err != nil {
 		return nil, err
 	}
-	return s.finish(tr.Summary(), sh.tokenizer)
+	return s.finish(tr.Summary(), sh)
 }
 
 // study is a running study: what the trainer's hook measures into.
@@ -278,7 +330,7 @@ func (s *study) hook(t *train.Trainer, r train.Record) error {
 }
 
 // finish writes the CSV, the plot and summary.md after the training run.
-func (s *study) finish(sum train.Summary, tokenizer string) (*Result, error) {
+func (s *study) finish(sum train.Summary, sh shards) (*Result, error) {
 	if err := s.out.Sync(); err != nil {
 		return nil, fmt.Errorf("oraclestudy: %w", err)
 	}
@@ -294,7 +346,9 @@ func (s *study) finish(sum train.Summary, tokenizer string) (*Result, error) {
 	}
 	res := &Result{Rows: s.rows, Train: sum, MinRatio: math.Inf(1), MaxRatio: math.Inf(-1),
 		Bound: oracle.Bound(min(s.tc.Model.Vocab-1, s.tc.Model.Dim)), Summary: filepath.Join(s.c.Out, "summary.md")}
-	md := summaryMarkdown(s.tc, s.c.Head, tokenizer, note, sum, s.rows, s.c.Text)
+	res.ValTargets, res.ValBytes = sh.valBytes(s.tc.ValTokens, s.tc.SeqLen)
+	res.ValNatsPerByte = sum.ValLoss * float64(res.ValTargets) / float64(res.ValBytes)
+	md := summaryMarkdown(s.c, s.tc, sh.tokenizer, note, res)
 	if err := atomicfile.WriteFile(res.Summary, []byte(md)); err != nil {
 		return nil, fmt.Errorf("oraclestudy: %w", err)
 	}
@@ -304,6 +358,10 @@ func (s *study) finish(sum train.Summary, tokenizer string) (*Result, error) {
 	return res, nil
 }
 
+// pairFrac is the distance (of the budget) and the share of the cost at
+// which a Row counts the pairs the step uses.
+const pairFrac = 0.999
+
 // measure solves T(G) and fills the ratio fields of a row.
 func measure(g []float64, v, d int, opt oracle.Options) (Row, error) {
 	res, err := oracle.Solve(g, v, d, opt)
@@ -311,9 +369,14 @@ func measure(g []float64, v, d int, opt oracle.Options) (Row, error) {
 		return Row{}, err
 	}
 	mid, lo, hi := res.Ratio()
+	pc, err := res.PairCounts(pairFrac)
+	if err != nil {
+		return Row{}, err
+	}
 	return Row{
 		Rank: res.Rank, RowNormHalf: res.RowNormHalf, TLower: res.Lower, TUpper: res.Upper, Gap: res.Gap,
 		Ratio: mid, RatioLo: lo, RatioHi: hi, Bound: oracle.Bound(res.Rank),
-		Iterations: res.Iterations, Active: res.Active, SolveS: res.Elapsed.Seconds(), Converged: res.Converged,
+		Iterations: res.Iterations, Active: pc.Flow, AtDiameter: pc.Distance, CostPairs: pc.Cost,
+		SolveS: res.Elapsed.Seconds(), Converged: res.Converged,
 	}, nil
 }

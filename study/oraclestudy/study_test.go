@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,6 +187,134 @@ func TestRunBPE(t *testing.T) {
 	}
 }
 
+// gzipRange is gzipSlice for bytes [lo, hi) of Opticks, cut at line
+// starts so that paragraphs stay whole.
+func gzipRange(t *testing.T, lo, hi int) string {
+	t.Helper()
+	full, err := os.ReadFile(opticks(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(i int) int {
+		if i == 0 || i >= len(full) {
+			return min(i, len(full))
+		}
+		return i + bytes.IndexByte(full[i:], '\n') + 1
+	}
+	var buf bytes.Buffer
+	z := gzip.NewWriter(&buf)
+	z.Write(full[cut(lo):cut(hi)])
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "range.txt.gz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// With ValText the validation is the whole of other files, for any
+// vocabulary: the byte model's and the BPE model's validation shards hold
+// the same text (decoded, byte for byte), all of Text trains, the BPE
+// learns from Text alone, and the loss per byte is the loss x the scored
+// targets / their bytes (the loss itself for bytes).
+func TestRunValText(t *testing.T) {
+	train, val := gzipRange(t, 0, 60_000), gzipRange(t, 60_000, 70_000)
+	valText, err := readText(val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := paragraphs([]string{val})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts [][]byte
+	for _, vocab := range []int{256, 320} {
+		c := tiny(t, train)
+		c.Vocab, c.Steps, c.ValEvery, c.ValText, c.ValTokens = vocab, 1, 1, []string{val}, 0
+		res, err := Run(context.Background(), cpu.New(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// decode writes each token's bytes, NUL (the end of text) as 0.
+		prefix, tokenBytes := "bytes", func(t int32) []byte { return []byte{byte(t)} }
+		if vocab != 256 {
+			bpe, err := smallbpe.Load(filepath.Join(c.Out, "data", "bpe320.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			trainDocs, err := paragraphs([]string{train})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := smallbpe.Train(320, trainDocs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(bpe.Merges(), want.Merges()) {
+				t.Error("the BPE's merges are not those of the training text alone")
+			}
+			prefix, tokenBytes = "bpe320", bpe.TokenBytes
+		}
+		decode := func(toks []int32) []byte {
+			var b []byte
+			for _, t := range toks {
+				b = append(b, tokenBytes(t)...)
+			}
+			return b
+		}
+		toks := readShard(t, filepath.Join(c.Out, "data", prefix+"_val_000000.bin"), vocab)
+		text := decode(toks)
+		// The whole val text: each paragraph after a NUL.
+		if want := "\x00" + strings.Join(docs, "\x00"); string(text) != want {
+			t.Errorf("V %d: validation shard decodes to %d bytes, want the %d of the val text's paragraphs", vocab, len(text), len(want))
+		}
+		texts = append(texts, text)
+		targets := (len(toks) - 1) / 16 * 16
+		scored := decode(toks[1 : 1+targets])
+		if res.ValTargets != targets || res.ValBytes != len(scored) {
+			t.Errorf("V %d: %d targets, %d bytes; want %d and %d", vocab, res.ValTargets, res.ValBytes, targets, len(scored))
+		}
+		if got := res.Train.ValLoss * float64(targets) / float64(len(scored)); res.ValNatsPerByte != got || (vocab == 256 && got != res.Train.ValLoss) {
+			t.Errorf("V %d: %.6f nats/byte from a val loss of %.6f", vocab, res.ValNatsPerByte, res.Train.ValLoss)
+		}
+		trainToks := readShard(t, filepath.Join(c.Out, "data", prefix+"_train_000000.bin"), vocab)
+		if trained := decode(trainToks); len(trained) < 55_000 {
+			t.Errorf("V %d: training shard of %d bytes, want all of the 60,000-byte training text", vocab, len(trained))
+		}
+		sum, err := os.ReadFile(res.Summary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(sum), "Validation: the whole of "+val) || !strings.Contains(string(sum), "nats/byte") {
+			t.Errorf("summary:\n%s", sum)
+		}
+	}
+	if len(valText) < 9_000 || !bytes.Equal(texts[0], texts[1]) {
+		t.Error("the byte and BPE studies validate on different text")
+	}
+}
+
+// readShard returns a shard's tokens.
+func readShard(t *testing.T, path string, vocab int) []int32 {
+	t.Helper()
+	sh, err := data.OpenShard(path, vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	u := make([]uint16, sh.Len())
+	if err := sh.ReadTokens(u, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int32, len(u))
+	for i, x := range u {
+		out[i] = int32(x)
+	}
+	return out
+}
+
 // Head exact solves T(B) at every update and says so in the summary.
 func TestRunExactHead(t *testing.T) {
 	c := tiny(t, opticks(t))
@@ -217,6 +346,10 @@ func TestConfigErrors(t *testing.T) {
 		{"no text", func(c *Config) { c.Text = nil }, "no text"},
 		{"head", func(c *Config) { c.Head = "lion" }, `head "lion"`},
 		{"missing text", func(c *Config) { c.Text = []string{filepath.Join(t.TempDir(), "none.txt")} }, "none.txt"},
+		{"val tokens with val text", func(c *Config) { c.ValText = []string{c.Text[0] + ".other"} }, "leave val tokens 0"},
+		{"val text is training text", func(c *Config) { c.ValText, c.ValTokens = c.Text, 0 }, "both training text and val text"},
+		{"missing val text", func(c *Config) { c.ValText, c.ValTokens = []string{filepath.Join(t.TempDir(), "noval.txt")}, 0 }, "noval.txt"},
+		{"no validation", func(c *Config) { c.ValTokens = 0 }, "val tokens 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := tiny(t, text)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +46,10 @@ Text: -text names files (plain or gzip); the default is
 installation. Documents are blank-line-separated paragraphs, shuffled, the
 first -val-tokens tokens to validation. With -vocab V > 256 the BPE
 (package tokenizer/smallbpe) learns its V - 256 merges from all the
-paragraphs before they are encoded.
+paragraphs before they are encoded. -val-text names other files whose whole
+text is the validation instead: all of -text trains (and the BPE learns
+from it alone), and studies of different -vocab on one -val-text report
+comparable validation losses in nats per byte (summary.md).
 
 -head exact (experimental, small V) trains with the exact diameter-constrained
 head step instead of RowNorm's: RowNorm's EMA B is kept, and its step
@@ -61,7 +65,8 @@ flags:
 
 // oracleFlags are the flags beyond the study's Config.
 type oracleFlags struct {
-	text, timing     string
+	text, valText    string
+	timing           string
 	threads, samples int
 	replot           bool
 	study            oraclestudy.Config
@@ -101,8 +106,8 @@ func runOracle(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "oracle: %d measurements over %d updates: Delta_RN/Delta_* from %.4f to %.4f (bound %.4f), val loss %.4f; %s\n",
-		len(res.Rows), res.Train.Steps, res.MinRatio, res.MaxRatio, res.Bound, res.Train.ValLoss, res.Summary)
+	fmt.Fprintf(stdout, "oracle: %d measurements over %d updates: Delta_RN/Delta_* from %.4f to %.4f (bound %.4f), val loss %.4f (%.4f nats/byte); %s\n",
+		len(res.Rows), res.Train.Steps, res.MinRatio, res.MaxRatio, res.Bound, res.Train.ValLoss, res.ValNatsPerByte, res.Summary)
 	return nil
 }
 
@@ -114,6 +119,7 @@ func parseOracleFlags(args []string, stderr io.Writer) (*oracleFlags, error) {
 	c := &f.study
 	fs.StringVar(&c.Out, "out", c.Out, "output folder")
 	fs.StringVar(&f.text, "text", "", "comma-separated text files (.gz allowed); default: /work/shared/corpus/*.txt.gz, else Opticks")
+	fs.StringVar(&f.valText, "val-text", "", "comma-separated text files whose whole text is the validation (all of -text then trains; -val-tokens does not apply)")
 	fs.StringVar(&f.timing, "timing", "", `timing table only: comma-separated sizes VxD, e.g. "256x128,1024x512"`)
 	fs.IntVar(&f.samples, "timing-samples", 2000, "timing: positions summed into each synthetic gradient")
 	fs.StringVar(&c.Head, "head", c.Head, "head optimizer of the training run: rownorm, adamw, or exact (experimental: RowNorm's EMA, with the step replaced by the exact diameter-constrained step)")
@@ -145,6 +151,17 @@ func parseOracleFlags(args []string, stderr io.Writer) (*oracleFlags, error) {
 	fs.BoolVar(&f.replot, "replot", false, "only redraw ratio.png and rewrite oracle.csv from OUT/oracle.jsonl")
 	if stop, err := parseCommand(fs, args); stop {
 		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if f.valText != "" {
+		set := false
+		fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "val-tokens" })
+		if set {
+			return nil, usageErr(fs.Name(), fmt.Errorf("-val-tokens with -val-text: the validation is the whole of %s", f.valText))
+		}
+		c.ValText, c.ValTokens = strings.Split(f.valText, ","), 0
 	}
 	return f, nil
 }

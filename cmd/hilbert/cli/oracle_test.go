@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +76,8 @@ func TestOracleFlagErrors(t *testing.T) {
 		{[]string{"-every", "0"}, "every 0"},
 		{[]string{"-timing", "8by3"}, `-timing: size "8by3"`},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-val-text", opticks + ".other", "-val-tokens", "100"}, "-val-tokens with -val-text"},
+		{[]string{"-val-text", opticks}, "both training text and val text"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"oracle", "-out", filepath.Join(dir, "bad"), "-text", opticks}, c.args...)
@@ -115,5 +119,20 @@ func writeGzip(t *testing.T, path string, data []byte) {
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// -val-text names the validation files and leaves -val-tokens at 0 (the
+// whole of them).
+func TestOracleValTextFlag(t *testing.T) {
+	f, err := parseOracleFlags([]string{"-val-text", "a.txt,b.txt.gz"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.study; !slices.Equal(c.ValText, []string{"a.txt", "b.txt.gz"}) || c.ValTokens != 0 {
+		t.Errorf("val text %q, val tokens %d", c.ValText, c.ValTokens)
+	}
+	if f, err = parseOracleFlags(nil, io.Discard); err != nil || f.study.ValText != nil || f.study.ValTokens != 65_536 {
+		t.Errorf("defaults: %+v, %v", f, err)
 	}
 }

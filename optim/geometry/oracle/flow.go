@@ -1,9 +1,6 @@
 package oracle
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // Flow is a flow on the pairs of tokens, stored compactly:
 //
@@ -78,15 +75,25 @@ func (f *Flow) Divergence() []float64 {
 	return out
 }
 
-// Cost returns sum_{i<j} ||y_ij||_2, in float64, over every pair.
+// Cost returns sum_{i<j} ||y_ij||_2, in float64, over every pair: the sum
+// of PairCosts in pair order.
+func (f *Flow) Cost() float64 {
+	var total float64
+	for _, c := range f.PairCosts() {
+		total += c
+	}
+	return total
+}
+
+// PairCosts returns ||y_ij||_2 of every pair, at Index(i, j).
 //
 // With a basis, ||Basis a + b||^2 = ||a + Basis^T b||^2 + ||b_perp||^2 for
 // b = (Corr_i - Corr_j) / V and b_perp its part orthogonal to the basis,
 // so a pair costs O(M + D) without forming y_ij.
-func (f *Flow) Cost() float64 {
+func (f *Flow) PairCosts() []float64 {
 	v, m := f.V, f.M
 	if v < 2 {
-		return 0
+		return nil
 	}
 	cw, cperp, dp := f.Corr, []float64(nil), f.D // coordinates of Corr in the basis, and the rest
 	if f.Basis != nil {
@@ -100,55 +107,35 @@ func (f *Flow) Cost() float64 {
 		dp = 0
 	}
 	inv := 1 / float64(v)
+	out := make([]float64, f.Pairs())
 	threads := max(1, f.threads)
-	sums := make([]float64, threads)
-	var wg sync.WaitGroup
-	blocks := rowBlocks(v, 4*threads)
-	next := make(chan [2]int, len(blocks))
-	for _, b := range blocks {
-		next <- b
-	}
-	close(next)
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func(t int) {
-			defer wg.Done()
-			var sum float64
-			for b := range next {
-				for i := b[0]; i < b[1]; i++ {
-					ci := cw[i*m : (i+1)*m]
-					p := pairIndex(i, i+1, v)
-					for j := i + 1; j < v; j++ {
-						y := f.Y[p*m : (p+1)*m]
-						cj := cw[j*m : (j+1)*m]
-						var s2 float64
-						for c := range y {
-							e := y[c] + (ci[c]-cj[c])*inv
-							s2 += e * e
-						}
-						if dp > 0 {
-							pi, pj := cperp[i*dp:(i+1)*dp], cperp[j*dp:(j+1)*dp]
-							var q float64
-							for c := range pi {
-								e := pi[c] - pj[c]
-								q += e * e
-							}
-							s2 += q * inv * inv
-						}
-						sum += math.Sqrt(s2)
-						p++
-					}
+	forBlocks(rowBlocks(v, 4*threads), threads, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ci := cw[i*m : (i+1)*m]
+			p := pairIndex(i, i+1, v)
+			for j := i + 1; j < v; j++ {
+				y := f.Y[p*m : (p+1)*m]
+				cj := cw[j*m : (j+1)*m]
+				var s2 float64
+				for c := range y {
+					e := y[c] + (ci[c]-cj[c])*inv
+					s2 += e * e
 				}
+				if dp > 0 {
+					pi, pj := cperp[i*dp:(i+1)*dp], cperp[j*dp:(j+1)*dp]
+					var q float64
+					for c := range pi {
+						e := pi[c] - pj[c]
+						q += e * e
+					}
+					s2 += q * inv * inv
+				}
+				out[p] = math.Sqrt(s2)
+				p++
 			}
-			sums[t] = sum
-		}(t)
-	}
-	wg.Wait()
-	var total float64
-	for _, s := range sums {
-		total += s
-	}
-	return total
+		}
+	})
+	return out
 }
 
 // balance returns max_i ||(K^T y)_i - g_i|| / gmax, with K^T y computed

@@ -6,7 +6,8 @@
 # value scaled by 512/d). Plan and sizes: docs/results/horizon/PLAN.md.
 #
 # usage: scripts/study/horizon/run.sh WORKDIR [PART...]
-#   PART: A B C D E1 E2 F (see below), or all (the default: A B C D E1 E2).
+#   PART: A B C D E1 E2 F (see below), or all (the default: A B C D E1 E2);
+#   docs copies the finished runs' small files into docs/results/horizon.
 # WORKDIR gets the binary, the data (WORKDIR/data) and the runs
 # (WORKDIR/runs/hz-d<d>-tpp<x>/<head>-seed<k>/). Every run checkpoints and
 # `hilbert compare` continues a run that has a checkpoint, so a stopped part
@@ -65,6 +66,30 @@ pieces() {
   mv "$out" "$1/valpieces.tsv"
 }
 
+# docs: the runs' small files into REPO/docs/results/horizon, enough for
+# horizonplot to remake horizon.md and the plots from the repository
+# (-runs docs/results/horizon/runs -data docs/results/horizon): per horizon
+# compare.md and its plots; per run valpieces.tsv and metrics.jsonl cut to
+# the records horizonplot reads (validations, diagnostics and the last
+# update); the pieces' books (valchunks/sources.tsv). No checkpoints.
+docs() {
+  local out=$REPO/docs/results/horizon h r
+  mkdir -p "$out/valchunks"
+  cp data/valchunks/sources.tsv "$out/valchunks/"
+  for h in runs/hz-*; do
+    [ -f "$h/compare.md" ] || continue
+    mkdir -p "$out/$h"
+    cp "$h"/compare.md "$h"/compare_*.png "$out/$h/"
+    for r in "$h"/*-seed*; do
+      [ -f "$r/metrics.jsonl" ] || continue
+      mkdir -p "$out/$r"
+      awk '/"(val_loss|diameter|hilbert_rms)"/ { print; kept = NR } { last = $0 } END { if (kept != NR) print last }' \
+        "$r/metrics.jsonl" >"$out/$r/metrics.jsonl"
+      if [ -f "$r/valpieces.tsv" ]; then cp "$r/valpieces.tsv" "$out/$r/"; fi
+    done
+  done
+}
+
 part() {
   case $1 in
   A) run 64 0.5 0,1; run 64 2 0,1; run 64 5 0,1 ;;  # d 64, short horizons, 12 runs
@@ -74,7 +99,8 @@ part() {
   E1) run 128 20 0 adamw ;;                         # d 128, 20 tokens/param, seed 0, one run each
   E2) run 128 20 0 rownorm; run 128 20 0 ;;         # (the last: compare.md of both, no training)
   F) run 128 20 0,1 ;;                              # beyond the plan: a second seed at d 128, 20 tokens/param
-  *) echo "run.sh: unknown part $1 (want A B C D E1 E2 F or all)" >&2; exit 2 ;;
+  docs) docs ;;
+  *) echo "run.sh: unknown part $1 (want A B C D E1 E2 F, all or docs)" >&2; exit 2 ;;
   esac
 }
 

@@ -137,7 +137,7 @@ func main() {
 	}
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "# Horizon study: runs, loss cost and ratios\n\nMade by `go run ./scripts/study/horizonplot -runs WORKDIR/runs -data WORKDIR/data -out %s`, WORKDIR being the folder given to scripts/study/horizon/run.sh.\n\n", *out)
+	md.WriteString("# Horizon study: runs, loss cost and ratios\n\nMade by `go run ./scripts/study/horizonplot -runs RUNS -data DATA -out OUT`: RUNS WORKDIR/runs and DATA WORKDIR/data, WORKDIR being the folder given to scripts/study/horizon/run.sh, or the copies in the repository (`-runs docs/results/horizon/runs -data docs/results/horizon`); OUT docs/results/horizon.\n\n")
 	md.WriteString("## Runs (final update)\n\n")
 	md.WriteString("| d | tokens/param | head | seed | updates | tokens | val loss | se | D(S_T) | head lr_T | D(S_T) / (2 lr_T) | Hilbert RMS | tokens/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
@@ -152,6 +152,7 @@ func main() {
 	}
 	md.WriteString("\nse: the standard error of the run's validation loss as an estimate over text like the held-out text (batch means over the 64 contiguous pieces, stratified by book; - where the pieces were not measured). ")
 	md.WriteString("D(S_T) / (2 lr_T): RowNorm's bound is 1. tokens/s: training tokens over training wall time, validations and diagnostics included.\n")
+	md.WriteString(pieceSizeTable(keys, res, sources, done))
 
 	// Cells: the pairs of finished runs per width and horizon.
 	cells := map[[2]float64]*cell{}
@@ -228,17 +229,10 @@ func main() {
 	// At 20 tokens per parameter: the fit against d beside the paper's.
 	var xs, yD, yH []float64
 	for _, id := range order {
-		c := cells[id]
-		if c.tpp != longestHorizon {
-			continue
+		if c := cells[id]; c.tpp == longestHorizon {
+			rD, rH := c.ratios()
+			xs, yD, yH = append(xs, float64(c.d)), append(yD, rD), append(yH, rH)
 		}
-		var aD, roD, aH, roH []float64
-		for i := range c.seeds {
-			aD, roD = append(aD, c.a[i].Diam), append(roD, c.r[i].Diam)
-			aH, roH = append(aH, c.a[i].HRMS), append(roH, c.r[i].HRMS)
-		}
-		xs = append(xs, float64(c.d))
-		yD, yH = append(yD, study.Mean(aD)/study.Mean(roD)), append(yH, study.Mean(aH)/study.Mean(roH))
 	}
 	md.WriteString("\n## At 20 tokens per parameter: ratio = c d^a, beside the paper's Table 3\n\n")
 	fmt.Fprintf(&md, "Paper (Table 3, d 512 / 768 / 1024): D ratio %s, Hilbert RMS ratio %s, loss cost %s.\n\n",
@@ -265,6 +259,7 @@ func main() {
 	addFit("Hilbert RMS", "this study (CPU, V 1024)", xs, yH)
 	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
 	md.WriteString("\nse(a): from the fit's residuals (none with two widths, where the line passes through both points).\n")
+	md.WriteString(slopeTable(order, cells))
 	md.WriteString("\n![loss cost](loss_cost.png)\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n")
 
 	check(os.MkdirAll(*out, 0o755))
@@ -369,6 +364,54 @@ func main() {
 	check(draw1(filepath.Join(*out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio (AdamW / RowNorm)",
 		collect(func(f run) float64 { return f.HRMS }, false), paperHRMS, true, true))
 	fmt.Print(md.String())
+}
+
+// ratios are the cell's AdamW/RowNorm ratios of the seed means of D(S_T)
+// and of the Hilbert RMS at the final update.
+func (c *cell) ratios() (diam, hrms float64) {
+	var aD, rD, aH, rH []float64
+	for i := range c.seeds {
+		aD, rD = append(aD, c.a[i].Diam), append(rD, c.r[i].Diam)
+		aH, rH = append(aH, c.a[i].HRMS), append(rH, c.r[i].HRMS)
+	}
+	return study.Mean(aD) / study.Mean(rD), study.Mean(aH) / study.Mean(rH)
+}
+
+// slopeTable is the exponent a of ratio = c d^a at every horizon that has
+// finished pairs at two widths or more (the ratios of the seed means, as at
+// 20 tokens per parameter); "" when no horizon has.
+func slopeTable(order [][2]float64, cells map[[2]float64]*cell) string {
+	var horizons []float64
+	byTPP := map[float64][]*cell{}
+	for _, id := range order {
+		c := cells[id]
+		if byTPP[c.tpp] == nil {
+			horizons = append(horizons, c.tpp)
+		}
+		byTPP[c.tpp] = append(byTPP[c.tpp], c)
+	}
+	sort.Float64s(horizons)
+	var b strings.Builder
+	for _, tpp := range horizons {
+		cs := byTPP[tpp]
+		if len(cs) < 2 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nThe exponent a of the same fit at every horizon with two widths or more (ratios of the seed means):\n\n")
+			b.WriteString("| tokens/param | widths | D ratio | a (D) | Hilbert RMS ratio | a (Hilbert RMS) |\n|---|---|---|---|---|---|\n")
+		}
+		var x, yD, yH []float64
+		var w []int
+		for _, c := range cs {
+			rD, rH := c.ratios()
+			x, yD, yH, w = append(x, float64(c.d)), append(yD, rD), append(yH, rH), append(w, c.d)
+		}
+		_, aD, _ := study.Fit(x, yD)
+		_, aH, _ := study.Fit(x, yH)
+		fmt.Fprintf(&b, "| %g | %s | %s | %.2f | %s | %.2f |\n", tpp, study.Ints(w), slash(yD, 2), aD, slash(yH, 2), aH)
+	}
+	return b.String()
 }
 
 // Colours of the second and third widths' series.
@@ -511,6 +554,79 @@ func stratifiedSE(v []float64, source []string) float64 {
 		se2 += w * w * s * s / float64(len(xs))
 	}
 	return math.Sqrt(se2)
+}
+
+// pieceSizeTable is the batch-means check of the standard errors: the
+// per-run se and the paired se of the loss cost (over the finished pairs)
+// with the pieces taken one, two and four at a time (groups of
+// consecutive pieces within one book). Batch means is sound once the pieces are longer than the
+// correlation of the losses along the text; an se that stays put as the
+// pieces grow says they are.
+func pieceSizeTable(keys []runKey, res map[runKey]run, sources []string, done func(runKey, run) bool) string {
+	var b strings.Builder
+	b.WriteString("\nThe standard errors by piece length (batch means: they should not grow once the pieces are longer than the correlation along the text); range over the runs and over the AdamW/RowNorm pairs with pieces:\n\n")
+	b.WriteString("| pieces | tokens a piece | per-run se | paired se of the loss cost |\n|---|---|---|---|\n")
+	for _, k := range []int{1, 2, 4} {
+		var one, paired []float64
+		var n int
+		for _, key := range keys {
+			f := res[key]
+			if f.pieces == nil || !done(key, f) {
+				continue
+			}
+			v, src := groupPieces(f.pieces, sources, k)
+			n = len(v)
+			one = append(one, stratifiedSE(v, src))
+			if key.head != "adamw" {
+				continue
+			}
+			rk := runKey{key.d, key.tpp, "rownorm", key.seed}
+			if r, ok := res[rk]; ok && r.pieces != nil && done(rk, r) {
+				rv, _ := groupPieces(r.pieces, sources, k)
+				paired = append(paired, pairedSE(v, rv, src))
+			}
+		}
+		if len(one) == 0 {
+			return ""
+		}
+		fmt.Fprintf(&b, "| %d | %d | %s | %s |\n", n, k*pieceTokens, rangeOf(one), rangeOf(paired))
+	}
+	return b.String()
+}
+
+// pieceTokens is the length of one validation piece (horizondata's 64
+// pieces of 89 sequences of 128 tokens).
+const pieceTokens = 89 * 128
+
+// groupPieces averages v over groups of k consecutive pieces within each
+// run of pieces from one book (a book's last pieces, fewer than k, are
+// left out) and returns the group means and their books.
+func groupPieces(v []float64, source []string, k int) ([]float64, []string) {
+	var out []float64
+	var src []string
+	for lo := 0; lo < len(v); {
+		hi := lo
+		for hi < len(v) && source[hi] == source[lo] {
+			hi++
+		}
+		for i := lo; i+k <= hi; i += k {
+			out, src = append(out, study.Mean(v[i:i+k])), append(src, source[i])
+		}
+		lo = hi
+	}
+	return out, src
+}
+
+// rangeOf formats the smallest and largest of v to 4 decimals.
+func rangeOf(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return fmt.Sprintf("%.4f-%.4f", lo, hi)
 }
 
 // pairedSE is the stratified standard error of the mean per-piece
