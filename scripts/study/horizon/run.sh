@@ -46,7 +46,7 @@ run() {
   nice -n "$NICE" ./hilbert compare -quiet -config "$CONFIG" -runs runs -name "hz-d$d-tpp$tpp" -dim "$d" \
     -train 'data/bpe1024_train_*.bin' -val data/bpe1024_val_000000.bin -val-tokens 1000000 \
     -panel-seqs 64 -steps "$steps" -val-every "$val" -diag-every "$diag" -checkpoint-every "$ck" \
-    -seeds "$seeds" -heads "$heads"
+    -seeds "$seeds" -head-optimizers "$heads"
   local h k
   for h in ${heads//,/ }; do
     for k in ${seeds//,/ }; do pieces "runs/hz-d$d-tpp$tpp/$h-seed$k"; done
