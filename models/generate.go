@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -95,24 +96,10 @@ func GenerateBatch(dev device.Device, m LM, prompts [][]int32, opt GenerateOptio
 
 // generate runs Generate and GenerateBatch; fn names the caller in errors.
 func generate(dev device.Device, m LM, prompts [][]int32, opt GenerateOptions, fn string) ([][]int32, error) {
-	if len(prompts) == 0 {
-		return nil, fmt.Errorf("models: %s: no prompts", fn)
+	if err := checkGenerate(m, prompts, opt); err != nil {
+		return nil, fmt.Errorf("models: %s: %w", fn, err)
 	}
 	n := len(prompts[0])
-	for r, p := range prompts {
-		if len(p) != n {
-			return nil, fmt.Errorf("models: %s: prompt %d has %d tokens, prompt 0 %d: want prompts of one length", fn, r, len(p), n)
-		}
-	}
-	switch {
-	case n == 0:
-		return nil, fmt.Errorf("models: %s: empty prompt", fn)
-	case opt.Tokens < 0 || opt.Temperature < 0 || opt.TopK < 0 || opt.TopP < 0 || opt.TopP > 1 || math.IsNaN(opt.Temperature) || math.IsNaN(opt.TopP):
-		return nil, fmt.Errorf("models: %s: tokens %d, temperature %g, top-k %d, top-p %g: want tokens, temperature, top-k >= 0 and top-p in [0, 1]",
-			fn, opt.Tokens, opt.Temperature, opt.TopK, opt.TopP)
-	case n+opt.Tokens > m.ContextLen():
-		return nil, fmt.Errorf("models: %s: a prompt of %d tokens and %d new ones exceed the context of %d", fn, n, opt.Tokens, m.ContextLen())
-	}
 	defer nn.Evaluate(m)()
 	g := autograd.New(dev)
 	g.SetNoGrad(true)
@@ -174,6 +161,30 @@ func generate(dev device.Device, m LM, prompts [][]int32, opt GenerateOptions, f
 		out[r] = q[n:]
 	}
 	return out, nil
+}
+
+// checkGenerate checks the prompts (one length, at least one token) and
+// opt against m's context.
+func checkGenerate(m LM, prompts [][]int32, opt GenerateOptions) error {
+	if len(prompts) == 0 {
+		return errors.New("no prompts")
+	}
+	n := len(prompts[0])
+	for r, p := range prompts {
+		if len(p) != n {
+			return fmt.Errorf("prompt %d has %d tokens, prompt 0 %d: want prompts of one length", r, len(p), n)
+		}
+	}
+	switch {
+	case n == 0:
+		return errors.New("empty prompt")
+	case opt.Tokens < 0 || opt.Temperature < 0 || opt.TopK < 0 || opt.TopP < 0 || opt.TopP > 1 || math.IsNaN(opt.Temperature) || math.IsNaN(opt.TopP):
+		return fmt.Errorf("tokens %d, temperature %g, top-k %d, top-p %g: want tokens, temperature, top-k >= 0 and top-p in [0, 1]",
+			opt.Tokens, opt.Temperature, opt.TopK, opt.TopP)
+	case n+opt.Tokens > m.ContextLen():
+		return fmt.Errorf("a prompt of %d tokens and %d new ones exceed the context of %d", n, opt.Tokens, m.ContextLen())
+	}
+	return nil
 }
 
 // sampler draws a token from one row of logits; its buffers are reused
