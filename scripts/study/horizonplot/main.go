@@ -60,6 +60,7 @@ const (
 	longestHorizon = 20.0
 )
 
+// params is the model's parameter count at width d.
 func params(d int) int { return 32*d*d + 2*vocab*d }
 
 // steps is the schedule length T of a horizon, as run.sh computes it.
@@ -67,6 +68,8 @@ func steps(d int, tpp float64) int {
 	return int(tpp*float64(params(d))/tokensPerStep + 0.5)
 }
 
+// runKey names one run: width, horizon (tokens per parameter), head
+// optimizer and seed.
 type runKey struct {
 	d    int
 	tpp  float64
@@ -74,6 +77,7 @@ type runKey struct {
 	seed int
 }
 
+// run is one run's final records and its per-piece validation losses.
 type run struct {
 	study.Run
 	pieces []float64 // loss on each validation piece (nil: not measured)
@@ -87,6 +91,8 @@ type cell struct {
 	a, r  []run // AdamW and RowNorm, by seed
 }
 
+// main reads the runs, writes horizon.md and the figures into -out and
+// prints horizon.md.
 func main() {
 	runsDir := flag.String("runs", "runs", "folder holding the hz-d<d>-tpp<x>/<head>-seed<k> runs")
 	dataDir := flag.String("data", "data", "the study's data folder (for valchunks/sources.tsv)")
@@ -744,6 +750,7 @@ func pairedSE(a, r []float64, source []string) float64 {
 	return stratifiedSE(d, source)
 }
 
+// seString formats a standard error to 4 decimals, "-" for NaN (no pieces).
 func seString(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
@@ -751,6 +758,7 @@ func seString(v float64) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
+// signed formats v with a sign and prec decimals, comma-separated.
 func signed(v []float64, prec int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
@@ -759,6 +767,7 @@ func signed(v []float64, prec int) string {
 	return strings.Join(s, ", ")
 }
 
+// slash formats v with prec decimals, separated by " / ".
 func slash(v []float64, prec int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
@@ -767,6 +776,7 @@ func slash(v []float64, prec int) string {
 	return strings.Join(s, " / ")
 }
 
+// check ends the command with err unless it is nil.
 func check(err error) {
 	if err != nil {
 		log.Fatal(err)
