@@ -60,6 +60,7 @@ const (
 	longestHorizon = 20.0
 )
 
+// params is the model's parameter count at width d.
 func params(d int) int { return 32*d*d + 2*vocab*d }
 
 // steps is the schedule length T of a horizon, as run.sh computes it.
@@ -67,6 +68,8 @@ func steps(d int, tpp float64) int {
 	return int(tpp*float64(params(d))/tokensPerStep + 0.5)
 }
 
+// runKey names one run: width, horizon (tokens per parameter), head
+// optimizer and seed.
 type runKey struct {
 	d    int
 	tpp  float64
@@ -74,6 +77,7 @@ type runKey struct {
 	seed int
 }
 
+// run is one run's final records and its per-piece validation losses.
 type run struct {
 	study.Run
 	pieces []float64 // loss on each validation piece (nil: not measured)
@@ -87,6 +91,8 @@ type cell struct {
 	a, r  []run // AdamW and RowNorm, by seed
 }
 
+// main reads the runs, writes horizon.md and the figures into -out and
+// prints horizon.md.
 func main() {
 	runsDir := flag.String("runs", "runs", "folder holding the hz-d<d>-tpp<x>/<head>-seed<k> runs")
 	dataDir := flag.String("data", "data", "the study's data folder (for valchunks/sources.tsv)")
@@ -96,8 +102,24 @@ func main() {
 
 	sources, err := readSources(filepath.Join(*dataDir, "valchunks", "sources.tsv"))
 	check(err)
+	keys, res, err := loadRuns(*runsDir, len(sources))
+	check(err)
+	order, cells := pairCells(keys, res)
+	md := report(keys, res, sources, order, cells)
+	check(os.MkdirAll(*out, 0o755))
+	check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md), 0o644))
+	check(drawFigures(*out, order, cells))
+	fmt.Print(md)
+}
+
+// loadRuns reads every run under runsDir
+// (hz-d<d>-tpp<x>/<head>-seed<k>/metrics.jsonl, and valpieces.tsv beside
+// it when there, of n pieces) and returns their keys, ordered by width,
+// horizon, head and seed, and the runs by key. A folder that does not match
+// the pattern is skipped; none found is an error.
+func loadRuns(runsDir string, n int) ([]runKey, map[runKey]run, error) {
 	re := regexp.MustCompile(`hz-d(\d+)-tpp([0-9.]+)/(adamw|rownorm)-seed(\d+)/metrics\.jsonl$`)
-	paths, _ := filepath.Glob(filepath.Join(*runsDir, "hz-d*-tpp*", "*-seed*", "metrics.jsonl"))
+	paths, _ := filepath.Glob(filepath.Join(runsDir, "hz-d*-tpp*", "*-seed*", "metrics.jsonl"))
 	res := map[runKey]run{}
 	var keys []runKey
 	for _, p := range paths {
@@ -109,52 +131,48 @@ func main() {
 		tpp, _ := strconv.ParseFloat(m[2], 64)
 		s, _ := strconv.Atoi(m[4])
 		f, err := study.ReadRun(p)
-		check(err)
+		if err != nil {
+			return nil, nil, err
+		}
 		r := run{Run: f}
-		r.pieces, err = readPieces(filepath.Join(filepath.Dir(p), "valpieces.tsv"), len(sources))
-		check(err)
+		r.pieces, err = readPieces(filepath.Join(filepath.Dir(p), "valpieces.tsv"), n)
+		if err != nil {
+			return nil, nil, err
+		}
 		k := runKey{d, tpp, m[3], s}
 		res[k], keys = r, append(keys, k)
 	}
 	if len(keys) == 0 {
-		log.Fatalf("horizonplot: no runs under %s", *runsDir)
+		return nil, nil, fmt.Errorf("horizonplot: no runs under %s", runsDir)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.d != b.d {
-			return a.d < b.d
-		}
-		if a.tpp != b.tpp {
-			return a.tpp < b.tpp
-		}
-		if a.head != b.head {
-			return a.head < b.head
-		}
-		return a.seed < b.seed
-	})
-	done := func(k runKey, f run) bool {
-		return f.Step >= steps(k.d, k.tpp) && f.HasVal && f.HasD && f.HasRMS
-	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	return keys, res, nil
+}
 
-	var md strings.Builder
-	md.WriteString("# Horizon study: runs, loss cost and ratios\n\nMade by `go run ./scripts/study/horizonplot -runs RUNS -data DATA -out OUT`: RUNS WORKDIR/runs and DATA WORKDIR/data, WORKDIR being the folder given to scripts/study/horizon/run.sh, or the copies in the repository (`-runs docs/results/horizon/runs -data docs/results/horizon`); OUT docs/results/horizon.\n\n")
-	md.WriteString("## Runs (final update)\n\n")
-	md.WriteString("| d | tokens/param | head | seed | updates | tokens | val loss | se | D(S_T) | head lr_T | D(S_T) / (2 lr_T) | Hilbert RMS | tokens/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, k := range keys {
-		f := res[k]
-		note := ""
-		if !done(k, f) {
-			note = fmt.Sprintf(" of %d (running)", steps(k.d, k.tpp))
-		}
-		fmt.Fprintf(&md, "| %d | %g | %s | %d | %d%s | %d | %.4f | %s | %.4g | %.4g | %.3f | %.4g | %.0f |\n",
-			k.d, k.tpp, k.head, k.seed, f.Step, note, f.Tokens, f.ValLoss, seString(stratifiedSE(f.pieces, sources)),
-			f.Diam, f.HeadLR, f.Diam/(2*f.HeadLR), f.HRMS, f.TokensPerS)
+// less orders run keys by width, horizon, head and seed.
+func (a runKey) less(b runKey) bool {
+	if a.d != b.d {
+		return a.d < b.d
 	}
-	md.WriteString("\nse: the standard error of the run's validation loss as an estimate over text like the held-out text (batch means over the 64 contiguous pieces, stratified by book; - where the pieces were not measured). ")
-	md.WriteString("D(S_T) / (2 lr_T): RowNorm's bound is 1. tokens/s: training tokens over training wall time, validations and diagnostics included.\n")
-	md.WriteString(pieceSizeTable(keys, res, sources, done))
+	if a.tpp != b.tpp {
+		return a.tpp < b.tpp
+	}
+	if a.head != b.head {
+		return a.head < b.head
+	}
+	return a.seed < b.seed
+}
 
-	// Cells: the pairs of finished runs per width and horizon.
+// finished says whether run f reached the end of k's schedule with a
+// validation, D(S_T) and Hilbert RMS logged.
+func finished(k runKey, f run) bool {
+	return f.Step >= steps(k.d, k.tpp) && f.HasVal && f.HasD && f.HasRMS
+}
+
+// pairCells gathers the pairs of finished runs (AdamW and RowNorm of one
+// seed) into a cell per width and horizon, and returns the cells' ids
+// ({d, tokens per parameter}) in the order of keys, and the cells by id.
+func pairCells(keys []runKey, res map[runKey]run) ([][2]float64, map[[2]float64]*cell) {
 	cells := map[[2]float64]*cell{}
 	var order [][2]float64
 	for _, k := range keys {
@@ -163,7 +181,7 @@ func main() {
 		}
 		rk := runKey{k.d, k.tpp, "rownorm", k.seed}
 		a, r := res[k], res[rk]
-		if !done(k, a) || !done(rk, r) {
+		if !finished(k, a) || !finished(rk, r) {
 			continue
 		}
 		id := [2]float64{float64(k.d), k.tpp}
@@ -175,7 +193,51 @@ func main() {
 		}
 		c.seeds, c.a, c.r = append(c.seeds, k.seed), append(c.a, a), append(c.r, r)
 	}
+	return order, cells
+}
 
+// report is horizon.md: the runs, the cells' loss cost and ratios at the
+// final update and over training, the fit at 20 tokens per parameter and
+// the figures' links.
+func report(keys []runKey, res map[runKey]run, sources []string, order [][2]float64, cells map[[2]float64]*cell) string {
+	var md strings.Builder
+	md.WriteString("# Horizon study: runs, loss cost and ratios\n\nMade by `go run ./scripts/study/horizonplot -runs RUNS -data DATA -out OUT`: RUNS WORKDIR/runs and DATA WORKDIR/data, WORKDIR being the folder given to scripts/study/horizon/run.sh, or the copies in the repository (`-runs docs/results/horizon/runs -data docs/results/horizon`); OUT docs/results/horizon.\n\n")
+	md.WriteString(runTable(keys, res, sources))
+	md.WriteString(pieceSizeTable(keys, res, sources))
+	md.WriteString(cellTable(order, cells, sources))
+	md.WriteString(trainingTable(order, cells))
+	md.WriteString(fitTable(order, cells))
+	md.WriteString(slopeTable(order, cells))
+	md.WriteString("\n![loss cost](loss_cost.png)\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n")
+	return md.String()
+}
+
+// runTable is the section of one row per run at its last update (marked
+// running when the run has not finished).
+func runTable(keys []runKey, res map[runKey]run, sources []string) string {
+	var md strings.Builder
+	md.WriteString("## Runs (final update)\n\n")
+	md.WriteString("| d | tokens/param | head | seed | updates | tokens | val loss | se | D(S_T) | head lr_T | D(S_T) / (2 lr_T) | Hilbert RMS | tokens/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		f := res[k]
+		note := ""
+		if !finished(k, f) {
+			note = fmt.Sprintf(" of %d (running)", steps(k.d, k.tpp))
+		}
+		fmt.Fprintf(&md, "| %d | %g | %s | %d | %d%s | %d | %.4f | %s | %.4g | %.4g | %.3f | %.4g | %.0f |\n",
+			k.d, k.tpp, k.head, k.seed, f.Step, note, f.Tokens, f.ValLoss, seString(stratifiedSE(f.pieces, sources)),
+			f.Diam, f.HeadLR, f.Diam/(2*f.HeadLR), f.HRMS, f.TokensPerS)
+	}
+	md.WriteString("\nse: the standard error of the run's validation loss as an estimate over text like the held-out text (batch means over the 64 contiguous pieces, stratified by book; - where the pieces were not measured). ")
+	md.WriteString("D(S_T) / (2 lr_T): RowNorm's bound is 1. tokens/s: training tokens over training wall time, validations and diagnostics included.\n")
+	return md.String()
+}
+
+// cellTable is the section of one row per width and horizon at the final
+// update: the validation losses, the loss cost and the AdamW/RowNorm
+// ratios, per seed and over the seeds.
+func cellTable(order [][2]float64, cells map[[2]float64]*cell, sources []string) string {
+	var md strings.Builder
 	md.WriteString("\n## Loss cost and ratios per width and horizon (final update)\n\n")
 	md.WriteString("Per seed, the AdamW and RowNorm runs share initialisation and data order. Loss cost: RowNorm's final validation loss minus AdamW's, per seed and mean ± sd over seeds; ")
 	md.WriteString("se(cost): the standard error of one seed's cost from the per-piece differences (same text for both heads; root mean square over seeds). ")
@@ -183,34 +245,44 @@ func main() {
 	md.WriteString("| d | tokens/param | T | seeds | AdamW val loss | RowNorm val loss | loss cost per seed | loss cost | se(cost) | D ratio per seed | D ratio | Hilbert RMS ratio per seed | Hilbert RMS ratio | RowNorm D/(2 lr_T) | AdamW D/lr_T |\n")
 	md.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, id := range order {
-		c := cells[id]
-		var al, rl, cost, rD, rH, aD, roD, aH, roH, bound, aUnit, se2 []float64
-		for i := range c.seeds {
-			a, r := c.a[i], c.r[i]
-			al, rl = append(al, a.ValLoss), append(rl, r.ValLoss)
-			cost = append(cost, r.ValLoss-a.ValLoss)
-			rD, rH = append(rD, a.Diam/r.Diam), append(rH, a.HRMS/r.HRMS)
-			aD, roD, aH, roH = append(aD, a.Diam), append(roD, r.Diam), append(aH, a.HRMS), append(roH, r.HRMS)
-			bound, aUnit = append(bound, r.Diam/(2*r.HeadLR)), append(aUnit, a.Diam/a.HeadLR)
-			if s := pairedSE(a.pieces, r.pieces, sources); !math.IsNaN(s) {
-				se2 = append(se2, s*s)
-			}
-		}
-		seCost := math.NaN()
-		if len(se2) == len(c.seeds) {
-			seCost = math.Sqrt(study.Mean(se2))
-		}
-		fmt.Fprintf(&md, "| %d | %g | %d | %s | %.4f | %.4f | %s | %+.4f%s | %s | %s | %.2f%s | %s | %.2f%s | %.3f | %.3f |\n",
-			c.d, c.tpp, steps(c.d, c.tpp), study.Ints(c.seeds), study.Mean(al), study.Mean(rl),
-			signed(cost, 4), study.Mean(cost), study.PM(cost, 4), seString(seCost),
-			study.Floats(rD, 2), study.Mean(aD)/study.Mean(roD), study.PM(rD, 2),
-			study.Floats(rH, 2), study.Mean(aH)/study.Mean(roH), study.PM(rH, 2),
-			study.Mean(bound), study.Mean(aUnit))
+		md.WriteString(cellRow(cells[id], sources))
 	}
+	return md.String()
+}
 
-	// Over training: the ratios at a quarter, half, three quarters and the
-	// end of each schedule (the nearest logged update at or after), and
-	// Hilbert RMS at the validations.
+// cellRow is cellTable's row of cell c; se(cost) is the root mean square
+// over the seeds of the paired standard error, "-" unless every seed's
+// pair has its pieces.
+func cellRow(c *cell, sources []string) string {
+	var al, rl, cost, rD, rH, aD, roD, aH, roH, bound, aUnit, se2 []float64
+	for i := range c.seeds {
+		a, r := c.a[i], c.r[i]
+		al, rl = append(al, a.ValLoss), append(rl, r.ValLoss)
+		cost = append(cost, r.ValLoss-a.ValLoss)
+		rD, rH = append(rD, a.Diam/r.Diam), append(rH, a.HRMS/r.HRMS)
+		aD, roD, aH, roH = append(aD, a.Diam), append(roD, r.Diam), append(aH, a.HRMS), append(roH, r.HRMS)
+		bound, aUnit = append(bound, r.Diam/(2*r.HeadLR)), append(aUnit, a.Diam/a.HeadLR)
+		if s := pairedSE(a.pieces, r.pieces, sources); !math.IsNaN(s) {
+			se2 = append(se2, s*s)
+		}
+	}
+	seCost := math.NaN()
+	if len(se2) == len(c.seeds) {
+		seCost = math.Sqrt(study.Mean(se2))
+	}
+	return fmt.Sprintf("| %d | %g | %d | %s | %.4f | %.4f | %s | %+.4f%s | %s | %s | %.2f%s | %s | %.2f%s | %.3f | %.3f |\n",
+		c.d, c.tpp, steps(c.d, c.tpp), study.Ints(c.seeds), study.Mean(al), study.Mean(rl),
+		signed(cost, 4), study.Mean(cost), study.PM(cost, 4), seString(seCost),
+		study.Floats(rD, 2), study.Mean(aD)/study.Mean(roD), study.PM(rD, 2),
+		study.Floats(rH, 2), study.Mean(aH)/study.Mean(roH), study.PM(rH, 2),
+		study.Mean(bound), study.Mean(aUnit))
+}
+
+// trainingTable is the section of the ratios and the loss cost over
+// training: at a quarter, half, three quarters and the end of each
+// schedule (see atFraction).
+func trainingTable(order [][2]float64, cells map[[2]float64]*cell) string {
+	var md strings.Builder
 	md.WriteString("\n## Over training\n\nD ratio: AdamW/RowNorm ratio of the mean D(S_t) over each quarter of the schedule (8 diagnostics a run in each quarter; one update's D(S_t) is noisy). ")
 	md.WriteString("Hilbert RMS ratio (of the seed means) and loss cost (mean over seeds): at the validations, which the 20-tokens/param runs have at T/4, T/2, 3T/4 and T and the others only at T.\n\n")
 	md.WriteString("| d | tokens/param | D ratio in (0, T/4] | (T/4, T/2] | (T/2, 3T/4] | (3T/4, T] | Hilbert RMS ratio at T/4 | T/2 | 3T/4 | T | loss cost at T/4 | T/2 | 3T/4 | T |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -225,8 +297,12 @@ func main() {
 		}
 		md.WriteString("\n")
 	}
+	return md.String()
+}
 
-	// At 20 tokens per parameter: the fit against d beside the paper's.
+// fitTable is the section of the fit ratio = c d^a at 20 tokens per
+// parameter, this study's beside the paper's Table 3.
+func fitTable(order [][2]float64, cells map[[2]float64]*cell) string {
 	var xs, yD, yH []float64
 	for _, id := range order {
 		if c := cells[id]; c.tpp == longestHorizon {
@@ -234,136 +310,168 @@ func main() {
 			xs, yD, yH = append(xs, float64(c.d)), append(yD, rD), append(yH, rH)
 		}
 	}
+	var md strings.Builder
 	md.WriteString("\n## At 20 tokens per parameter: ratio = c d^a, beside the paper's Table 3\n\n")
 	fmt.Fprintf(&md, "Paper (Table 3, d 512 / 768 / 1024): D ratio %s, Hilbert RMS ratio %s, loss cost %s.\n\n",
 		slash(paperDiam, 1), slash(paperHRMS, 1), slash(paperCost, 4))
 	md.WriteString("| diagnostic | data | widths | ratios | c | a | se(a) |\n|---|---|---|---|---|---|---|\n")
-	addFit := func(name, data string, x, y []float64) {
-		w := make([]int, len(x))
-		for i := range x {
-			w[i] = int(x[i])
-		}
-		if len(x) < 2 {
-			fmt.Fprintf(&md, "| %s | %s | %s | %s | - | - | - |\n", name, data, study.Ints(w), slash(y, 2))
-			return
-		}
-		c, a, se := study.Fit(x, y)
-		ses := "-"
-		if len(x) > 2 {
-			ses = fmt.Sprintf("%.3f", se)
-		}
-		fmt.Fprintf(&md, "| %s | %s | %s | %s | %.4g | %.3f | %s |\n", name, data, study.Ints(w), slash(y, 2), c, a, ses)
-	}
-	addFit("D(S_T)", "this study (CPU, V 1024)", xs, yD)
-	addFit("D(S_T)", "paper", paperD, paperDiam)
-	addFit("Hilbert RMS", "this study (CPU, V 1024)", xs, yH)
-	addFit("Hilbert RMS", "paper", paperD, paperHRMS)
+	md.WriteString(fitRow("D(S_T)", "this study (CPU, V 1024)", xs, yD))
+	md.WriteString(fitRow("D(S_T)", "paper", paperD, paperDiam))
+	md.WriteString(fitRow("Hilbert RMS", "this study (CPU, V 1024)", xs, yH))
+	md.WriteString(fitRow("Hilbert RMS", "paper", paperD, paperHRMS))
 	md.WriteString("\nse(a): from the fit's residuals (none with two widths, where the line passes through both points).\n")
-	md.WriteString(slopeTable(order, cells))
-	md.WriteString("\n![loss cost](loss_cost.png)\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n")
+	return md.String()
+}
 
-	check(os.MkdirAll(*out, 0o755))
-	check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md.String()), 0o644))
+// fitRow is fitTable's row of the ratios y at widths x: the fit's c, a and
+// se(a) ("-" for all three below two widths, for se(a) at two).
+func fitRow(name, data string, x, y []float64) string {
+	w := make([]int, len(x))
+	for i := range x {
+		w[i] = int(x[i])
+	}
+	if len(x) < 2 {
+		return fmt.Sprintf("| %s | %s | %s | %s | - | - | - |\n", name, data, study.Ints(w), slash(y, 2))
+	}
+	c, a, se := study.Fit(x, y)
+	ses := "-"
+	if len(x) > 2 {
+		ses = fmt.Sprintf("%.3f", se)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %.4g | %.3f | %s |\n", name, data, study.Ints(w), slash(y, 2), c, a, ses)
+}
 
-	// Figures: one series per width against tokens per parameter.
-	var widths []int
+// series is one width's points in a figure: per seed and of the seed
+// means, against tokens per parameter.
+type series struct {
+	d            int
+	seeds, means plotter.XYs
+}
+
+// drawFigures draws the three figures into the folder out: the loss cost,
+// the D(S_T) ratio and the Hilbert RMS ratio, one series per width.
+func drawFigures(out string, order [][2]float64, cells map[[2]float64]*cell) error {
+	if err := drawFigure(filepath.Join(out, "loss_cost.png"), "RowNorm's loss cost: final val loss(RowNorm) - val loss(AdamW)", "loss cost (nats)",
+		collect(order, cells, func(f run) float64 { return f.ValLoss }, true), paperCost, false, false); err != nil {
+		return err
+	}
+	if err := drawFigure(filepath.Join(out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio (AdamW / RowNorm)",
+		collect(order, cells, func(f run) float64 { return f.Diam }, false), paperDiam, true, true); err != nil {
+		return err
+	}
+	return drawFigure(filepath.Join(out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio (AdamW / RowNorm)",
+		collect(order, cells, func(f run) float64 { return f.HRMS }, false), paperHRMS, true, true)
+}
+
+// widths are the cells' widths in the order of their first cell.
+func widths(order [][2]float64) []int {
+	var out []int
 	seen := map[int]bool{}
 	for _, id := range order {
 		if d := int(id[0]); !seen[d] {
 			seen[d] = true
-			widths = append(widths, d)
+			out = append(out, d)
 		}
 	}
-	type series struct {
-		d            int
-		seeds, means plotter.XYs
-	}
-	// collect gives, per width, q's AdamW/RowNorm ratio (per seed, and of
-	// the seed means) or, when cost, RowNorm's q minus AdamW's.
-	collect := func(q func(run) float64, cost bool) []series {
-		var out []series
-		for _, d := range widths {
-			s := series{d: d}
-			for _, id := range order {
-				c := cells[id]
-				if c.d != d {
-					continue
-				}
-				var qa, qr []float64
-				for i := range c.seeds {
-					a, r := q(c.a[i]), q(c.r[i])
-					qa, qr = append(qa, a), append(qr, r)
-					v := a / r
-					if cost {
-						v = r - a
-					}
-					s.seeds = append(s.seeds, plotter.XY{X: c.tpp, Y: v})
-				}
-				m := study.Mean(qa) / study.Mean(qr)
+	return out
+}
+
+// collect gives, per width, q's AdamW/RowNorm ratio (per seed, and of
+// the seed means) or, when cost, RowNorm's q minus AdamW's.
+func collect(order [][2]float64, cells map[[2]float64]*cell, q func(run) float64, cost bool) []series {
+	var out []series
+	for _, d := range widths(order) {
+		s := series{d: d}
+		for _, id := range order {
+			c := cells[id]
+			if c.d != d {
+				continue
+			}
+			var qa, qr []float64
+			for i := range c.seeds {
+				a, r := q(c.a[i]), q(c.r[i])
+				qa, qr = append(qa, a), append(qr, r)
+				v := a / r
 				if cost {
-					m = study.Mean(qr) - study.Mean(qa)
+					v = r - a
 				}
-				s.means = append(s.means, plotter.XY{X: c.tpp, Y: m})
+				s.seeds = append(s.seeds, plotter.XY{X: c.tpp, Y: v})
 			}
-			out = append(out, s)
+			m := study.Mean(qa) / study.Mean(qr)
+			if cost {
+				m = study.Mean(qr) - study.Mean(qa)
+			}
+			s.means = append(s.means, plotter.XY{X: c.tpp, Y: m})
 		}
-		return out
+		out = append(out, s)
 	}
-	draw1 := func(path, title, yLabel string, ss []series, paper []float64, logY, legendLeft bool) error {
-		p := plot.New()
-		p.Title.Text = title
-		p.X.Label.Text = "tokens per parameter (each horizon its own schedule)"
-		p.Y.Label.Text = yLabel
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = study.FixedTicks{0.5, 1, 2, 5, 10, 20}
-		p.X.Min, p.X.Max = 0.4, 25
-		if logY {
-			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = study.FixedTicks{1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100}
-		}
-		p.Add(plotter.NewGrid())
-		p.Legend.Top, p.Legend.Left = true, legendLeft
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, s := range ss {
-			for _, v := range append(append(plotter.XYs{}, s.seeds...), s.means...) {
-				lo, hi = math.Min(lo, v.Y), math.Max(hi, v.Y)
-			}
-		}
-		var pp plotter.XYs
-		for i, v := range paper {
-			pp = append(pp, plotter.XY{X: longestHorizon * math.Pow(1.08, float64(i-1)), Y: v})
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-		if logY {
-			p.Y.Min, p.Y.Max = lo/1.5, hi*1.8
-		} else {
-			p.Y.Min, p.Y.Max = math.Min(0, lo-0.01), hi+0.25*(hi-math.Min(0, lo))
-		}
-		palette := [][2]color.Color{{study.Blue, study.Faint}, {orange, orangeFaint}, {green, greenFaint}}
-		for i, s := range ss {
-			col := palette[i%len(palette)]
-			if err := study.AddLine(p, s.means, col[0], false, ""); err != nil {
-				return err
-			}
-			if err := study.AddPoints(p, s.seeds, col[1], 2.5, draw.CircleGlyph{}, fmt.Sprintf("d %d, per seed", s.d)); err != nil {
-				return err
-			}
-			if err := study.AddPoints(p, s.means, col[0], 4.5, draw.BoxGlyph{}, fmt.Sprintf("d %d (%d params), mean over seeds", s.d, params(s.d))); err != nil {
-				return err
-			}
-		}
-		if err := study.AddPoints(p, pp, study.Red, 4.5, draw.TriangleGlyph{}, "paper, d 512 / 768 / 1024 (190M-640M, V 50257), at 20"); err != nil {
+	return out
+}
+
+// drawFigure draws the series ss and the paper's values (at 20 tokens per
+// parameter) against tokens per parameter on a log axis, with a log y axis
+// when logY and the legend top left when legendLeft, and saves it at path.
+func drawFigure(path, title, yLabel string, ss []series, paper []float64, logY, legendLeft bool) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "tokens per parameter (each horizon its own schedule)"
+	p.Y.Label.Text = yLabel
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = study.FixedTicks{0.5, 1, 2, 5, 10, 20}
+	p.X.Min, p.X.Max = 0.4, 25
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = study.FixedTicks{1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100}
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, legendLeft
+	p.Y.Min, p.Y.Max = yRange(ss, paper, logY)
+	palette := [][2]color.Color{{study.Blue, study.Faint}, {orange, orangeFaint}, {green, greenFaint}}
+	for i, s := range ss {
+		col := palette[i%len(palette)]
+		if err := study.AddLine(p, s.means, col[0], false, ""); err != nil {
 			return err
 		}
-		return p.Save(8*vg.Inch, 5*vg.Inch, path)
+		if err := study.AddPoints(p, s.seeds, col[1], 2.5, draw.CircleGlyph{}, fmt.Sprintf("d %d, per seed", s.d)); err != nil {
+			return err
+		}
+		if err := study.AddPoints(p, s.means, col[0], 4.5, draw.BoxGlyph{}, fmt.Sprintf("d %d (%d params), mean over seeds", s.d, params(s.d))); err != nil {
+			return err
+		}
 	}
-	check(draw1(filepath.Join(*out, "loss_cost.png"), "RowNorm's loss cost: final val loss(RowNorm) - val loss(AdamW)", "loss cost (nats)",
-		collect(func(f run) float64 { return f.ValLoss }, true), paperCost, false, false))
-	check(draw1(filepath.Join(*out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio (AdamW / RowNorm)",
-		collect(func(f run) float64 { return f.Diam }, false), paperDiam, true, true))
-	check(draw1(filepath.Join(*out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio (AdamW / RowNorm)",
-		collect(func(f run) float64 { return f.HRMS }, false), paperHRMS, true, true))
-	fmt.Print(md.String())
+	if err := study.AddPoints(p, paperPoints(paper), study.Red, 4.5, draw.TriangleGlyph{}, "paper, d 512 / 768 / 1024 (190M-640M, V 50257), at 20"); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// paperPoints places the paper's values at 20 tokens per parameter, 8%
+// apart along the axis so that its three widths do not overlap.
+func paperPoints(paper []float64) plotter.XYs {
+	var pp plotter.XYs
+	for i, v := range paper {
+		pp = append(pp, plotter.XY{X: longestHorizon * math.Pow(1.08, float64(i-1)), Y: v})
+	}
+	return pp
+}
+
+// yRange is a figure's y axis range: every point of ss and of paper with a
+// margin (a factor on a log axis; on a linear one, from 0 or below and a
+// quarter of the span above).
+func yRange(ss []series, paper []float64, logY bool) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, v := range append(append(plotter.XYs{}, s.seeds...), s.means...) {
+			lo, hi = math.Min(lo, v.Y), math.Max(hi, v.Y)
+		}
+	}
+	for _, v := range paper {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if logY {
+		return lo / 1.5, hi * 1.8
+	}
+	return math.Min(0, lo-0.01), hi + 0.25*(hi-math.Min(0, lo))
 }
 
 // ratios are the cell's AdamW/RowNorm ratios of the seed means of D(S_T)
@@ -562,7 +670,7 @@ func stratifiedSE(v []float64, source []string) float64 {
 // consecutive pieces within one book). Batch means is sound once the pieces are longer than the
 // correlation of the losses along the text; an se that stays put as the
 // pieces grow says they are.
-func pieceSizeTable(keys []runKey, res map[runKey]run, sources []string, done func(runKey, run) bool) string {
+func pieceSizeTable(keys []runKey, res map[runKey]run, sources []string) string {
 	var b strings.Builder
 	b.WriteString("\nThe standard errors by piece length (batch means: they should not grow once the pieces are longer than the correlation along the text); range over the runs and over the AdamW/RowNorm pairs with pieces:\n\n")
 	b.WriteString("| pieces | tokens a piece | per-run se | paired se of the loss cost |\n|---|---|---|---|\n")
@@ -571,7 +679,7 @@ func pieceSizeTable(keys []runKey, res map[runKey]run, sources []string, done fu
 		var n int
 		for _, key := range keys {
 			f := res[key]
-			if f.pieces == nil || !done(key, f) {
+			if f.pieces == nil || !finished(key, f) {
 				continue
 			}
 			v, src := groupPieces(f.pieces, sources, k)
@@ -581,7 +689,7 @@ func pieceSizeTable(keys []runKey, res map[runKey]run, sources []string, done fu
 				continue
 			}
 			rk := runKey{key.d, key.tpp, "rownorm", key.seed}
-			if r, ok := res[rk]; ok && r.pieces != nil && done(rk, r) {
+			if r, ok := res[rk]; ok && r.pieces != nil && finished(rk, r) {
 				rv, _ := groupPieces(r.pieces, sources, k)
 				paired = append(paired, pairedSE(v, rv, src))
 			}
@@ -642,6 +750,7 @@ func pairedSE(a, r []float64, source []string) float64 {
 	return stratifiedSE(d, source)
 }
 
+// seString formats a standard error to 4 decimals, "-" for NaN (no pieces).
 func seString(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
@@ -649,6 +758,7 @@ func seString(v float64) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
+// signed formats v with a sign and prec decimals, comma-separated.
 func signed(v []float64, prec int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
@@ -657,6 +767,7 @@ func signed(v []float64, prec int) string {
 	return strings.Join(s, ", ")
 }
 
+// slash formats v with prec decimals, separated by " / ".
 func slash(v []float64, prec int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
@@ -665,6 +776,7 @@ func slash(v []float64, prec int) string {
 	return strings.Join(s, " / ")
 }
 
+// check ends the command with err unless it is nil.
 func check(err error) {
 	if err != nil {
 		log.Fatal(err)
