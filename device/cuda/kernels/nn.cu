@@ -32,10 +32,12 @@ extern "C" __global__ void h_gelu_tanh_f32(float* out, const float* x, const flo
 
 // gelu'(z) = s + z s (1 - s) 2 sqrt(2/pi) (1 + 3 0.044715 z^2), s = sigmoid(2u)
 // = 1/(1 + e), e = e^(-2u); 1 - s = e s, without cancellation near s = 1.
+// The exponent is capped at 88, as the CPU's exp is: for z below about
+// -9.3 an uncapped e is +Inf, s 0 and e s NaN.
 extern "C" __global__ void h_gelu_tanh_bwd_f32(float* dx, const float* dout, const float* x, const float* bias, i64 n, i64 cols) {
     H_FOR(i, n) {
         float z = bias ? x[i] + bias[i % cols] : x[i];
-        float e = expf(-H_GELU_K2 * (z + H_GELU_C * z * z * z)), s = 1.0f / (1.0f + e);
+        float e = expf(fminf(-H_GELU_K2 * (z + H_GELU_C * z * z * z), 88.0f)), s = 1.0f / (1.0f + e);
         dx[i] = dout[i] * (s + z * s * (e * s) * H_GELU_K2 * (1.0f + 3.0f * H_GELU_C * z * z));
     }
 }
