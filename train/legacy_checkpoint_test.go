@@ -374,8 +374,18 @@ func TestLegacyTrainerCheckpointResumes(t *testing.T) {
 }
 
 // TestLegacyLoopCheckpointResumes loads today's train.Loop checkpoint into
-// a loop whose own weights are other (another seed) and checks that the
-// updates after it and the end equal the uninterrupted run's, bit for bit.
+// a loop whose own weights are other (another seed), checks that every
+// parameter and optimizer state tensor is the checkpoint's, bit for bit,
+// and that the updates after it reach the uninterrupted run's end.
+//
+// The end agrees within float32 rounding, not bit for bit: the GPT-2 of
+// this checkpoint computes its GELU differently since the golden was made
+// (float32 tanh, f50d106; the fused bias + GELU and LayerNorm kernels,
+// 7b0b18a), so its updates after the checkpoint round differently (the
+// gradient norms by about 1e-8 relative). Bit-exact resume under today's
+// arithmetic is TestLoopResume's; the paper model's arithmetic is
+// unchanged and TestLegacyTrainerCheckpointResumes still checks its run
+// bit for bit.
 func TestLegacyLoopCheckpointResumes(t *testing.T) {
 	golden := readGolden(t, filepath.Join(legacyDir, "loop", "golden.json"))
 	if !useLegacyEnv(t, golden.Environment) {
@@ -390,6 +400,10 @@ func TestLegacyLoopCheckpointResumes(t *testing.T) {
 	if l.Step() != golden.Checkpoint {
 		t.Fatalf("loaded at update %d, want %d", l.Step(), golden.Checkpoint)
 	}
+	step := filepath.Join(root, fmt.Sprintf("step-%07d", golden.Checkpoint))
+	loaded, _ := l.Optimizer().SaveState()
+	compareHashes(t, "loaded parameter", paramHashes(l.Model().Parameters()), fileHashes(t, filepath.Join(step, "model.safetensors")), "")
+	compareHashes(t, "loaded optimizer state", stateHashes(loaded), fileHashes(t, filepath.Join(step, "optim.safetensors")), "")
 	var updates []legacyUpdate
 	if err := l.Run(context.Background(), golden.Steps, func(u train.Update) error {
 		updates = append(updates, legacyUpdate{u.Step, u.Loss, u.GradNorm, u.LRScale})
@@ -398,15 +412,29 @@ func TestLegacyLoopCheckpointResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	where := legacyWhere(golden.Environment)
-	if want := golden.Updates[golden.Checkpoint:]; !reflect.DeepEqual(updates, want) {
-		t.Errorf("the updates after the checkpoint:\n got  %+v\n want %+v%s", updates, want, where)
+	if want := golden.Updates[golden.Checkpoint:]; !closeUpdates(updates, want, 1e-6) {
+		t.Errorf("the updates after the checkpoint, not within 1e-6 (relative) of the golden's:\n got  %+v\n want %+v%s", updates, want, where)
 	}
-	tensors, counters := l.Optimizer().SaveState()
-	compareHashes(t, "parameter", paramHashes(l.Model().Parameters()), golden.Model, where)
-	compareHashes(t, "optimizer state", stateHashes(tensors), golden.Optim, where)
+	_, counters := l.Optimizer().SaveState()
 	if !reflect.DeepEqual(counters, golden.Counters) {
 		t.Errorf("optimizer counters %v, want %v", counters, golden.Counters)
 	}
+}
+
+// closeUpdates reports whether got and want have the same updates and LR
+// scales and losses and gradient norms within rel of each other.
+func closeUpdates(got, want []legacyUpdate, rel float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) <= rel*math.Abs(b) }
+	for i, g := range got {
+		w := want[i]
+		if g.Step != w.Step || g.LRScale != w.LRScale || !close(g.Loss, w.Loss) || !close(g.GradNorm, w.GradNorm) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestLegacyCheckpointErrors: today's checkpoint, damaged or resumed
