@@ -37,7 +37,8 @@ extern "C" __global__ void h_gelu_tanh_f32(float* out, const float* x, const flo
 extern "C" __global__ void h_gelu_tanh_bwd_f32(float* dx, const float* dout, const float* x, const float* bias, i64 n, i64 cols) {
     H_FOR(i, n) {
         float z = bias ? x[i] + bias[i % cols] : x[i];
-        float e = expf(fminf(-H_GELU_K2 * (z + H_GELU_C * z * z * z), 88.0f)), s = 1.0f / (1.0f + e);
+        float a = -H_GELU_K2 * (z + H_GELU_C * z * z * z);
+        float e = expf(a < 88.0f ? a : 88.0f), s = 1.0f / (1.0f + e);
         dx[i] = dout[i] * (s + z * s * (e * s) * H_GELU_K2 * (1.0f + 3.0f * H_GELU_C * z * z));
     }
 }
