@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -19,10 +18,10 @@ import (
 
 // benchGenerateFlags are bench generate's settings.
 type benchGenerateFlags struct {
-	family, preset, devName string
-	sizes                   benchSizes
-	batch, prompt, tokens   int
-	reps, profileTop        int
+	benchModelChoice
+	devName               string
+	batch, prompt, tokens int
+	reps, profileTop      int
 }
 
 // generateTimes are the timestamps of one generation: the time to the
@@ -49,9 +48,7 @@ type generateBench struct {
 func runBenchGenerate(args []string, stdout, stderr io.Writer) error {
 	var f benchGenerateFlags
 	fs := newFlagSet("bench generate", "", stderr)
-	fs.StringVar(&f.family, "model", "gpt2", "model family: "+strings.Join(registry.Names(), ", "))
-	fs.StringVar(&f.preset, "preset", "gpt2", "model preset of the family ("+presetsUsage()+")")
-	f.sizes.flags(fs)
+	f.benchModelChoice.flags(fs, "gpt2", "gpt2")
 	fs.IntVar(&f.batch, "batch", 1, "prompts generated together")
 	fs.IntVar(&f.prompt, "prompt", 64, "tokens per prompt")
 	fs.IntVar(&f.tokens, "tokens", 32, "new tokens per prompt (at least 2)")
@@ -99,16 +96,9 @@ func buildGenerateBench(cmd string, f benchGenerateFlags) (*generateBench, error
 	if f.batch < 1 || f.prompt < 1 || f.tokens < 2 || f.reps < 1 {
 		return nil, usageErr(cmd, fmt.Errorf("-batch %d, -prompt %d, -tokens %d, -reps %d: want batch, prompt, reps >= 1 and tokens >= 2", f.batch, f.prompt, f.tokens, f.reps))
 	}
-	fam, err := registry.Lookup(f.family)
+	fam, cfg, err := f.config(cmd)
 	if err != nil {
-		return nil, usageErr(cmd, fmt.Errorf("-model: %w", err))
-	}
-	cfg, err := fam.Preset(f.preset)
-	if err != nil {
-		return nil, usageErr(cmd, fmt.Errorf("-preset: %w", err))
-	}
-	if cfg, err = f.sizes.apply(cfg); err != nil {
-		return nil, usageErr(cmd, err)
+		return nil, err
 	}
 	b := &generateBench{f: f, size: registry.SizesOf(cfg)}
 	if f.prompt+f.tokens > b.size.Context {

@@ -20,12 +20,12 @@ import (
 
 // benchModelFlags are bench model's settings.
 type benchModelFlags struct {
-	family, preset, devName, autocast string
-	untie                             bool
-	sizes                             benchSizes
-	update                            string
-	batch, seq, steps                 int
-	blockRows, profileTop             int
+	benchModelChoice
+	devName, autocast     string
+	untie                 bool
+	update                string
+	batch, seq, steps     int
+	blockRows, profileTop int
 }
 
 // benchModel is a built model with its inputs and the step to time.
@@ -53,9 +53,7 @@ const (
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	var f benchModelFlags
 	fs := newFlagSet("bench model", "", stderr)
-	fs.StringVar(&f.family, "model", "paper", "model family: "+strings.Join(registry.Names(), ", "))
-	fs.StringVar(&f.preset, "preset", "cpu-128", "model preset of the family ("+presetsUsage()+")")
-	f.sizes.flags(fs)
+	f.benchModelChoice.flags(fs, "paper", "cpu-128")
 	fs.BoolVar(&f.untie, "untie-head", false, "untie a head tied to the embedding (gpt2)")
 	fs.StringVar(&f.update, "update", updateOff, "what a step is: off (forward+backward), recipe (then the gradient norm clipped at 1.0 and the family's optimizer recipe, the paper's for the paper model, an AdamW head for a tied one) or adamw (clipping, then AdamW on every parameter)")
 	fs.IntVar(&f.batch, "batch", 8, "sequences per step")
@@ -101,16 +99,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 // buildBenchModel checks the flags and builds the model (on a profiled
 // device with -profile) and its random inputs.
 func buildBenchModel(cmd string, f benchModelFlags) (*benchModel, error) {
-	fam, err := registry.Lookup(f.family)
+	fam, cfg, err := f.config(cmd)
 	if err != nil {
-		return nil, usageErr(cmd, fmt.Errorf("-model: %w", err))
-	}
-	cfg, err := fam.Preset(f.preset)
-	if err != nil {
-		return nil, usageErr(cmd, fmt.Errorf("-preset: %w", err))
-	}
-	if cfg, err = f.sizes.apply(cfg); err != nil {
-		return nil, usageErr(cmd, err)
+		return nil, err
 	}
 	if f.update != updateOff && f.update != updateRecipe && f.update != updateAdamW {
 		return nil, usageErr(cmd, fmt.Errorf("-update %q: want off, recipe or adamw", f.update))
