@@ -452,10 +452,8 @@ func toBFloat16(s []float32) []uint16 {
 // gflops returns the throughput of the fastest and of the median run,
 // rounded to 3 decimals.
 func gflops(flops float64, ts []time.Duration) (best, median float64) {
-	s := slices.Clone(ts)
-	slices.Sort(s)
 	rate := func(d time.Duration) float64 { return round3(flops / max(d.Seconds(), 1e-9) / 1e9) }
-	return rate(s[0]), rate(s[len(s)/2])
+	return rate(slices.Min(ts)), rate(medianDuration(ts))
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

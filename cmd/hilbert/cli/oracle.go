@@ -152,9 +152,6 @@ func parseOracleFlags(args []string, stderr io.Writer) (*oracleFlags, error) {
 	if stop, err := parseCommand(fs, args); stop {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usageErr(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
-	}
 	if f.valText != "" {
 		set := false
 		fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "val-tokens" })

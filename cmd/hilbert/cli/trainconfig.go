@@ -110,13 +110,19 @@ func (v warmupValue) String() string {
 }
 
 func (v warmupValue) Set(s string) error {
+	return setCount(v.p, s, train.NoWarmup, "want a number of updates >= 0 (0: no warmup)")
+}
+
+// setCount sets *p to s, a count >= 0, with 0 stored as zero (the
+// library's value for it); want is the error for anything else.
+func setCount(p *int, s string, zero int, want string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
 	if err != nil || n < 0 {
-		return errors.New("want a number of updates >= 0 (0: no warmup)")
+		return errors.New(want)
 	}
-	*v.p = int(n)
+	*p = int(n)
 	if n == 0 {
-		*v.p = train.NoWarmup
+		*p = zero
 	}
 	return nil
 }
@@ -158,15 +164,7 @@ func (v keepValue) String() string {
 }
 
 func (v keepValue) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
-	if err != nil || n < 0 {
-		return errors.New("want a number of checkpoints >= 0 (0: all)")
-	}
-	*v.p = int(n)
-	if n == 0 {
-		*v.p = train.KeepAllCheckpoints
-	}
-	return nil
+	return setCount(v.p, s, train.KeepAllCheckpoints, "want a number of checkpoints >= 0 (0: all)")
 }
 
 // listValue is a comma-separated list flag; a config file may give it as
