@@ -106,11 +106,7 @@ func evalRun(runDir, valPath, devName string, valTokens int, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	dev, err := openDevice(devName)
-	if err != nil {
-		return err
-	}
-	m, err := ck.loadModel(dev)
+	dev, m, err := ck.loadModel(devName)
 	if err != nil {
 		return err
 	}

@@ -108,15 +108,19 @@ func (c *runCheckpoint) intSetting(name string) (int, error) {
 	return v, nil
 }
 
-// loadModel builds the checkpoint's model on dev (any registered family)
-// and loads its weights as a resume reads them: checksums, and no NaN or
-// infinity.
-func (c *runCheckpoint) loadModel(dev device.Device) (registry.Model, error) {
+// loadModel opens the device devName, builds the checkpoint's model on it
+// (any registered family) and loads its weights as a resume reads them:
+// checksums, and no NaN or infinity.
+func (c *runCheckpoint) loadModel(devName string) (device.Device, registry.Model, error) {
+	dev, err := openDevice(devName)
+	if err != nil {
+		return nil, nil, err
+	}
 	m, err := c.open.BuildModel(dev)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", c.Dir, err)
 	}
-	return m, nil
+	return dev, m, nil
 }
 
 func runSample(args []string, stdout, stderr io.Writer) error {
@@ -222,12 +226,7 @@ func openSampleModel(runDir, hfDir, devName string) (*sampleModel, error) {
 		ck.Close()
 		return nil, err
 	}
-	dev, err := openDevice(devName)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	m, err := ck.loadModel(dev)
+	dev, m, err := ck.loadModel(devName)
 	if err != nil {
 		ck.Close()
 		return nil, err

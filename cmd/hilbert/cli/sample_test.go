@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/device/cpu"
 	"github.com/hilbert-ml/hilbert/tensor"
 	"github.com/hilbert-ml/hilbert/tokenizer"
 )
@@ -76,8 +75,7 @@ func TestSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	dev := cpu.New()
-	m, err := ck.loadModel(dev)
+	dev, m, err := ck.loadModel("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
