@@ -177,10 +177,11 @@ func parseCommandArgs(fs *flag.FlagSet, args []string) (stop bool, err error) {
 	return err != nil, err
 }
 
-// parseFlags parses args with fs. After -h it prints fs's usage (the flag
-// package's default when fs.Usage is nil) and returns flag.ErrHelp. A bad
-// or unknown flag or value is a *usageError, which the flag package does
-// not print: runMain prints it, with a hint instead of the usage.
+// parseFlags parses args with fs (from newFlagSet). After -h it prints
+// fs's usage (the flag package's default where newFlagSet set none) and
+// returns flag.ErrHelp. A bad or unknown flag or value is a *usageError,
+// which the flag package does not print: runMain prints it, with a hint
+// instead of the usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
@@ -190,12 +191,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(out)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		if usage != nil {
-			usage()
-		} else {
-			fmt.Fprintf(out, "usage of hilbert %s:\n", fs.Name())
-			fs.PrintDefaults()
-		}
+		usage()
 		return flag.ErrHelp
 	case err != nil:
 		return usageErr(fs.Name(), err)
