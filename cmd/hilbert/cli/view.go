@@ -106,13 +106,7 @@ func checkViewAddr(addr string, public bool) error {
 	if port == "" {
 		return fmt.Errorf("-addr %q: no port (want host:port, such as 127.0.0.1:6007)", addr)
 	}
-	if public {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if ip := net.ParseIP(host); public || host == "localhost" || ip != nil && ip.IsLoopback() {
 		return nil
 	}
 	what := host
