@@ -136,10 +136,7 @@ func (d *Device) Synchronize() error { return nil }
 // b does not belong to the CPU backend: callers above the device layer
 // should use the tensor package instead.
 func Float32s(b device.Buffer) []float32 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
+	cb := cpuBuffer(b)
 	if cb.f == nil && (cb.i != nil || cb.h != nil || cb.d != nil) {
 		panic(fmt.Sprintf("cpu: %v buffer used where float32 is required", cb.DType()))
 	}
@@ -147,39 +144,31 @@ func Float32s(b device.Buffer) []float32 {
 }
 
 // Float64s returns the host slice behind a CPU float64 buffer.
-func Float64s(b device.Buffer) []float64 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
-	if cb.d == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where float64 is required", cb.DType()))
-	}
-	return cb.d
-}
+func Float64s(b device.Buffer) []float64 { return required(cpuBuffer(b).d, b, "float64") }
 
 // BFloat16s returns the bfloat16 bits behind a CPU bfloat16 buffer.
-func BFloat16s(b device.Buffer) []uint16 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
-	if cb.h == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where bfloat16 is required", cb.DType()))
-	}
-	return cb.h
-}
+func BFloat16s(b device.Buffer) []uint16 { return required(cpuBuffer(b).h, b, "bfloat16") }
 
 // Int32s returns the host slice behind a CPU int32 buffer.
-func Int32s(b device.Buffer) []int32 {
+func Int32s(b device.Buffer) []int32 { return required(cpuBuffer(b).i, b, "int32") }
+
+// cpuBuffer returns b as a CPU buffer; it panics if b belongs to another
+// backend.
+func cpuBuffer(b device.Buffer) *buffer {
 	cb, ok := b.(*buffer)
 	if !ok {
 		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
 	}
-	if cb.i == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where int32 is required", cb.DType()))
+	return cb
+}
+
+// required returns s, the slice of b's buffer that holds dtype want; it
+// panics if s is nil, which means b holds another dtype.
+func required[T any](s []T, b device.Buffer, want string) []T {
+	if s == nil {
+		panic(fmt.Sprintf("cpu: %v buffer used where %s is required", b.DType(), want))
 	}
-	return cb.i
+	return s
 }
 
 // NewFloat32 wraps a host slice as a CPU buffer without copying.
