@@ -3,6 +3,7 @@ package devicetest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -69,18 +70,11 @@ func (h *harness) copyStrided(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want := make([]float64, c.dstLen)
-			for i := range want {
-				want[i] = sentinel
-			}
+			want := slices.Repeat([]float64{sentinel}, c.dstLen)
 			for i := range c.dims.Numel() {
 				want[offsetAt(c.dims, c.dstPlace, i)] = h.round(c.src.at(c.dims, i))
 			}
-			init := make([]float64, c.dstLen)
-			for i := range init {
-				init[i] = sentinel
-			}
-			dst := h.upload(t, init)
+			dst := h.upload(t, slices.Repeat([]float64{sentinel}, c.dstLen))
 			h.dev.CopyStrided(c.dims, device.View{Buf: dst, Layout: c.dstPlace}, h.view(t, c.src))
 			compare(t, "CopyStrided "+c.name, h.download(t, dst), want, exact)
 		})
