@@ -181,10 +181,7 @@ func (d *Device) CopyFromHost(dst device.Buffer, src []float32) {
 	case device.BFloat16:
 		toBFloat16(BFloat16s(dst), src)
 	case device.Float64:
-		z := Float64s(dst)[:len(src)]
-		for i, v := range src {
-			z[i] = float64(v)
-		}
+		convertFloats(Float64s(dst)[:len(src)], src)
 	default:
 		copy(Float32s(dst), src)
 	}
@@ -196,10 +193,7 @@ func (d *Device) CopyToHost(dst []float32, src device.Buffer) {
 	case device.BFloat16:
 		fromBFloat16(dst, BFloat16s(src))
 	case device.Float64:
-		x := Float64s(src)[:len(dst)]
-		for i, v := range x {
-			dst[i] = float32(v)
-		}
+		convertFloats(dst, Float64s(src))
 	default:
 		copy(dst, Float32s(src))
 	}
@@ -214,10 +208,7 @@ func (d *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 	case device.BFloat16:
 		convertEach(BFloat16s(dst), src, bf16FromFloat64) // one rounding
 	default:
-		z := Float32s(dst)[:len(src)]
-		for i, v := range src {
-			z[i] = float32(v)
-		}
+		convertFloats(Float32s(dst)[:len(src)], src)
 	}
 }
 
@@ -232,10 +223,16 @@ func (d *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
 			dst[i] = float64(device.Float32FromBFloat16(v))
 		}
 	default:
-		x := Float32s(src)[:len(dst)]
-		for i, v := range x {
-			dst[i] = float64(v)
-		}
+		convertFloats(dst, Float32s(src))
+	}
+}
+
+// convertFloats sets dst[i] = src[i] rounded or widened to D for every
+// element of dst; src must be at least as long.
+func convertFloats[D, S float](dst []D, src []S) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = D(v)
 	}
 }
 
