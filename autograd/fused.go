@@ -99,14 +99,10 @@ func (embeddingOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 // x / sqrt(mean(x^2) + eps), in x's float dtype (eps rounded once to it).
 func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
 	const op = "RMSNorm"
-	if !g.ok(op, x) {
+	rows, cols, ok := g.rowsOf(op, "", x)
+	if !ok {
 		return nil
 	}
-	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
-		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
-	}
-	cols := x.Dim(-1)
-	rows := x.Len() / cols
 	out := g.allocOf(op, x.DType(), x.Shape()...)
 	rstd := g.allocOf(op, x.DType(), rows)
 	if out == nil || rstd == nil {
@@ -140,19 +136,10 @@ func (rmsNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 // rounded once to it), as PyTorch's layer_norm.
 func (g *Graph) LayerNorm(x, w, b *tensor.Tensor, eps float64) *tensor.Tensor {
 	const op = "LayerNorm"
-	if in := [3]*tensor.Tensor{x, w, b}; !g.ok(op, nonNil(in[:])...) {
+	rows, cols, ok := g.rowsOf(op, "gain or bias", x, w, b)
+	if !ok {
 		return nil
 	}
-	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
-		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
-	}
-	cols := x.Dim(-1)
-	for _, p := range []*tensor.Tensor{w, b} {
-		if p != nil && (p.Len() != cols || p.Rank() != 1 || p.DType() != x.DType()) {
-			return g.failf("%s: gain or bias %v %v for input %v %v: want [%d] of its dtype", op, p.DType(), p.Shape(), x.DType(), x.Shape(), cols)
-		}
-	}
-	rows := x.Len() / cols
 	out := g.allocOf(op, x.DType(), x.Shape()...)
 	mean, rstd := g.allocOf(op, x.DType(), rows), g.allocOf(op, x.DType(), rows)
 	if out == nil || mean == nil || rstd == nil {
@@ -171,13 +158,8 @@ func (g *Graph) LayerNorm(x, w, b *tensor.Tensor, eps float64) *tensor.Tensor {
 // bias's column sums; composed, it would be a dozen passes over x.
 type layerNormOp struct{}
 
-func (layerNormOp) name() string { return "LayerNorm" }
-func (layerNormOp) reads(n *node) slots {
-	if n.in[1] != nil {
-		return in0 | in1
-	}
-	return in0
-}
+func (layerNormOp) name() string        { return "LayerNorm" }
+func (layerNormOp) reads(n *node) slots { return readsGain(n) }
 func (layerNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	x, w, b := n.in[0], n.in[1], n.in[2]
 	cols := x.Dim(-1)
@@ -207,21 +189,15 @@ func (layerNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 // bias add and the activation in one pass each way.
 func (g *Graph) GELUTanh(x, bias *tensor.Tensor) *tensor.Tensor {
 	const op = "GELUTanh"
-	if in := [2]*tensor.Tensor{x, bias}; !g.ok(op, nonNil(in[:])...) {
+	rows, cols, ok := g.rowsOf(op, "bias", x, bias)
+	if !ok {
 		return nil
-	}
-	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
-		return g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
-	}
-	cols := x.Dim(-1)
-	if bias != nil && (bias.Rank() != 1 || bias.Len() != cols || bias.DType() != x.DType()) {
-		return g.failf("%s: bias %v %v for input %v %v: want [%d] of its dtype", op, bias.DType(), bias.Shape(), x.DType(), x.Shape(), cols)
 	}
 	out := g.allocOf(op, x.DType(), x.Shape()...)
 	if out == nil {
 		return nil
 	}
-	compose.GELUTanh(g.kernels(x.DType()), out.Buffer(), x.Buffer(), bufferOf(bias), x.Len()/cols, cols)
+	compose.GELUTanh(g.kernels(x.DType()), out.Buffer(), x.Buffer(), bufferOf(bias), rows, cols)
 	if g.wantsGrad(x, bias) {
 		g.record(node{op: geluTanhOp{}, out: out, in: [3]*tensor.Tensor{x, bias}})
 	}
@@ -233,13 +209,8 @@ func (g *Graph) GELUTanh(x, bias *tensor.Tensor) *tensor.Tensor {
 // gradient, whose column sums are the bias's.
 type geluTanhOp struct{}
 
-func (geluTanhOp) name() string { return "GELUTanh" }
-func (geluTanhOp) reads(n *node) slots {
-	if n.in[1] != nil {
-		return in0 | in1
-	}
-	return in0
-}
+func (geluTanhOp) name() string        { return "GELUTanh" }
+func (geluTanhOp) reads(n *node) slots { return readsGain(n) }
 func (geluTanhOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	x, bias := n.in[0], n.in[1]
 	cols := x.Dim(-1)
@@ -255,17 +226,42 @@ func (geluTanhOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	g.accumulate(x, dx)
 }
 
-// nonNil moves the tensors of ts that are not nil to its front and
-// returns them (an op's optional inputs left out of its checks).
-func nonNil(ts []*tensor.Tensor) []*tensor.Tensor {
-	n := 0
-	for _, t := range ts {
-		if t != nil {
-			ts[n] = t
-			n++
+// rowsOf checks the operands of a row op (RMSNorm, LayerNorm, GELUTanh):
+// x float32 or float64 with a non-empty last axis of cols, and each of
+// params, unless nil, a [cols] vector of x's dtype (named what in the
+// error). It returns x's rows and cols; false means g has failed naming
+// op.
+func (g *Graph) rowsOf(op, what string, x *tensor.Tensor, params ...*tensor.Tensor) (rows, cols int, ok bool) {
+	in := []*tensor.Tensor{x} // and the params given
+	for _, p := range params {
+		if p != nil {
+			in = append(in, p)
 		}
 	}
-	return ts[:n]
+	if !g.ok(op, in...) {
+		return 0, 0, false
+	}
+	if x.Rank() < 1 || x.Dim(-1) == 0 || !isFloat(x) {
+		g.failf("%s: input %v %v: want float32 or float64 with a non-empty last axis", op, x.DType(), x.Shape())
+		return 0, 0, false
+	}
+	cols = x.Dim(-1)
+	for _, p := range params {
+		if p != nil && (p.Rank() != 1 || p.Len() != cols || p.DType() != x.DType()) {
+			g.failf("%s: %s %v %v for input %v %v: want [%d] of its dtype", op, what, p.DType(), p.Shape(), x.DType(), x.Shape(), cols)
+			return 0, 0, false
+		}
+	}
+	return x.Len() / cols, cols, true
+}
+
+// readsGain is the slots a row op with an optional gain or bias in in[1]
+// reads in its backward: x, and the gain where there is one.
+func readsGain(n *node) slots {
+	if n.in[1] != nil {
+		return in0 | in1
+	}
+	return in0
 }
 
 // bufferOf returns t's buffer, or nil for a nil t (an optional operand).

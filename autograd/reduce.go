@@ -84,11 +84,8 @@ func (g *Graph) VarianceAxis(x *tensor.Tensor, axis int, keepDim bool) *tensor.T
 }
 
 func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, axis int, keepDim, mean bool) *tensor.Tensor {
-	if !g.ok(name, x) {
+	if !g.floatOK(name, x) {
 		return nil
-	}
-	if !isFloat(x) {
-		return g.failf("%s: dtype %v (want float32 or float64)", name, x.DType())
 	}
 	outer, n, inner, ax, shape, ok := axisSplit(x.Shape(), axis, keepDim)
 	if !ok {

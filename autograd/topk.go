@@ -26,11 +26,7 @@ import (
 // sampling and routing; the axis may have at most 2^24 elements.
 func (g *Graph) TopK(x *tensor.Tensor, axis, k int, largest bool) (values, indices *tensor.Tensor) {
 	const name = "TopK"
-	if !g.ok(name, x) {
-		return nil, nil
-	}
-	if !isFloat(x) {
-		g.failf("%s: dtype %v (want float32 or float64)", name, x.DType())
+	if !g.floatOK(name, x) {
 		return nil, nil
 	}
 	outer, n, inner, ax, _, ok := axisSplit(x.Shape(), axis, false)

@@ -98,11 +98,8 @@ func (g *Graph) Unary(op device.UnaryOp, x *tensor.Tensor) *tensor.Tensor {
 		return g.failf("Unary(%v): unknown op", op)
 	}
 	name := unaryNames[op]
-	if !g.ok(name, x) {
+	if !g.floatOK(name, x) {
 		return nil
-	}
-	if !isFloat(x) {
-		return g.failf("%s: dtype %v (want float32 or float64)", name, x.DType())
 	}
 	out := g.allocOf(name, x.DType(), x.Shape()...)
 	if out == nil {

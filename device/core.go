@@ -192,12 +192,7 @@ var unaryNames = [...]string{Neg: "neg", Abs: "abs", Exp: "exp", Log: "log", Sqr
 func (op UnaryOp) Valid() bool { return op >= Neg && op <= numUnaryOps }
 
 // String names the operation.
-func (op UnaryOp) String() string {
-	if op.Valid() {
-		return unaryNames[op]
-	}
-	return fmt.Sprintf("unary(%d)", uint8(op))
-}
+func (op UnaryOp) String() string { return enumName(op, unaryNames[:], "unary") }
 
 // BinaryOps lists every BinaryOp, for tests and tables.
 func BinaryOps() []BinaryOp {
@@ -224,18 +219,10 @@ const (
 	Bernoulli
 )
 
+var distributionNames = [...]string{Uniform: "uniform", Normal: "normal", Bernoulli: "bernoulli"}
+
 // String names the distribution.
-func (d Distribution) String() string {
-	switch d {
-	case Uniform:
-		return "uniform"
-	case Normal:
-		return "normal"
-	case Bernoulli:
-		return "bernoulli"
-	}
-	return fmt.Sprintf("distribution(%d)", uint8(d))
-}
+func (d Distribution) String() string { return enumName(d, distributionNames[:], "distribution") }
 
 // MaxOperands is the most operands (outputs and inputs) a Plan holds.
 const MaxOperands = 4

@@ -74,20 +74,19 @@ func (t DType) Size() int {
 	return 0
 }
 
+var dtypeNames = [...]string{Float32: "float32", BFloat16: "bfloat16", Int32: "int32", Float64: "float64"}
+
 // String returns the dtype's conventional name ("float32", "bfloat16",
 // "int32", "float64").
-func (t DType) String() string {
-	switch t {
-	case Float32:
-		return "float32"
-	case BFloat16:
-		return "bfloat16"
-	case Int32:
-		return "int32"
-	case Float64:
-		return "float64"
+func (t DType) String() string { return enumName(t, dtypeNames[:], "dtype") }
+
+// enumName returns names[v], the name of the enum value v, or kind(v)
+// for a value without one.
+func enumName[E ~uint8](v E, names []string, kind string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("dtype(%d)", uint8(t))
+	return fmt.Sprintf("%s(%d)", kind, uint8(v))
 }
 
 // BFloat16FromFloat32 rounds f to bfloat16 (to nearest, ties to even),
@@ -179,12 +178,7 @@ var binaryNames = [...]string{Add: "add", Sub: "sub", Mul: "mul", Div: "div", Ma
 	Minimum: "minimum", Pow: "pow", Eq: "eq", Ne: "ne", Lt: "lt", Le: "le", Gt: "gt", Ge: "ge"}
 
 // String names the operation.
-func (op BinaryOp) String() string {
-	if op >= Add && op <= numBinaryOps {
-		return binaryNames[op]
-	}
-	return fmt.Sprintf("binary(%d)", uint8(op))
-}
+func (op BinaryOp) String() string { return enumName(op, binaryNames[:], "binary") }
 
 // ReduceOp selects a reduction. Reduce takes Sum, SumSquares and Max;
 // ReduceAxis takes them all.
@@ -208,24 +202,10 @@ const (
 	ArgMin
 )
 
+var reduceNames = [...]string{Sum: "sum", SumSquares: "sumsq", Max: "max", Min: "min", ArgMax: "argmax", ArgMin: "argmin"}
+
 // String names the reduction.
-func (op ReduceOp) String() string {
-	switch op {
-	case Sum:
-		return "sum"
-	case SumSquares:
-		return "sumsq"
-	case Max:
-		return "max"
-	case Min:
-		return "min"
-	case ArgMax:
-		return "argmax"
-	case ArgMin:
-		return "argmin"
-	}
-	return fmt.Sprintf("reduce(%d)", uint8(op))
-}
+func (op ReduceOp) String() string { return enumName(op, reduceNames[:], "reduce") }
 
 // AttentionShape describes tensors laid out as [Batch, Seq, Heads, HeadDim]
 // (the natural layout after a [Batch*Seq, Heads*HeadDim] projection), so

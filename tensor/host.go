@@ -65,12 +65,21 @@ func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, erro
 // A tensor of another dtype, or data of another length, is an error and
 // leaves t unchanged.
 func (t *Tensor) SetInt32(data []int32) error {
-	if err := t.checkSet("SetInt32", len(data), true); err != nil {
+	if err := write(t, "SetInt32", data, true, device.Device.CopyInt32FromHost); err != nil {
 		return err
 	}
-	t.dev.CopyInt32FromHost(t.buf, data)
-	t.MarkModified()
 	t.SetIndexRange(int32Range(data))
+	return nil
+}
+
+// write overwrites t with data through copyIn, one of the device's host
+// copies, after checkSet's checks for op, and marks t modified.
+func write[T any](t *Tensor, op string, data []T, ints bool, copyIn func(device.Device, device.Buffer, []T)) error {
+	if err := t.checkSet(op, len(data), ints); err != nil {
+		return err
+	}
+	copyIn(t.dev, t.buf, data)
+	t.MarkModified()
 	return nil
 }
 
@@ -127,23 +136,13 @@ func (t *Tensor) ComputeIndexRange() (lo, hi int32) {
 // (rounded to its dtype). An int32 tensor, or data of another length, is
 // an error and leaves t unchanged.
 func (t *Tensor) SetFloat32(data []float32) error {
-	if err := t.checkSet("SetFloat32", len(data), false); err != nil {
-		return err
-	}
-	t.dev.CopyFromHost(t.buf, data)
-	t.MarkModified()
-	return nil
+	return write(t, "SetFloat32", data, false, device.Device.CopyFromHost)
 }
 
 // SetFloat64 overwrites a float tensor with host float64 data of the same
 // length (rounded to its dtype), with SetFloat32's errors.
 func (t *Tensor) SetFloat64(data []float64) error {
-	if err := t.checkSet("SetFloat64", len(data), false); err != nil {
-		return err
-	}
-	t.dev.CopyFloat64FromHost(t.buf, data)
-	t.MarkModified()
-	return nil
+	return write(t, "SetFloat64", data, false, device.Device.CopyFloat64FromHost)
 }
 
 // IndexRange reports bounds of the ids of an int32 tensor: the smallest
@@ -188,29 +187,25 @@ func RandNOf(dev device.Device, dtype device.DType, rng *rand.Rand, mean, std fl
 
 // Float32s copies a float tensor to a new host slice (rounding float64
 // values). It panics for an int32 tensor, saying to read it with Int32s.
-func (t *Tensor) Float32s() []float32 {
-	t.readable("Float32s", false)
-	out := make([]float32, t.Len())
-	t.dev.CopyToHost(out, t.buf)
-	return out
-}
+func (t *Tensor) Float32s() []float32 { return read(t, "Float32s", false, device.Device.CopyToHost) }
 
 // Float64s copies a float tensor to a new host slice of float64 (exact).
 // It panics for an int32 tensor, saying to read it with Int32s.
 func (t *Tensor) Float64s() []float64 {
-	t.readable("Float64s", false)
-	out := make([]float64, t.Len())
-	t.dev.CopyFloat64ToHost(out, t.buf)
-	return out
+	return read(t, "Float64s", false, device.Device.CopyFloat64ToHost)
 }
 
 // Int32s copies an int32 tensor to a new host slice. It panics for a
 // float tensor, saying to read it with Float32s or Float64s (or to Cast
 // it to int32 first).
-func (t *Tensor) Int32s() []int32 {
-	t.readable("Int32s", true)
-	out := make([]int32, t.Len())
-	t.dev.CopyInt32ToHost(out, t.buf)
+func (t *Tensor) Int32s() []int32 { return read(t, "Int32s", true, device.Device.CopyInt32ToHost) }
+
+// read copies t to a new host slice with copyOut, one of the device's
+// host copies, after readable's check of t for op.
+func read[T any](t *Tensor, op string, ints bool, copyOut func(device.Device, []T, device.Buffer)) []T {
+	t.readable(op, ints)
+	out := make([]T, t.Len())
+	copyOut(t.dev, out, t.buf)
 	return out
 }
 

@@ -157,9 +157,6 @@ func AttentionBackward(d device.Core, dq, dk, dv, dout, q, k, v, out, lse device
 		a.gemm(false, false, T, D, K, scale, dp, scores, a.head(k, b, true), heads, a.head(dq, b, false), heads)
 		a.gemm(true, false, K, D, T, scale, dp, scores, a.head(q, b, false), heads, a.head(dk, b, true), heads)
 	}
-	d.Free(p)
-	d.Free(dp)
-	d.Free(prod)
-	d.Free(rows)
+	free(d, p, dp, prod, rows)
 	a.free()
 }

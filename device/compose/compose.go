@@ -123,6 +123,13 @@ func view(b device.Buffer, off int, strides ...int) device.View {
 	return v
 }
 
+// free gives the temporaries bufs back to d, in order.
+func free(d device.Core, bufs ...device.Buffer) {
+	for _, b := range bufs {
+		d.Free(b)
+	}
+}
+
 // scaleInto computes dst = alpha * src over n elements through the Core.
 func scaleInto(d device.Core, op string, dst, src device.Buffer, alpha float64) {
 	s := scalar(d, op, dst.DType(), alpha)

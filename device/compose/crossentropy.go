@@ -31,8 +31,7 @@ func crossEntropy(d device.Core, op string, loss, lse, logits, targets device.Bu
 	d.BinaryStrided(device.Add, device.DimsOf(rows), lse, flat(lse), flat(mx))
 	d.GatherAxis(loss, logits, targetView(targets), rows, vocab, 1, 1)
 	d.BinaryStrided(device.Sub, device.DimsOf(rows), loss, flat(lse), flat(loss))
-	d.Free(mx)
-	d.Free(e)
+	free(d, mx, e)
 }
 
 // CrossEntropyBackward is device.CrossEntropier's CrossEntropyBackward on

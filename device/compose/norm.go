@@ -43,8 +43,7 @@ func RMSNormBackward(d device.Core, dx, dy, x, rstd device.Buffer, rows, cols in
 	rowsTimes(d, dx, x, c, rows, cols)
 	d.BinaryStrided(device.Sub, n, dx, flat(dy), flat(dx))
 	rowsTimes(d, dx, dx, rstd, rows, cols)
-	d.Free(c)
-	d.Free(r2)
+	free(d, c, r2)
 }
 
 // SwiGLU is device.SwiGLUer's SwiGLU on any backend.
@@ -80,9 +79,7 @@ func SwiGLUBackward(d device.Core, da, db, dout, a, b device.Buffer) {
 	d.BinaryStrided(device.Add, n, da, flat(da), flat(s))
 	d.BinaryStrided(device.Mul, n, da, flat(da), flat(dout))
 	d.BinaryStrided(device.Mul, n, da, flat(da), flat(b))
-	d.Free(one)
-	d.Free(s)
-	d.Free(silu)
+	free(d, one, s, silu)
 }
 
 // RoPE is device.RoPEr's RoPE on any backend.
@@ -114,9 +111,7 @@ func RoPE(d device.Core, out, x, cos, sin device.Buffer, s device.AttentionShape
 	d.BinaryStrided(opposite(combine), dims, right, ro, tv)
 	d.CopyStrided(dims, view(out, 0, st...), lo)
 	d.CopyStrided(dims, view(out, half, st...), ro)
-	d.Free(left)
-	d.Free(right)
-	d.Free(t)
+	free(d, left, right, t)
 }
 
 func opposite(op device.BinaryOp) device.BinaryOp {
@@ -189,9 +184,7 @@ func LayerNormBackward(d device.Core, dx, dw, db, dy, x, w, mean, rstd device.Bu
 	d.BinaryStrided(device.Sub, dims, dx, flat2(g), flat2(t))
 	d.BinaryStrided(device.Sub, dims, dx, flat2(dx), view(c1, 0, 1, 0))
 	rowsTimes(d, dx, dx, rstd, rows, cols)
-	for _, b := range []device.Buffer{xhat, g, t, c1, c2} {
-		d.Free(b)
-	}
+	free(d, xhat, g, t, c1, c2)
 }
 
 // Constants of GELU's tanh approximation: u = geluK (z + geluC z^3).
@@ -233,8 +226,7 @@ func GELUTanh(d device.Core, out, x, bias device.Buffer, rows, cols int) {
 	addScalar(d, op, u, u, 1)
 	d.BinaryStrided(device.Mul, n, out, flat(z), flat(u))
 	scaleInto(d, op, out, out, 0.5)
-	d.Free(z)
-	d.Free(u)
+	free(d, z, u)
 }
 
 // GELUTanhBackward is device.GELUer's GELUTanhBackward on any backend:
@@ -270,7 +262,5 @@ func GELUTanhBackward(d device.Core, dx, dout, x, bias device.Buffer, rows, cols
 	scaleInto(d, op, t, t, 0.5)
 	d.BinaryStrided(device.Add, n, s, flat(s), flat(t))
 	d.BinaryStrided(device.Mul, n, dx, flat(dout), flat(s))
-	for _, b := range []device.Buffer{z, z2, t, s} {
-		d.Free(b)
-	}
+	free(d, z, z2, t, s)
 }

@@ -136,10 +136,7 @@ func (d *Device) Synchronize() error { return nil }
 // b does not belong to the CPU backend: callers above the device layer
 // should use the tensor package instead.
 func Float32s(b device.Buffer) []float32 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
+	cb := cpuBuffer(b)
 	if cb.f == nil && (cb.i != nil || cb.h != nil || cb.d != nil) {
 		panic(fmt.Sprintf("cpu: %v buffer used where float32 is required", cb.DType()))
 	}
@@ -147,39 +144,31 @@ func Float32s(b device.Buffer) []float32 {
 }
 
 // Float64s returns the host slice behind a CPU float64 buffer.
-func Float64s(b device.Buffer) []float64 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
-	if cb.d == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where float64 is required", cb.DType()))
-	}
-	return cb.d
-}
+func Float64s(b device.Buffer) []float64 { return required(cpuBuffer(b).d, b, "float64") }
 
 // BFloat16s returns the bfloat16 bits behind a CPU bfloat16 buffer.
-func BFloat16s(b device.Buffer) []uint16 {
-	cb, ok := b.(*buffer)
-	if !ok {
-		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
-	}
-	if cb.h == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where bfloat16 is required", cb.DType()))
-	}
-	return cb.h
-}
+func BFloat16s(b device.Buffer) []uint16 { return required(cpuBuffer(b).h, b, "bfloat16") }
 
 // Int32s returns the host slice behind a CPU int32 buffer.
-func Int32s(b device.Buffer) []int32 {
+func Int32s(b device.Buffer) []int32 { return required(cpuBuffer(b).i, b, "int32") }
+
+// cpuBuffer returns b as a CPU buffer; it panics if b belongs to another
+// backend.
+func cpuBuffer(b device.Buffer) *buffer {
 	cb, ok := b.(*buffer)
 	if !ok {
 		panic(fmt.Sprintf("cpu: buffer of %s given to the CPU backend", b.Device().Name()))
 	}
-	if cb.i == nil {
-		panic(fmt.Sprintf("cpu: %v buffer used where int32 is required", cb.DType()))
+	return cb
+}
+
+// required returns s, the slice of b's buffer that holds dtype want; it
+// panics if s is nil, which means b holds another dtype.
+func required[T any](s []T, b device.Buffer, want string) []T {
+	if s == nil {
+		panic(fmt.Sprintf("cpu: %v buffer used where %s is required", b.DType(), want))
 	}
-	return cb.i
+	return s
 }
 
 // NewFloat32 wraps a host slice as a CPU buffer without copying.
@@ -192,10 +181,7 @@ func (d *Device) CopyFromHost(dst device.Buffer, src []float32) {
 	case device.BFloat16:
 		toBFloat16(BFloat16s(dst), src)
 	case device.Float64:
-		z := Float64s(dst)[:len(src)]
-		for i, v := range src {
-			z[i] = float64(v)
-		}
+		convertFloats(Float64s(dst)[:len(src)], src)
 	default:
 		copy(Float32s(dst), src)
 	}
@@ -207,10 +193,7 @@ func (d *Device) CopyToHost(dst []float32, src device.Buffer) {
 	case device.BFloat16:
 		fromBFloat16(dst, BFloat16s(src))
 	case device.Float64:
-		x := Float64s(src)[:len(dst)]
-		for i, v := range x {
-			dst[i] = float32(v)
-		}
+		convertFloats(dst, Float64s(src))
 	default:
 		copy(dst, Float32s(src))
 	}
@@ -225,10 +208,7 @@ func (d *Device) CopyFloat64FromHost(dst device.Buffer, src []float64) {
 	case device.BFloat16:
 		convertEach(BFloat16s(dst), src, bf16FromFloat64) // one rounding
 	default:
-		z := Float32s(dst)[:len(src)]
-		for i, v := range src {
-			z[i] = float32(v)
-		}
+		convertFloats(Float32s(dst)[:len(src)], src)
 	}
 }
 
@@ -243,10 +223,16 @@ func (d *Device) CopyFloat64ToHost(dst []float64, src device.Buffer) {
 			dst[i] = float64(device.Float32FromBFloat16(v))
 		}
 	default:
-		x := Float32s(src)[:len(dst)]
-		for i, v := range x {
-			dst[i] = float64(v)
-		}
+		convertFloats(dst, Float32s(src))
+	}
+}
+
+// convertFloats sets dst[i] = src[i] rounded or widened to D for every
+// element of dst; src must be at least as long.
+func convertFloats[D, S float](dst []D, src []S) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = D(v)
 	}
 }
 

@@ -36,12 +36,8 @@ type cublasAPI struct {
 
 // loadCublas opens cuBLAS and binds its entry points.
 func loadCublas(dirs []string) (*cublasAPI, error) {
-	lib, err := openLibrary("cuBLAS", cublasLibNames, dirs)
-	if err != nil {
-		return nil, err
-	}
-	c := &cublasAPI{lib: lib}
-	err = bindAll(lib, []symbol{
+	c := &cublasAPI{}
+	lib, err := bindLibrary("cuBLAS", cublasLibNames, dirs, []symbol{
 		sym(&c.create, "cublasCreate_v2"),
 		sym(&c.destroy, "cublasDestroy_v2"),
 		sym(&c.setStream, "cublasSetStream_v2"),
@@ -53,6 +49,7 @@ func loadCublas(dirs []string) (*cublasAPI, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.lib = lib
 	return c, nil
 }
 

@@ -50,9 +50,14 @@ type driverAPI struct {
 	cuGetErrorString         func(r cuResult, s *uintptr) cuResult
 }
 
-// bindAll resolves each symbol in lib into the function pointed to by the
-// paired pointer. The first name found among alternatives wins.
-func bindAll(lib *library, syms []symbol) error {
+// bindLibrary opens the library what (openLibrary) and resolves each
+// symbol in it into the function pointed to by the paired pointer. The
+// first name found among alternatives wins.
+func bindLibrary(what string, names, dirs []string, syms []symbol) (*library, error) {
+	lib, err := openLibrary(what, names, dirs)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range syms {
 		var addr uintptr
 		var err error
@@ -62,11 +67,11 @@ func bindAll(lib *library, syms []symbol) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("cuda: %s has no symbol %s: %w", lib.path, s.names[0], err)
+			return nil, fmt.Errorf("cuda: %s has no symbol %s: %w", lib.path, s.names[0], err)
 		}
 		purego.RegisterFunc(s.fn, addr)
 	}
-	return nil
+	return lib, nil
 }
 
 // symbol pairs a function variable with the names it may be exported as.
@@ -79,12 +84,8 @@ func sym(fn any, names ...string) symbol { return symbol{fn, names} }
 
 // loadDriver opens libcuda and binds its entry points.
 func loadDriver(dirs []string) (*driverAPI, error) {
-	lib, err := openLibrary("CUDA driver", driverLibNames, dirs)
-	if err != nil {
-		return nil, err
-	}
-	d := &driverAPI{lib: lib}
-	err = bindAll(lib, []symbol{
+	d := &driverAPI{}
+	lib, err := bindLibrary("CUDA driver", driverLibNames, dirs, []symbol{
 		sym(&d.cuInit, "cuInit"),
 		sym(&d.cuDriverGetVersion, "cuDriverGetVersion"),
 		sym(&d.cuDeviceGetCount, "cuDeviceGetCount"),
@@ -111,6 +112,7 @@ func loadDriver(dirs []string) (*driverAPI, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.lib = lib
 	return d, nil
 }
 

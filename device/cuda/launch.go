@@ -3,6 +3,8 @@ package cuda
 import (
 	"math"
 	"unsafe"
+
+	"github.com/hilbert-ml/hilbert/device"
 )
 
 // maxKernelArgs bounds the parameters of one kernel.
@@ -112,4 +114,41 @@ func (d *Device) launchRows(name string, rows int, threads uint32, args ...uint6
 		return
 	}
 	d.launch(name, [3]uint32{uint32(rows), 1, 1}, [3]uint32{threads, 1, 1}, 0, args...)
+}
+
+// kernel1D is the whole body of an op that runs one float32 grid-stride
+// kernel over n items: it takes the device, checks that bufs are float32
+// and idx int32 buffers of d (nil ones allowed), and launches name with
+// the addresses of bufs, then of idx, then scalars as its arguments.
+func (d *Device) kernel1D(op, name string, n int64, bufs, idx []device.Buffer, scalars ...uint64) {
+	d.enter()
+	defer d.leave()
+	var args [maxKernelArgs]uint64
+	if a, ok := d.kernelArgs(op, args[:0], bufs, idx, scalars); ok {
+		d.launch1D(name, n, a...)
+	}
+}
+
+// kernelRows is kernel1D for a kernel with one block of threads per row.
+func (d *Device) kernelRows(op, name string, rows int, threads uint32, bufs, idx []device.Buffer, scalars ...uint64) {
+	d.enter()
+	defer d.leave()
+	var args [maxKernelArgs]uint64
+	if a, ok := d.kernelArgs(op, args[:0], bufs, idx, scalars); ok {
+		d.launchRows(name, rows, threads, a...)
+	}
+}
+
+// kernelArgs checks the buffers of kernel1D and kernelRows and appends
+// their arguments to args; false means an error naming op is recorded.
+func (d *Device) kernelArgs(op string, args []uint64, bufs, idx []device.Buffer, scalars []uint64) ([]uint64, bool) {
+	if !d.want(op, f32Only, bufs...) || !d.want(op, i32Only, idx...) {
+		return nil, false
+	}
+	for _, list := range [2][]device.Buffer{bufs, idx} {
+		for _, b := range list {
+			args = append(args, ptrArg(b))
+		}
+	}
+	return append(args, scalars...), true
 }

@@ -34,12 +34,8 @@ type nvrtcAPI struct {
 
 // loadNVRTC opens NVRTC and binds its entry points.
 func loadNVRTC(dirs []string) (*nvrtcAPI, error) {
-	lib, err := openLibrary("NVRTC", nvrtcLibNames, dirs)
-	if err != nil {
-		return nil, err
-	}
-	n := &nvrtcAPI{lib: lib}
-	err = bindAll(lib, []symbol{
+	n := &nvrtcAPI{}
+	lib, err := bindLibrary("NVRTC", nvrtcLibNames, dirs, []symbol{
 		sym(&n.version, "nvrtcVersion"),
 		sym(&n.create, "nvrtcCreateProgram"),
 		sym(&n.compile, "nvrtcCompileProgram"),
@@ -53,6 +49,7 @@ func loadNVRTC(dirs []string) (*nvrtcAPI, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.lib = lib
 	if s := n.version(&n.major, &n.minor); s != 0 {
 		return nil, n.check("nvrtcVersion", s)
 	}

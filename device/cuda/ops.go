@@ -62,35 +62,21 @@ func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, ro
 // RowScale computes dst[i,:] = src[i,:] * alpha / (||src[i,:]|| + eps)
 // (optim.RowScaler).
 func (d *Device) RowScale(dst, src device.Buffer, rows, cols int, alpha, eps float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("RowScale", f32Only, dst, src) {
-		return
-	}
-	d.launchRows("h_row_scale_f32", rows, 256, ptrArg(dst), ptrArg(src), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha), f32arg(eps))
+	d.kernelRows("RowScale", "h_row_scale_f32", rows, 256, []device.Buffer{dst, src}, nil,
+		i64arg(int64(rows)), i64arg(int64(cols)), f32arg(alpha), f32arg(eps))
 }
 
 // Gather copies rows of table into dst: dst[i,:] = table[idx[i],:].
 func (d *Device) Gather(dst, table, idx device.Buffer, cols int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("Gather", f32Only, dst, table) || !d.want("Gather", i32Only, idx) {
-		return
-	}
 	rows := int64(idx.Len())
-	d.launch1D("h_gather_f32", rows*int64(cols), ptrArg(dst), ptrArg(table), ptrArg(idx), i64arg(rows), i64arg(int64(cols)))
+	d.kernel1D("Gather", "h_gather_f32", rows*int64(cols), []device.Buffer{dst, table}, []device.Buffer{idx}, i64arg(rows), i64arg(int64(cols)))
 }
 
 // ScatterAdd adds rows of src into dst at idx with atomic adds, so
 // repeated indices accumulate (in an unspecified order).
 func (d *Device) ScatterAdd(dst, src, idx device.Buffer, cols int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("ScatterAdd", f32Only, dst, src) || !d.want("ScatterAdd", i32Only, idx) {
-		return
-	}
 	rows := int64(idx.Len())
-	d.launch1D("h_scatter_add_f32", rows*int64(cols), ptrArg(dst), ptrArg(src), ptrArg(idx), i64arg(rows), i64arg(int64(cols)))
+	d.kernel1D("ScatterAdd", "h_scatter_add_f32", rows*int64(cols), []device.Buffer{dst, src}, []device.Buffer{idx}, i64arg(rows), i64arg(int64(cols)))
 }
 
 // Transpose swaps the two middle axes of src viewed as [batch, rows, cols,

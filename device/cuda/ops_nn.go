@@ -10,33 +10,18 @@ import (
 
 // RMSNorm normalises each row without a gain and saves 1/rms in rstd.
 func (d *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("RMSNorm", f32Only, out, rstd, x) {
-		return
-	}
-	d.launchRows("h_rmsnorm_f32", rows, 256, ptrArg(out), ptrArg(rstd), ptrArg(x), i64arg(int64(rows)), i64arg(int64(cols)), f32arg(eps))
+	d.kernelRows("RMSNorm", "h_rmsnorm_f32", rows, 256, []device.Buffer{out, rstd, x}, nil, i64arg(int64(rows)), i64arg(int64(cols)), f32arg(eps))
 }
 
 // RMSNormBackward computes dx from dy, x and the saved rstd.
 func (d *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("RMSNormBackward", f32Only, dx, dy, x, rstd) {
-		return
-	}
-	d.launchRows("h_rmsnorm_bwd_f32", rows, 256, ptrArg(dx), ptrArg(dy), ptrArg(x), ptrArg(rstd), i64arg(int64(rows)), i64arg(int64(cols)))
+	d.kernelRows("RMSNormBackward", "h_rmsnorm_bwd_f32", rows, 256, []device.Buffer{dx, dy, x, rstd}, nil, i64arg(int64(rows)), i64arg(int64(cols)))
 }
 
 // LayerNorm normalises each row (w, b nil: no gain, no bias) and saves
 // the rows' mean and rstd.
 func (d *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("LayerNorm", f32Only, out, mean, rstd, x, w, b) {
-		return
-	}
-	d.launchRows("h_layernorm_f32", rows, 256, ptrArg(out), ptrArg(mean), ptrArg(rstd), ptrArg(x), ptrArg(w), ptrArg(b),
+	d.kernelRows("LayerNorm", "h_layernorm_f32", rows, 256, []device.Buffer{out, mean, rstd, x, w, b}, nil,
 		i64arg(int64(rows)), i64arg(int64(cols)), f32arg(eps))
 }
 
@@ -57,62 +42,37 @@ func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffe
 
 // GELUTanh computes out = gelu(x + bias) (bias nil: none).
 func (d *Device) GELUTanh(out, x, bias device.Buffer, rows, cols int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("GELUTanh", f32Only, out, x, bias) {
-		return
-	}
 	n := int64(rows) * int64(cols)
-	d.launch1D("h_gelu_tanh_f32", n, ptrArg(out), ptrArg(x), ptrArg(bias), i64arg(n), i64arg(int64(cols)))
+	d.kernel1D("GELUTanh", "h_gelu_tanh_f32", n, []device.Buffer{out, x, bias}, nil, i64arg(n), i64arg(int64(cols)))
 }
 
 // GELUTanhBackward computes dx = dout gelu'(x + bias).
 func (d *Device) GELUTanhBackward(dx, dout, x, bias device.Buffer, rows, cols int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("GELUTanhBackward", f32Only, dx, dout, x, bias) {
-		return
-	}
 	n := int64(rows) * int64(cols)
-	d.launch1D("h_gelu_tanh_bwd_f32", n, ptrArg(dx), ptrArg(dout), ptrArg(x), ptrArg(bias), i64arg(n), i64arg(int64(cols)))
+	d.kernel1D("GELUTanhBackward", "h_gelu_tanh_bwd_f32", n, []device.Buffer{dx, dout, x, bias}, nil, i64arg(n), i64arg(int64(cols)))
 }
 
 // RoPE applies half-split rotary embedding; out may alias x.
 func (d *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
-	d.enter()
-	defer d.leave()
-	if !d.want("RoPE", f32Only, out, x, cos, sin) {
-		return
-	}
 	inv := 0
 	if inverse {
 		inv = 1
 	}
 	n := int64(s.Batch) * int64(s.Seq) * int64(s.Heads) * int64(s.HeadDim/2)
-	d.launch1D("h_rope_f32", n, ptrArg(out), ptrArg(x), ptrArg(cos), ptrArg(sin),
+	d.kernel1D("RoPE", "h_rope_f32", n, []device.Buffer{out, x, cos, sin}, nil,
 		i32arg(s.Batch), i32arg(s.Seq), i32arg(s.Heads), i32arg(s.HeadDim), i32arg(inv))
 }
 
 // SwiGLU computes out = silu(a) * b.
 func (d *Device) SwiGLU(out, a, b device.Buffer) {
-	d.enter()
-	defer d.leave()
-	if !d.want("SwiGLU", f32Only, out, a, b) {
-		return
-	}
 	n := int64(out.Len())
-	d.launch1D("h_swiglu_f32", n, ptrArg(out), ptrArg(a), ptrArg(b), i64arg(n))
+	d.kernel1D("SwiGLU", "h_swiglu_f32", n, []device.Buffer{out, a, b}, nil, i64arg(n))
 }
 
 // SwiGLUBackward computes da and db from dout, a and b.
 func (d *Device) SwiGLUBackward(da, db, dout, a, b device.Buffer) {
-	d.enter()
-	defer d.leave()
-	if !d.want("SwiGLUBackward", f32Only, da, db, dout, a, b) {
-		return
-	}
 	n := int64(dout.Len())
-	d.launch1D("h_swiglu_bwd_f32", n, ptrArg(da), ptrArg(db), ptrArg(dout), ptrArg(a), ptrArg(b), i64arg(n))
+	d.kernel1D("SwiGLUBackward", "h_swiglu_bwd_f32", n, []device.Buffer{da, db, dout, a, b}, nil, i64arg(n))
 }
 
 // Attention tile sizes; they must match attention.cu.
@@ -195,35 +155,22 @@ func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 
 // CrossEntropy computes per-row loss and lse, one block per row.
 func (d *Device) CrossEntropy(loss, lse, logits, targets device.Buffer, rows, vocab int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("CrossEntropy", f32Only, loss, lse, logits) || !d.want("CrossEntropy", i32Only, targets) {
-		return
-	}
-	d.launchRows("h_xent_f32", rows, 512, ptrArg(loss), ptrArg(lse), ptrArg(logits), ptrArg(targets), i64arg(int64(rows)), i64arg(int64(vocab)))
+	d.kernelRows("CrossEntropy", "h_xent_f32", rows, 512, []device.Buffer{loss, lse, logits}, []device.Buffer{targets},
+		i64arg(int64(rows)), i64arg(int64(vocab)))
 }
 
 // CrossEntropyBackward writes dlogits from dloss and the saved lse;
 // dlogits may alias logits.
 func (d *Device) CrossEntropyBackward(dlogits, dloss, logits, lse, targets device.Buffer, rows, vocab int) {
-	d.enter()
-	defer d.leave()
-	if !d.want("CrossEntropyBackward", f32Only, dlogits, dloss, logits, lse) || !d.want("CrossEntropyBackward", i32Only, targets) {
-		return
-	}
-	d.launchRows("h_xent_bwd_f32", rows, 512, ptrArg(dlogits), ptrArg(dloss), ptrArg(logits), ptrArg(lse), ptrArg(targets), i64arg(int64(rows)), i64arg(int64(vocab)))
+	d.kernelRows("CrossEntropyBackward", "h_xent_bwd_f32", rows, 512, []device.Buffer{dlogits, dloss, logits, lse}, []device.Buffer{targets},
+		i64arg(int64(rows)), i64arg(int64(vocab)))
 }
 
 // AdamWStep applies one AdamW update in place; step may be nil
 // (optim.AdamWStepper).
 func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay, bc1, bc2 float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("AdamWStep", f32Only, p, g, m, v, step) {
-		return
-	}
 	n := int64(p.Len())
-	d.launch1D("h_adamw_f32", n, ptrArg(p), ptrArg(g), ptrArg(m), ptrArg(v), ptrArg(step), i64arg(n),
+	d.kernel1D("AdamWStep", "h_adamw_f32", n, []device.Buffer{p, g, m, v, step}, nil, i64arg(n),
 		f32arg(lr), f32arg(beta1), f32arg(beta2), f32arg(oneMinusBeta1), f32arg(oneMinusBeta2), f32arg(eps), f32arg(decay),
 		f32arg(bc1), f32arg(bc2))
 }
@@ -232,11 +179,6 @@ func (d *Device) AdamWStep(p, g, m, v, step device.Buffer, lr, beta1, beta2, one
 // gradScale * (softmax - onehot), reading the logits once for the
 // statistics and once for the gradient.
 func (d *Device) CrossEntropyWithGrad(loss, lse, logits, targets device.Buffer, rows, vocab int, gradScale float32) {
-	d.enter()
-	defer d.leave()
-	if !d.want("CrossEntropyWithGrad", f32Only, loss, lse, logits) || !d.want("CrossEntropyWithGrad", i32Only, targets) {
-		return
-	}
-	d.launchRows("h_xent_grad_f32", rows, 512, ptrArg(loss), ptrArg(lse), ptrArg(logits), ptrArg(targets),
+	d.kernelRows("CrossEntropyWithGrad", "h_xent_grad_f32", rows, 512, []device.Buffer{loss, lse, logits}, []device.Buffer{targets},
 		i64arg(int64(rows)), i64arg(int64(vocab)), f32arg(gradScale))
 }

@@ -108,9 +108,7 @@ func (h *harness) castsToInt32(t *testing.T, dt device.DType) {
 	src = append(src, 2147483520, -2147483904, 2147483647.9, -2147483648.9, 2147483647, -2147483649, 16777217.5)
 	sb := h.alloc(t, dt, len(src))
 	h.dev.CopyFloat64FromHost(sb, src)
-	h.sync(t)
-	stored := make([]float64, len(src))
-	h.dev.CopyFloat64ToHost(stored, sb)
+	stored := h.download(t, sb)
 	ib := h.alloc(t, device.Int32, len(src))
 	h.dev.Cast(ib, sb)
 	got := h.downloadInt32(t, ib)
@@ -138,9 +136,7 @@ func (h *harness) castsFromInt32(t *testing.T, dt device.DType) {
 	is := h.uploadInt32(t, ints)
 	fb := h.alloc(t, dt, len(ints))
 	h.dev.Cast(fb, is)
-	h.sync(t)
-	back := make([]float64, len(ints))
-	h.dev.CopyFloat64ToHost(back, fb)
+	back := h.download(t, fb)
 	for i, v := range ints {
 		var want float64
 		switch dt {
@@ -216,11 +212,7 @@ func castsBF16Float64(t *testing.T, dev device.Core) {
 	// A host copy into bfloat16 rounds as the Cast does, once.
 	direct := h.alloc(t, device.BFloat16, len(src))
 	dev.CopyFloat64FromHost(direct, src)
-	h.sync(t)
-	got, viaF32, copied := make([]float64, len(src)), make([]float64, len(src)), make([]float64, len(src))
-	dev.CopyFloat64ToHost(got, back)
-	dev.CopyFloat64ToHost(viaF32, bf)
-	dev.CopyFloat64ToHost(copied, direct)
+	got, viaF32, copied := h.download(t, back), h.download(t, bf), h.download(t, direct)
 	for i, v := range src {
 		want := bf16From64Reference(v)
 		if i < len(cases) {

@@ -3,6 +3,7 @@ package devicetest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
@@ -69,18 +70,11 @@ func (h *harness) copyStrided(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want := make([]float64, c.dstLen)
-			for i := range want {
-				want[i] = sentinel
-			}
+			want := slices.Repeat([]float64{sentinel}, c.dstLen)
 			for i := range c.dims.Numel() {
 				want[offsetAt(c.dims, c.dstPlace, i)] = h.round(c.src.at(c.dims, i))
 			}
-			init := make([]float64, c.dstLen)
-			for i := range init {
-				init[i] = sentinel
-			}
-			dst := h.upload(t, init)
+			dst := h.upload(t, slices.Repeat([]float64{sentinel}, c.dstLen))
 			h.dev.CopyStrided(c.dims, device.View{Buf: dst, Layout: c.dstPlace}, h.view(t, c.src))
 			compare(t, "CopyStrided "+c.name, h.download(t, dst), want, exact)
 		})
@@ -281,18 +275,7 @@ func (h *harness) binary(t *testing.T) {
 					}
 				}
 			}
-			n := c.dims.Numel()
-			want := make([]float64, n)
-			for i := range want {
-				want[i] = h.round(binaryRef(op, c.a.at(c.dims, i), c.b.at(c.dims, i)))
-			}
-			tl := exact
-			if op == device.Pow {
-				tl = h.approx()
-			}
-			dst := h.alloc(t, h.dt, n)
-			h.dev.BinaryStrided(op, c.dims, dst, h.view(t, c.a), h.view(t, c.b))
-			compare(t, fmt.Sprintf("%v %s", op, c.name), h.download(t, dst), want, tl)
+			h.checkBinary(t, fmt.Sprintf("%v %s", op, c.name), op, c.dims, c.a, c.b)
 		}
 	}
 	// In place: a += b with b broadcast, dst aliasing a.
@@ -319,18 +302,24 @@ func (h *harness) binarySpecials(t *testing.T) {
 	a := contiguousOperand(h.roundAll(specials), []int{k, 1}, dims)
 	b := contiguousOperand(h.roundAll(specials), []int{k}, dims)
 	for _, op := range device.BinaryOps() {
-		want := make([]float64, k*k)
-		for i := range want {
-			want[i] = h.round(binaryRef(op, a.at(dims, i), b.at(dims, i)))
-		}
-		tl := exact
-		if op == device.Pow {
-			tl = h.approx()
-		}
-		dst := h.alloc(t, h.dt, k*k)
-		h.dev.BinaryStrided(op, dims, dst, h.view(t, a), h.view(t, b))
-		compare(t, fmt.Sprintf("%v specials", op), h.download(t, dst), want, tl)
+		h.checkBinary(t, fmt.Sprintf("%v specials", op), op, dims, a, b)
 	}
+}
+
+// checkBinary runs op over dims on the operands a and b and compares the
+// result, as what, with binaryRef's (exact, or within h.approx for Pow).
+func (h *harness) checkBinary(t *testing.T, what string, op device.BinaryOp, dims device.Dims, a, b operand) {
+	want := make([]float64, dims.Numel())
+	for i := range want {
+		want[i] = h.round(binaryRef(op, a.at(dims, i), b.at(dims, i)))
+	}
+	tl := exact
+	if op == device.Pow {
+		tl = h.approx()
+	}
+	dst := h.alloc(t, h.dt, len(want))
+	h.dev.BinaryStrided(op, dims, dst, h.view(t, a), h.view(t, b))
+	compare(t, what, h.download(t, dst), want, tl)
 }
 
 func (h *harness) where(t *testing.T) {

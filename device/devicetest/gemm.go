@@ -46,17 +46,14 @@ func (c *gemmCase) String() string {
 	if c.gap > 0 {
 		s += fmt.Sprintf("_gap%d", c.gap)
 	}
-	if c.shareB {
-		s += "_sharedB"
-	}
-	if c.nanC {
-		s += "_nanC"
-	}
-	if c.special {
-		s += "_naninf"
-	}
-	if c.bf16 {
-		s += "_bf16"
+	flags := []struct {
+		on  bool
+		tag string
+	}{{c.shareB, "_sharedB"}, {c.nanC, "_nanC"}, {c.special, "_naninf"}, {c.bf16, "_bf16"}}
+	for _, f := range flags {
+		if f.on {
+			s += f.tag
+		}
 	}
 	return s
 }

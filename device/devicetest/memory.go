@@ -194,9 +194,7 @@ func (h *harness) castsFloat32Float64(t *testing.T, f32 device.Buffer, vals []fl
 	n := len(vals)
 	f64 := h.alloc(t, device.Float64, n)
 	h.dev.Cast(f64, f32)
-	h.sync(t)
-	wide := make([]float64, n)
-	h.dev.CopyFloat64ToHost(wide, f64)
+	wide := h.download(t, f64)
 	for i, v := range vals {
 		if !(float64(v) == wide[i] && math.Signbit(wide[i]) == math.Signbit(float64(v))) && !(v != v && wide[i] != wide[i]) {
 			t.Errorf("Cast float32 %v -> float64 = %v (must be exact)", v, wide[i])

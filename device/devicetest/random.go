@@ -164,10 +164,7 @@ func rawDTypes(t *testing.T, dev device.Core) {
 		dev.CopyFromHost(b, vals)
 		d := h.alloc(t, device.BFloat16, 15)
 		dev.CopyStrided(dims, device.Contiguous(d, dims), device.View{Buf: b, Layout: tr})
-		h.sync(t)
-		got := make([]float32, 15)
-		dev.CopyToHost(got, d)
-		h.sync(t)
+		got := h.readF32(t, d)
 		for i := range 15 {
 			if want := vals[offsetAt(dims, tr, i)]; got[i] != want {
 				t.Fatalf("bfloat16 copy: element %d = %v, want %v", i, got[i], want)
