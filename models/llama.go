@@ -284,8 +284,8 @@ type Llama struct {
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	rope   *llamaRoPE
-	params []*tensor.Tensor
+	rope *llamaRoPE
+	causalLM
 }
 
 // NewLlama builds a Llama on dev with every weight drawn from
@@ -335,66 +335,14 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	m.params = nn.Parameters(m)
+	m.causalLM = newCausalLM(m, "Llama", m.Embed.Weight,
+		decoder{layers: cfg.Layers, dim: d, context: cfg.Context, head: &m.Head, trunk: m.trunk})
 	return m, nil
 }
 
-// Parameters returns the model's parameters, named, in a stable order
-// (a tied head once, as embed.weight).
-func (m *Llama) Parameters() []*tensor.Tensor { return m.params }
-
-// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
-// and returns the logits [B, T, Vocab] and, when targets [B, T] is not
-// nil, the mean next-token cross-entropy. Errors are recorded in g.
-func (m *Llama) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logits, loss *tensor.Tensor) {
-	logits = m.ForwardCached(g, inputs, nil)
-	if logits == nil || targets == nil {
-		return logits, nil
-	}
-	return logits, crossEntropy(g, "Llama", logits, inputs, targets)
-}
-
-// Loss returns the mean next-token cross-entropy of inputs [B, T]
-// against targets [B, T] with the head and the loss fused
-// (autograd.LinearCrossEntropy): Forward's loss, for training.
-func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	loss, _ := m.LossHidden(g, inputs, targets)
-	return loss
-}
-
-// LossHidden is Loss that also returns the final-norm hidden states
-// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
-// them).
-func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	return headLoss(g, "Llama", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
-}
-
-// ForwardCached runs inputs [B, T] as the positions after those already
-// in cache (nil: none) and returns their logits [B, T, Vocab], appending
-// their keys and values to the cache (which needs a graph with recording
-// off).
-func (m *Llama) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.Head.Forward(g, h)
-}
-
-// ForwardCachedLast is ForwardCached's logits of the last position of
-// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
-func (m *Llama) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
-}
-
-// hidden returns the final-norm hidden states [B, T, Dim] of inputs.
-func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if _, ok := startPosition(g, "Llama.Forward", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
-		return nil
-	}
+// trunk returns the final-norm hidden states [B, T, Dim] of inputs
+// (decoder.trunk).
+func (m *Llama) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
@@ -402,39 +350,5 @@ func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCac
 		h := b.MLPNorm.Forward(g, x)
 		x = g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
 	}
-	h := m.Norm.Forward(g, x)
-	if g.Err() != nil {
-		return nil
-	}
-	return h
-}
-
-// Layers returns the number of blocks (the KV cache's size).
-func (m *Llama) Layers() int { return m.Config.Layers }
-
-// ContextLen returns the longest sequence the model takes.
-func (m *Llama) ContextLen() int { return m.Config.Context }
-
-// UntieHead gives a tied model a head of its own, a copy of the
-// embedding, named head.weight among the Parameters (so RowNorm can take
-// it); it changes no output. An untied model is an error.
-func (m *Llama) UntieHead() error {
-	if err := untieHead("Llama", &m.Head, m.Embed.Weight); err != nil {
-		return err
-	}
-	m.params = nn.Parameters(m)
-	return nil
-}
-
-// Save writes the model's parameters to a safetensors checkpoint at path
-// (atomically), with metadata.
-func (m *Llama) Save(path string, metadata map[string]string) error {
-	return nn.SaveTensors(path, m.params, metadata)
-}
-
-// Load reads the model's parameters from a safetensors checkpoint,
-// checking every tensor's presence, dtype and shape before changing any,
-// and returns the file's metadata.
-func (m *Llama) Load(path string) (map[string]string, error) {
-	return nn.LoadTensors(path, m.params)
+	return m.Norm.Forward(g, x)
 }

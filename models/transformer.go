@@ -151,7 +151,7 @@ type Transformer struct {
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	params []*tensor.Tensor
+	decoder
 }
 
 // New builds a Transformer on dev with every weight drawn from
@@ -183,12 +183,10 @@ func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	m.params = nn.Parameters(m)
+	m.decoder = decoder{where: "Transformer", layers: cfg.Layers, dim: d, context: cfg.Context,
+		head: &m.Head, trunk: m.trunk, params: nn.Parameters(m)}
 	return m, nil
 }
-
-// Parameters returns the model's parameters, named, in a stable order.
-func (m *Transformer) Parameters() []*tensor.Tensor { return m.params }
 
 // ForwardOptions selects optional outputs of Forward.
 type ForwardOptions struct {
@@ -255,60 +253,12 @@ func (m *Transformer) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tens
 	return m.Forward(g, inputs, targets, ForwardOptions{Hidden: true})
 }
 
-// ForwardCached runs inputs [B, T] (int32 token ids) as the positions
-// after those already in cache (nil: none) and returns their logits
-// [B, T, Vocab] (the head as a plain matrix product, not fused with a
-// loss), appending their keys and values to the cache. A cache needs a
-// graph with recording off. Errors are recorded in g.
-func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.Head.Forward(g, h)
-}
-
-// ForwardCachedLast is ForwardCached's logits of the last position of
-// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
-func (m *Transformer) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
-}
-
-// hidden returns the final-norm hidden states [B, T, Dim] of inputs
-// [B, T] placed after the positions in cache (nil: none).
-func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if _, ok := startPosition(g, "Transformer", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
-		return nil
-	}
+// trunk returns the final-norm hidden states [B, T, Dim] of inputs
+// (decoder.trunk).
+func (m *Transformer) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
 		x = m.Blocks[i].Forward(g, x, cache, i)
 	}
-	h := m.Norm.Forward(g, x)
-	if g.Err() != nil {
-		return nil
-	}
-	return h
-}
-
-// Layers returns the number of blocks (the KV cache's size).
-func (m *Transformer) Layers() int { return m.Config.Layers }
-
-// ContextLen returns the longest sequence the model takes.
-func (m *Transformer) ContextLen() int { return m.Config.Context }
-
-// Save writes the model's parameters to a safetensors checkpoint at path
-// (atomically), with metadata.
-func (m *Transformer) Save(path string, metadata map[string]string) error {
-	return nn.SaveTensors(path, m.params, metadata)
-}
-
-// Load reads the model's parameters from a safetensors checkpoint,
-// checking every tensor's presence, dtype and shape before changing any,
-// and returns the file's metadata.
-func (m *Transformer) Load(path string) (map[string]string, error) {
-	return nn.LoadTensors(path, m.params)
+	return m.Norm.Forward(g, x)
 }
