@@ -154,7 +154,7 @@ type LlamaAttention struct {
 
 // forward maps x [B, T, Dim] (positions cache.Len(layer) on; nil cache:
 // from 0) to [B, T, Dim].
-func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llamaRoPE, cache *nn.KVCache, layer int) *tensor.Tensor {
+func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *nn.RoPE, cache *nn.KVCache, layer int) *tensor.Tensor {
 	if g.Err() != nil {
 		return nil
 	}
@@ -163,8 +163,8 @@ func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llam
 	if cache != nil {
 		pos = cache.Len(layer)
 	}
-	q := rope.at(g, g.Reshape(a.Q.Forward(g, x), b, t, a.Heads, a.HeadDim), pos)
-	k := rope.at(g, g.Reshape(a.K.Forward(g, x), b, t, a.KVHeads, a.HeadDim), pos)
+	q := rope.At(g, g.Reshape(a.Q.Forward(g, x), b, t, a.Heads, a.HeadDim), pos)
+	k := rope.At(g, g.Reshape(a.K.Forward(g, x), b, t, a.KVHeads, a.HeadDim), pos)
 	v := g.Reshape(a.V.Forward(g, x), b, t, a.KVHeads, a.HeadDim)
 	if cache != nil {
 		k, v = cache.Append(g, layer, k, v)
@@ -191,73 +191,24 @@ func (a *LlamaAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.T
 	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
 }
 
-// llamaRoPE holds the rotary tables cos, sin [Context, HeadDim/2] of
-// Hugging Face's rotate_half RoPE (the first and second halves of a head
-// rotated as pairs), in the model's dtype.
-type llamaRoPE struct{ cos, sin *tensor.Tensor }
-
-// newLlamaRoPE computes the tables in float64: angle(t, j) = t * f_j with
-// f_j = theta^(-2j/headDim), rescaled by Llama 3's rule when set.
-func newLlamaRoPE(dev device.Device, c LlamaConfig) (*llamaRoPE, error) {
-	hd := c.headDim()
-	half := hd / 2
-	freq := make([]float64, half)
-	for j := range freq {
-		freq[j] = math.Pow(c.RoPETheta, -2*float64(j)/float64(hd))
-		if s := c.RoPEScaling; s != nil {
-			wavelen := 2 * math.Pi / freq[j]
-			lowWave := float64(s.OriginalContext) / s.LowFreqFactor
-			highWave := float64(s.OriginalContext) / s.HighFreqFactor
-			switch {
-			case wavelen > lowWave:
-				freq[j] /= s.Factor
-			case wavelen >= highWave:
-				smooth := (float64(s.OriginalContext)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
-				freq[j] = (1-smooth)*freq[j]/s.Factor + smooth*freq[j]
-			}
-		}
+// frequency returns the rotary frequency f, rescaled by Llama 3's rule
+// when the configuration sets it (nn.NewRoPEScaled's scale).
+func (c LlamaConfig) frequency(f float64) float64 {
+	s := c.RoPEScaling
+	if s == nil {
+		return f
 	}
-	cos, sin := make([]float64, c.Context*half), make([]float64, c.Context*half)
-	for t := range c.Context {
-		for j, f := range freq {
-			cos[t*half+j], sin[t*half+j] = math.Cos(float64(t)*f), math.Sin(float64(t)*f)
-		}
-	}
-	r := &llamaRoPE{}
-	var err error
-	if c.DType == device.Float64 {
-		if r.cos, err = tensor.FromFloat64(dev, cos, c.Context, half); err == nil {
-			r.sin, err = tensor.FromFloat64(dev, sin, c.Context, half)
-		}
-	} else {
-		if r.cos, err = tensor.FromFloat32(dev, toFloat32(cos), c.Context, half); err == nil {
-			r.sin, err = tensor.FromFloat32(dev, toFloat32(sin), c.Context, half)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("models: Llama RoPE tables: %w", err)
-	}
-	return r, nil
-}
-
-func toFloat32(v []float64) []float32 {
-	f := make([]float32, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
+	wavelen := 2 * math.Pi / f
+	lowWave := float64(s.OriginalContext) / s.LowFreqFactor
+	highWave := float64(s.OriginalContext) / s.HighFreqFactor
+	switch {
+	case wavelen > lowWave:
+		return f / s.Factor
+	case wavelen >= highWave:
+		smooth := (float64(s.OriginalContext)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+		return (1-smooth)*f/s.Factor + smooth*f
 	}
 	return f
-}
-
-// at rotates x [B, T, H, D] as positions pos..pos+T-1.
-func (r *llamaRoPE) at(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if pos == 0 {
-		return g.RoPE(x, r.cos, r.sin)
-	}
-	t := x.Dim(1)
-	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+t), g.Slice(r.sin, 0, pos, pos+t))
 }
 
 // LlamaBlock is the pre-norm block, both norms RMSNorms with a gain:
@@ -284,7 +235,7 @@ type Llama struct {
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	rope *llamaRoPE
+	rope *nn.RoPE // Hugging Face's rotate_half RoPE, in the model's dtype
 	causalLM
 }
 
@@ -295,7 +246,11 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rope, err := newLlamaRoPE(dev, cfg)
+	ropeDType := device.Float32 // the tables of a model of another dtype: its Init refuses that dtype
+	if cfg.DType == device.Float64 {
+		ropeDType = device.Float64
+	}
+	rope, err := nn.NewRoPEScaled(dev, ropeDType, cfg.Context, cfg.headDim(), cfg.RoPETheta, cfg.frequency)
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, ro
 		y = a.QKNorm.Forward(g, y)
 	}
 	if rotate && a.RoPE != nil {
-		y = a.RoPE.forwardAt(g, y, pos)
+		y = a.RoPE.At(g, y, pos)
 	}
 	return y
 }
