@@ -141,56 +141,6 @@ func (c LlamaConfig) NumParams() int {
 	return n
 }
 
-// LlamaAttention is causal grouped-query self-attention: Q of
-// Dim -> Heads*HeadDim, K and V of Dim -> KVHeads*HeadDim, queries and
-// keys rotated by RoPE, each KV head shared by Heads/KVHeads consecutive
-// query heads (Hugging Face's repeat_kv), scores scaled by
-// 1/sqrt(HeadDim), Out of Heads*HeadDim -> Dim. The KV cache holds the
-// KVHeads keys and values, not the repeated ones.
-type LlamaAttention struct {
-	Q, K, V, Out            nn.Linear
-	Heads, KVHeads, HeadDim int `nn:"-"`
-}
-
-// forward maps x [B, T, Dim] (positions cache.Len(layer) on; nil cache:
-// from 0) to [B, T, Dim].
-func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *nn.RoPE, cache *nn.KVCache, layer int) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	b, t := x.Dim(0), x.Dim(1)
-	pos := 0
-	if cache != nil {
-		pos = cache.Len(layer)
-	}
-	q := rope.At(g, g.Reshape(a.Q.Forward(g, x), b, t, a.Heads, a.HeadDim), pos)
-	k := rope.At(g, g.Reshape(a.K.Forward(g, x), b, t, a.KVHeads, a.HeadDim), pos)
-	v := g.Reshape(a.V.Forward(g, x), b, t, a.KVHeads, a.HeadDim)
-	if cache != nil {
-		k, v = cache.Append(g, layer, k, v)
-	}
-	if g.Err() != nil {
-		return nil
-	}
-	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
-	// With a cache, q holds positions pos.. and k, v every position so
-	// far: causal attention over the longer keys (prefix caching).
-	o := g.Attention(q, k, v, 1/math.Sqrt(float64(a.HeadDim)))
-	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
-}
-
-// repeatKV repeats each of the KVHeads heads of x [B, T, KVHeads, D]
-// Heads/KVHeads times in place: [B, T, Heads, D].
-func (a *LlamaAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
-	rep := a.Heads / a.KVHeads
-	if rep == 1 || g.Err() != nil {
-		return x
-	}
-	b, t := x.Dim(0), x.Dim(1)
-	x = g.BroadcastTo(g.Reshape(x, b, t, a.KVHeads, 1, a.HeadDim), b, t, a.KVHeads, rep, a.HeadDim)
-	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
-}
-
 // frequency returns the rotary frequency f, rescaled by Llama 3's rule
 // when the configuration sets it (nn.NewRoPEScaled's scale).
 func (c LlamaConfig) frequency(f float64) float64 {
@@ -215,9 +165,16 @@ func (c LlamaConfig) frequency(f float64) float64 {
 //
 //	x = x + Attn(AttnNorm(x))
 //	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
+//
+// Attn is causal grouped-query self-attention: Q of Dim -> Heads*HeadDim,
+// K and V of Dim -> KVHeads*HeadDim, queries and keys rotated by RoPE,
+// each KV head shared by Heads/KVHeads consecutive query heads (Hugging
+// Face's repeat_kv), scores scaled by 1/sqrt(HeadDim), Out of
+// Heads*HeadDim -> Dim. The KV cache holds the KVHeads keys and values,
+// not the repeated ones.
 type LlamaBlock struct {
 	AttnNorm nn.RMSNorm `nn:"attn_norm"`
-	Attn     LlamaAttention
+	Attn     nn.SelfAttention
 	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
 	MLP      struct{ Gate, Up, Down nn.Linear }
 }
@@ -235,7 +192,6 @@ type Llama struct {
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	rope *nn.RoPE // Hugging Face's rotate_half RoPE, in the model's dtype
 	causalLM
 }
 
@@ -259,27 +215,18 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	d, hd := cfg.Dim, cfg.headDim()
 	eps := cfg.NormEps
 	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
-	lin := func(in, out int, bias bool) nn.Linear {
-		if bias {
-			return nn.NewLinearBias(init, in, out)
-		}
-		return nn.NewLinear(init, in, out)
-	}
-	m := &Llama{Config: cfg, rope: rope}
+	m := &Llama{Config: cfg}
 	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
 	m.Blocks = make([]LlamaBlock, cfg.Layers)
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		b.AttnNorm = norm()
-		b.Attn = LlamaAttention{
-			Q: lin(d, cfg.Heads*hd, cfg.QKVBias), K: lin(d, cfg.KVHeads*hd, cfg.QKVBias),
-			V: lin(d, cfg.KVHeads*hd, cfg.QKVBias), Out: lin(cfg.Heads*hd, d, cfg.OutBias),
-			Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: hd,
-		}
+		b.Attn = nn.NewSelfAttention(init, d, nn.AttentionOptions{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: hd,
+			QKVBias: cfg.QKVBias, OutBias: cfg.OutBias, Causal: true, RoPE: rope})
 		b.MLPNorm = norm()
-		b.MLP.Gate = lin(d, cfg.MLPHidden, false)
-		b.MLP.Up = lin(d, cfg.MLPHidden, false)
-		b.MLP.Down = lin(cfg.MLPHidden, d, false)
+		b.MLP.Gate = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Up = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Down = nn.NewLinear(init, cfg.MLPHidden, d)
 	}
 	m.Norm = norm()
 	if cfg.TieEmbeddings {
@@ -301,7 +248,7 @@ func (m *Llama) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
-		x = g.Add(x, b.Attn.forward(g, b.AttnNorm.Forward(g, x), m.rope, cache, i))
+		x = g.Add(x, b.Attn.ForwardCached(g, b.AttnNorm.Forward(g, x), cache, i))
 		h := b.MLPNorm.Forward(g, x)
 		x = g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
 	}
