@@ -161,24 +161,6 @@ func (c LlamaConfig) frequency(f float64) float64 {
 	return f
 }
 
-// LlamaBlock is the pre-norm block, both norms RMSNorms with a gain:
-//
-//	x = x + Attn(AttnNorm(x))
-//	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
-//
-// Attn is causal grouped-query self-attention: Q of Dim -> Heads*HeadDim,
-// K and V of Dim -> KVHeads*HeadDim, queries and keys rotated by RoPE,
-// each KV head shared by Heads/KVHeads consecutive query heads (Hugging
-// Face's repeat_kv), scores scaled by 1/sqrt(HeadDim), Out of
-// Heads*HeadDim -> Dim. The KV cache holds the KVHeads keys and values,
-// not the repeated ones.
-type LlamaBlock struct {
-	AttnNorm nn.RMSNorm `nn:"attn_norm"`
-	Attn     nn.SelfAttention
-	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
-	MLP      struct{ Gate, Up, Down nn.Linear }
-}
-
 // Llama is the Llama family: a token embedding, Layers blocks, a final
 // RMSNorm with a gain and an LM head (tied to the embedding when
 // TieEmbeddings). Its parameter names are embed.weight,
@@ -188,7 +170,7 @@ type LlamaBlock struct {
 type Llama struct {
 	Config LlamaConfig `nn:"-"`
 	Embed  nn.Embedding
-	Blocks []LlamaBlock
+	Blocks []TransformerBlock
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
@@ -217,7 +199,7 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
 	m := &Llama{Config: cfg}
 	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
-	m.Blocks = make([]LlamaBlock, cfg.Layers)
+	m.Blocks = make([]TransformerBlock, cfg.Layers)
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		b.AttnNorm = norm()
@@ -247,10 +229,7 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 func (m *Llama) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
-		b := &m.Blocks[i]
-		x = g.Add(x, b.Attn.ForwardCached(g, b.AttnNorm.Forward(g, x), cache, i))
-		h := b.MLPNorm.Forward(g, x)
-		x = g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
+		x = m.Blocks[i].Forward(g, x, cache, i)
 	}
 	return m.Norm.Forward(g, x)
 }

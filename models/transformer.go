@@ -113,29 +113,40 @@ func (c Config) NumParams() int {
 	return c.Layers*(4*c.Dim*c.Dim+3*c.Dim*c.MLPHidden) + 2*c.Vocab*c.Dim
 }
 
-// TransformerBlock is the paper's pre-norm block, with N an RMSNorm
-// without gain (eps 1e-6):
+// TransformerBlock is the pre-norm block of the paper's Transformer and
+// of Llama, AttnNorm and MLPNorm RMSNorms:
 //
-//	x = x + Attn(N(x))
-//	x = x + Down(SiLU(Gate(N(x))) * Up(N(x)))
+//	x = x + Attn(AttnNorm(x))
+//	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
 //
-// Attn is causal self-attention without biases: q, k, v and out of
-// Dim x Dim, q and k split into heads of HeadDim, each head RMS-normalised
-// (QK-norm, the same N) and then rotated by half-split RoPE; v is not
-// normalised; scores scaled by 1/sqrt(HeadDim). The MLP is SwiGLU without
-// biases: Gate and Up of Dim -> MLPHidden, Down of MLPHidden -> Dim.
+// The paper's: both norms are N, an RMSNorm without gain (eps 1e-6), so
+// without parameters. Attn is causal self-attention without biases: q, k,
+// v and out of Dim x Dim, q and k split into heads of HeadDim, each head
+// RMS-normalised (QK-norm, the same N) and then rotated by half-split
+// RoPE; v is not normalised; scores scaled by 1/sqrt(HeadDim). The MLP is
+// SwiGLU without biases: Gate and Up of Dim -> MLPHidden, Down of
+// MLPHidden -> Dim.
+//
+// Llama's: both norms have a gain. Attn is causal grouped-query
+// self-attention: Q of Dim -> Heads*HeadDim, K and V of
+// Dim -> KVHeads*HeadDim, queries and keys rotated by RoPE, each KV head
+// shared by Heads/KVHeads consecutive query heads (Hugging Face's
+// repeat_kv), scores scaled by 1/sqrt(HeadDim), Out of
+// Heads*HeadDim -> Dim. The KV cache holds the KVHeads keys and values,
+// not the repeated ones.
 type TransformerBlock struct {
-	Norm nn.RMSNorm // N: no gain, so no parameters; used before both halves
-	Attn nn.SelfAttention
-	MLP  struct{ Gate, Up, Down nn.Linear }
+	AttnNorm nn.RMSNorm `nn:"attn_norm"`
+	Attn     nn.SelfAttention
+	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
+	MLP      struct{ Gate, Up, Down nn.Linear }
 }
 
 // Forward maps the residual stream x [B, T, Dim] through the block. cache
 // is nil in training; in generation it is the model's KV cache, in which
 // the block is layer layer.
 func (b *TransformerBlock) Forward(g *autograd.Graph, x *tensor.Tensor, cache *nn.KVCache, layer int) *tensor.Tensor {
-	x = g.Add(x, b.Attn.ForwardCached(g, b.Norm.Forward(g, x), cache, layer))
-	h := b.Norm.Forward(g, x)
+	x = g.Add(x, b.Attn.ForwardCached(g, b.AttnNorm.Forward(g, x), cache, layer))
+	h := b.MLPNorm.Forward(g, x)
 	return g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
 }
 
