@@ -31,6 +31,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -63,26 +64,21 @@ func Load(dev device.Device, dir string, opt Options) (Model, *Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var m Model
+	var m interface {
+		Model
+		UntieHead() error
+	}
 	switch c := cfg.Model.(type) {
 	case models.GPT2Config:
-		g, err := models.NewGPT2(dev, c, 0)
-		if err == nil && (opt.UntieHead || !cfg.Tied) {
-			err = g.UntieHead()
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
-		}
-		m = g
+		m, err = models.NewGPT2(dev, c, 0) // tied
 	case models.LlamaConfig:
-		l, err := models.NewLlama(dev, c, 0)
-		if err == nil && opt.UntieHead && cfg.Tied {
-			err = l.UntieHead()
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
-		}
-		m = l
+		m, err = models.NewLlama(dev, c, 0) // tied when cfg.Tied
+	}
+	if err == nil && (opt.UntieHead || !cfg.Tied) && len(nn.Tied(m)) > 0 {
+		err = m.UntieHead()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
 	}
 	if err := LoadWeights(dir, m); err != nil {
 		return nil, nil, err
