@@ -2,10 +2,7 @@ package models
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -49,11 +46,7 @@ var gpt2Presets = map[string]GPT2Config{
 // "gpt2-medium" (350M), "gpt2-large" (774M), "gpt2-xl" (1558M) or
 // "gpt2-tiny" (2 layers of width 48 in 3 heads of 16, for tests).
 func GPT2Preset(name string) (GPT2Config, error) {
-	c, ok := gpt2Presets[name]
-	if !ok {
-		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(gpt2Presets)), ", "))
-	}
-	return c, nil
+	return preset(gpt2Presets, "GPT-2 ", name)
 }
 
 // Validate reports a configuration that cannot be built.

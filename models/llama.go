@@ -2,10 +2,7 @@ package models
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -82,18 +79,14 @@ var llamaPresets = map[string]LlamaConfig{
 
 // LlamaPresetNames returns the Llama preset names, sorted.
 func LlamaPresetNames() []string {
-	return slices.Sorted(maps.Keys(llamaPresets))
+	return presetNames(llamaPresets)
 }
 
 // LlamaPreset returns the named configuration: "llama-tiny" (2 layers of
 // width 64, 4 heads over 2 KV heads, for tests) or the shape of
 // "smollm-135m", "smollm-360m", "llama-3.2-1b" or "qwen2-0.5b".
 func LlamaPreset(name string) (LlamaConfig, error) {
-	c, ok := llamaPresets[name]
-	if !ok {
-		return LlamaConfig{}, fmt.Errorf("models: unknown Llama preset %q (have %s)", name, strings.Join(LlamaPresetNames(), ", "))
-	}
-	return c, nil
+	return preset(llamaPresets, "Llama ", name)
 }
 
 // headDim returns HeadDim or its default Dim/Heads.

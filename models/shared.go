@@ -2,6 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -61,6 +64,22 @@ func crossEntropy(g *autograd.Graph, model string, logits, inputs, targets *tens
 		return nil
 	}
 	return g.CrossEntropy(g.Reshape(logits, rows, v), flat)
+}
+
+// preset returns the configuration named name among presets, or an error
+// naming the kind of preset ("GPT-2 ", "Llama " or "" for the paper's)
+// and listing those there are.
+func preset[C any](presets map[string]C, kind, name string) (C, error) {
+	c, ok := presets[name]
+	if !ok {
+		return c, fmt.Errorf("models: unknown %spreset %q (have %s)", kind, name, strings.Join(presetNames(presets), ", "))
+	}
+	return c, nil
+}
+
+// presetNames returns the names of presets, sorted.
+func presetNames[C any](presets map[string]C) []string {
+	return slices.Sorted(maps.Keys(presets))
 }
 
 // decoder is what every language model here shares around its own

@@ -13,9 +13,6 @@ package models
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -72,16 +69,12 @@ var presets = map[string]Config{
 // Preset returns the named configuration: "190m", "380m", "640m" (the
 // paper's), "cpu-128" (d 128, 4 layers) or "cpu-256" (d 256, 8 layers).
 func Preset(name string) (Config, error) {
-	c, ok := presets[name]
-	if !ok {
-		return Config{}, fmt.Errorf("models: unknown preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
-	}
-	return c, nil
+	return preset(presets, "", name)
 }
 
 // PresetNames returns the preset names, sorted.
 func PresetNames() []string {
-	return slices.Sorted(maps.Keys(presets))
+	return presetNames(presets)
 }
 
 // Validate reports a configuration that cannot be built.
