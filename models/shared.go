@@ -12,9 +12,9 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// What the language models share around their own layers: the checks of
-// inputs [B, T] and their start position, the losses, and the methods of
-// decoder and causalLM.
+// What the language models share around their own layers: the preset
+// lookups, the checks of inputs [B, T] and their start position, the
+// losses, and the methods of decoder and causalLM.
 
 // startPosition checks inputs [B, T] of the model named name (in errors)
 // and returns the position of their first token, after those already in
