@@ -35,19 +35,6 @@ type LastForwarder interface {
 	ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor
 }
 
-// lastLogits applies head to the last position of the hidden states h
-// [B, T, D] (nil after an error): logits [B, V].
-func lastLogits(g *autograd.Graph, h *tensor.Tensor, head *nn.Linear) *tensor.Tensor {
-	if h == nil || g.Err() != nil {
-		return nil
-	}
-	b, t, d := h.Dim(0), h.Dim(1), h.Dim(2)
-	if t > 1 {
-		h = g.Slice(h, 1, t-1, t)
-	}
-	return head.Forward(g, g.Reshape(h, b, d))
-}
-
 // GenerateOptions configures Generate.
 type GenerateOptions struct {
 	// Tokens is the number of tokens to generate.

@@ -2,10 +2,7 @@ package models
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -49,11 +46,7 @@ var gpt2Presets = map[string]GPT2Config{
 // "gpt2-medium" (350M), "gpt2-large" (774M), "gpt2-xl" (1558M) or
 // "gpt2-tiny" (2 layers of width 48 in 3 heads of 16, for tests).
 func GPT2Preset(name string) (GPT2Config, error) {
-	c, ok := gpt2Presets[name]
-	if !ok {
-		return GPT2Config{}, fmt.Errorf("models: unknown GPT-2 preset %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(gpt2Presets)), ", "))
-	}
-	return c, nil
+	return preset(gpt2Presets, "GPT-2 ", name)
 }
 
 // Validate reports a configuration that cannot be built.
@@ -102,7 +95,7 @@ type GPT2 struct {
 	Norm   nn.LayerNorm
 	Head   nn.Linear
 
-	params []*tensor.Tensor
+	causalLM
 }
 
 // NewGPT2 builds a GPT2 on dev with GPT-2's init from a generator seeded
@@ -138,69 +131,14 @@ func NewGPT2(dev device.Device, cfg GPT2Config, seed uint64) (*GPT2, error) {
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	m.params = nn.Parameters(m)
+	m.causalLM = newCausalLM(m, "GPT2", m.Tok.Weight,
+		decoder{layers: cfg.Layers, dim: d, context: cfg.Context, head: &m.Head, trunk: m.trunk})
 	return m, nil
 }
 
-// Parameters returns the model's parameters, named, in a stable order
-// (the tied head once, as tok.weight).
-func (m *GPT2) Parameters() []*tensor.Tensor { return m.params }
-
-// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
-// and returns the logits [B, T, Vocab] and, when targets [B, T] is not
-// nil, the mean next-token cross-entropy. Errors are recorded in g (check
-// g.Err); on error both results are nil.
-func (m *GPT2) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logits, loss *tensor.Tensor) {
-	logits = m.ForwardCached(g, inputs, nil)
-	if logits == nil || targets == nil {
-		return logits, nil
-	}
-	return logits, crossEntropy(g, "GPT2", logits, inputs, targets)
-}
-
-// Loss returns the mean next-token cross-entropy of inputs [B, T]
-// against targets [B, T] with the head and the loss fused
-// (autograd.LinearCrossEntropy), so the B*T x Vocab logits never exist
-// whole: Forward's loss, for training at full vocabulary.
-func (m *GPT2) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	loss, _ := m.LossHidden(g, inputs, targets)
-	return loss
-}
-
-// LossHidden is Loss that also returns the final-norm hidden states
-// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
-// them).
-func (m *GPT2) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	return headLoss(g, "GPT2", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
-}
-
-// ForwardCached runs inputs [B, T] as the positions after those already
-// in cache (nil: none) and returns their logits [B, T, Vocab], appending
-// their keys and values to the cache. A cache needs a graph with
-// recording off.
-func (m *GPT2) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.Head.Forward(g, h)
-}
-
-// ForwardCachedLast is ForwardCached's logits of the last position of
-// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
-func (m *GPT2) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
-}
-
-// hidden returns the final-norm hidden states [B, T, Dim] of inputs.
-func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	pos, ok := startPosition(g, "GPT2.Forward", inputs, cache, m.Config.Layers, m.Config.Context)
-	if !ok {
-		return nil
-	}
+// trunk returns the final-norm hidden states [B, T, Dim] of inputs
+// (decoder.trunk).
+func (m *GPT2) trunk(g *autograd.Graph, inputs *tensor.Tensor, pos int, cache *nn.KVCache) *tensor.Tensor {
 	x := g.Add(m.Tok.Forward(g, inputs), g.Slice(m.Pos.Weight, 0, pos, pos+inputs.Dim(1)))
 	x = m.Drop.Forward(g, x)
 	for i := range m.Blocks {
@@ -209,41 +147,5 @@ func (m *GPT2) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCach
 		h := bl.Proj.Forward(g, bl.FC.ForwardAct(g, bl.LN2.Forward(g, x), nn.GELUTanh))
 		x = g.Add(x, bl.Drop.Forward(g, h))
 	}
-	h := m.Norm.Forward(g, x)
-	if g.Err() != nil {
-		return nil
-	}
-	return h
-}
-
-// Layers returns the number of attention layers (the KV cache's size).
-func (m *GPT2) Layers() int { return m.Config.Layers }
-
-// ContextLen returns the longest sequence the model takes.
-func (m *GPT2) ContextLen() int { return m.Config.Context }
-
-// UntieHead gives the model a head of its own: a copy of the token
-// embedding (the tied head's weight now), named head.weight among the
-// Parameters, so an optimizer can update the two apart (RowNorm on the
-// head). Called at initialisation it changes no output; a head already
-// untied is an error.
-func (m *GPT2) UntieHead() error {
-	if err := untieHead("GPT2", &m.Head, m.Tok.Weight); err != nil {
-		return err
-	}
-	m.params = nn.Parameters(m)
-	return nil
-}
-
-// Save writes the model's parameters to a safetensors checkpoint at path
-// (atomically), with metadata.
-func (m *GPT2) Save(path string, metadata map[string]string) error {
-	return nn.SaveTensors(path, m.params, metadata)
-}
-
-// Load reads the model's parameters from a safetensors checkpoint,
-// checking every tensor's presence, dtype and shape before changing any,
-// and returns the file's metadata.
-func (m *GPT2) Load(path string) (map[string]string, error) {
-	return nn.LoadTensors(path, m.params)
+	return m.Norm.Forward(g, x)
 }

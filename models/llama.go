@@ -2,10 +2,7 @@ package models
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -82,18 +79,14 @@ var llamaPresets = map[string]LlamaConfig{
 
 // LlamaPresetNames returns the Llama preset names, sorted.
 func LlamaPresetNames() []string {
-	return slices.Sorted(maps.Keys(llamaPresets))
+	return presetNames(llamaPresets)
 }
 
 // LlamaPreset returns the named configuration: "llama-tiny" (2 layers of
 // width 64, 4 heads over 2 KV heads, for tests) or the shape of
 // "smollm-135m", "smollm-360m", "llama-3.2-1b" or "qwen2-0.5b".
 func LlamaPreset(name string) (LlamaConfig, error) {
-	c, ok := llamaPresets[name]
-	if !ok {
-		return LlamaConfig{}, fmt.Errorf("models: unknown Llama preset %q (have %s)", name, strings.Join(LlamaPresetNames(), ", "))
-	}
-	return c, nil
+	return preset(llamaPresets, "Llama ", name)
 }
 
 // headDim returns HeadDim or its default Dim/Heads.
@@ -141,134 +134,24 @@ func (c LlamaConfig) NumParams() int {
 	return n
 }
 
-// LlamaAttention is causal grouped-query self-attention: Q of
-// Dim -> Heads*HeadDim, K and V of Dim -> KVHeads*HeadDim, queries and
-// keys rotated by RoPE, each KV head shared by Heads/KVHeads consecutive
-// query heads (Hugging Face's repeat_kv), scores scaled by
-// 1/sqrt(HeadDim), Out of Heads*HeadDim -> Dim. The KV cache holds the
-// KVHeads keys and values, not the repeated ones.
-type LlamaAttention struct {
-	Q, K, V, Out            nn.Linear
-	Heads, KVHeads, HeadDim int `nn:"-"`
-}
-
-// forward maps x [B, T, Dim] (positions cache.Len(layer) on; nil cache:
-// from 0) to [B, T, Dim].
-func (a *LlamaAttention) forward(g *autograd.Graph, x *tensor.Tensor, rope *llamaRoPE, cache *nn.KVCache, layer int) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
+// frequency returns the rotary frequency f, rescaled by Llama 3's rule
+// when the configuration sets it (nn.NewRoPEScaled's scale).
+func (c LlamaConfig) frequency(f float64) float64 {
+	s := c.RoPEScaling
+	if s == nil {
+		return f
 	}
-	b, t := x.Dim(0), x.Dim(1)
-	pos := 0
-	if cache != nil {
-		pos = cache.Len(layer)
-	}
-	q := rope.at(g, g.Reshape(a.Q.Forward(g, x), b, t, a.Heads, a.HeadDim), pos)
-	k := rope.at(g, g.Reshape(a.K.Forward(g, x), b, t, a.KVHeads, a.HeadDim), pos)
-	v := g.Reshape(a.V.Forward(g, x), b, t, a.KVHeads, a.HeadDim)
-	if cache != nil {
-		k, v = cache.Append(g, layer, k, v)
-	}
-	if g.Err() != nil {
-		return nil
-	}
-	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
-	// With a cache, q holds positions pos.. and k, v every position so
-	// far: causal attention over the longer keys (prefix caching).
-	o := g.Attention(q, k, v, 1/math.Sqrt(float64(a.HeadDim)))
-	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
-}
-
-// repeatKV repeats each of the KVHeads heads of x [B, T, KVHeads, D]
-// Heads/KVHeads times in place: [B, T, Heads, D].
-func (a *LlamaAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
-	rep := a.Heads / a.KVHeads
-	if rep == 1 || g.Err() != nil {
-		return x
-	}
-	b, t := x.Dim(0), x.Dim(1)
-	x = g.BroadcastTo(g.Reshape(x, b, t, a.KVHeads, 1, a.HeadDim), b, t, a.KVHeads, rep, a.HeadDim)
-	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
-}
-
-// llamaRoPE holds the rotary tables cos, sin [Context, HeadDim/2] of
-// Hugging Face's rotate_half RoPE (the first and second halves of a head
-// rotated as pairs), in the model's dtype.
-type llamaRoPE struct{ cos, sin *tensor.Tensor }
-
-// newLlamaRoPE computes the tables in float64: angle(t, j) = t * f_j with
-// f_j = theta^(-2j/headDim), rescaled by Llama 3's rule when set.
-func newLlamaRoPE(dev device.Device, c LlamaConfig) (*llamaRoPE, error) {
-	hd := c.headDim()
-	half := hd / 2
-	freq := make([]float64, half)
-	for j := range freq {
-		freq[j] = math.Pow(c.RoPETheta, -2*float64(j)/float64(hd))
-		if s := c.RoPEScaling; s != nil {
-			wavelen := 2 * math.Pi / freq[j]
-			lowWave := float64(s.OriginalContext) / s.LowFreqFactor
-			highWave := float64(s.OriginalContext) / s.HighFreqFactor
-			switch {
-			case wavelen > lowWave:
-				freq[j] /= s.Factor
-			case wavelen >= highWave:
-				smooth := (float64(s.OriginalContext)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
-				freq[j] = (1-smooth)*freq[j]/s.Factor + smooth*freq[j]
-			}
-		}
-	}
-	cos, sin := make([]float64, c.Context*half), make([]float64, c.Context*half)
-	for t := range c.Context {
-		for j, f := range freq {
-			cos[t*half+j], sin[t*half+j] = math.Cos(float64(t)*f), math.Sin(float64(t)*f)
-		}
-	}
-	r := &llamaRoPE{}
-	var err error
-	if c.DType == device.Float64 {
-		if r.cos, err = tensor.FromFloat64(dev, cos, c.Context, half); err == nil {
-			r.sin, err = tensor.FromFloat64(dev, sin, c.Context, half)
-		}
-	} else {
-		if r.cos, err = tensor.FromFloat32(dev, toFloat32(cos), c.Context, half); err == nil {
-			r.sin, err = tensor.FromFloat32(dev, toFloat32(sin), c.Context, half)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("models: Llama RoPE tables: %w", err)
-	}
-	return r, nil
-}
-
-func toFloat32(v []float64) []float32 {
-	f := make([]float32, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
+	wavelen := 2 * math.Pi / f
+	lowWave := float64(s.OriginalContext) / s.LowFreqFactor
+	highWave := float64(s.OriginalContext) / s.HighFreqFactor
+	switch {
+	case wavelen > lowWave:
+		return f / s.Factor
+	case wavelen >= highWave:
+		smooth := (float64(s.OriginalContext)/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+		return (1-smooth)*f/s.Factor + smooth*f
 	}
 	return f
-}
-
-// at rotates x [B, T, H, D] as positions pos..pos+T-1.
-func (r *llamaRoPE) at(g *autograd.Graph, x *tensor.Tensor, pos int) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if pos == 0 {
-		return g.RoPE(x, r.cos, r.sin)
-	}
-	t := x.Dim(1)
-	return g.RoPE(x, g.Slice(r.cos, 0, pos, pos+t), g.Slice(r.sin, 0, pos, pos+t))
-}
-
-// LlamaBlock is the pre-norm block, both norms RMSNorms with a gain:
-//
-//	x = x + Attn(AttnNorm(x))
-//	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
-type LlamaBlock struct {
-	AttnNorm nn.RMSNorm `nn:"attn_norm"`
-	Attn     LlamaAttention
-	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
-	MLP      struct{ Gate, Up, Down nn.Linear }
 }
 
 // Llama is the Llama family: a token embedding, Layers blocks, a final
@@ -280,12 +163,11 @@ type LlamaBlock struct {
 type Llama struct {
 	Config LlamaConfig `nn:"-"`
 	Embed  nn.Embedding
-	Blocks []LlamaBlock
+	Blocks []TransformerBlock
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	rope   *llamaRoPE
-	params []*tensor.Tensor
+	causalLM
 }
 
 // NewLlama builds a Llama on dev with every weight drawn from
@@ -295,7 +177,11 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rope, err := newLlamaRoPE(dev, cfg)
+	ropeDType := device.Float32 // the tables of a model of another dtype: its Init refuses that dtype
+	if cfg.DType == device.Float64 {
+		ropeDType = device.Float64
+	}
+	rope, err := nn.NewRoPEScaled(dev, ropeDType, cfg.Context, cfg.headDim(), cfg.RoPETheta, cfg.frequency)
 	if err != nil {
 		return nil, err
 	}
@@ -304,27 +190,18 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	d, hd := cfg.Dim, cfg.headDim()
 	eps := cfg.NormEps
 	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
-	lin := func(in, out int, bias bool) nn.Linear {
-		if bias {
-			return nn.NewLinearBias(init, in, out)
-		}
-		return nn.NewLinear(init, in, out)
-	}
-	m := &Llama{Config: cfg, rope: rope}
+	m := &Llama{Config: cfg}
 	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
-	m.Blocks = make([]LlamaBlock, cfg.Layers)
+	m.Blocks = make([]TransformerBlock, cfg.Layers)
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		b.AttnNorm = norm()
-		b.Attn = LlamaAttention{
-			Q: lin(d, cfg.Heads*hd, cfg.QKVBias), K: lin(d, cfg.KVHeads*hd, cfg.QKVBias),
-			V: lin(d, cfg.KVHeads*hd, cfg.QKVBias), Out: lin(cfg.Heads*hd, d, cfg.OutBias),
-			Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: hd,
-		}
+		b.Attn = nn.NewSelfAttention(init, d, nn.AttentionOptions{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: hd,
+			QKVBias: cfg.QKVBias, OutBias: cfg.OutBias, Causal: true, RoPE: rope})
 		b.MLPNorm = norm()
-		b.MLP.Gate = lin(d, cfg.MLPHidden, false)
-		b.MLP.Up = lin(d, cfg.MLPHidden, false)
-		b.MLP.Down = lin(cfg.MLPHidden, d, false)
+		b.MLP.Gate = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Up = nn.NewLinear(init, d, cfg.MLPHidden)
+		b.MLP.Down = nn.NewLinear(init, cfg.MLPHidden, d)
 	}
 	m.Norm = norm()
 	if cfg.TieEmbeddings {
@@ -335,106 +212,17 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	m.params = nn.Parameters(m)
+	m.causalLM = newCausalLM(m, "Llama", m.Embed.Weight,
+		decoder{layers: cfg.Layers, dim: d, context: cfg.Context, head: &m.Head, trunk: m.trunk})
 	return m, nil
 }
 
-// Parameters returns the model's parameters, named, in a stable order
-// (a tied head once, as embed.weight).
-func (m *Llama) Parameters() []*tensor.Tensor { return m.params }
-
-// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
-// and returns the logits [B, T, Vocab] and, when targets [B, T] is not
-// nil, the mean next-token cross-entropy. Errors are recorded in g.
-func (m *Llama) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logits, loss *tensor.Tensor) {
-	logits = m.ForwardCached(g, inputs, nil)
-	if logits == nil || targets == nil {
-		return logits, nil
-	}
-	return logits, crossEntropy(g, "Llama", logits, inputs, targets)
-}
-
-// Loss returns the mean next-token cross-entropy of inputs [B, T]
-// against targets [B, T] with the head and the loss fused
-// (autograd.LinearCrossEntropy): Forward's loss, for training.
-func (m *Llama) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
-	loss, _ := m.LossHidden(g, inputs, targets)
-	return loss
-}
-
-// LossHidden is Loss that also returns the final-norm hidden states
-// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
-// them).
-func (m *Llama) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
-	return headLoss(g, "Llama", m.hidden(g, inputs, nil), inputs, targets, &m.Head, m.Config.Dim)
-}
-
-// ForwardCached runs inputs [B, T] as the positions after those already
-// in cache (nil: none) and returns their logits [B, T, Vocab], appending
-// their keys and values to the cache (which needs a graph with recording
-// off).
-func (m *Llama) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.Head.Forward(g, h)
-}
-
-// ForwardCachedLast is ForwardCached's logits of the last position of
-// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
-func (m *Llama) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
-}
-
-// hidden returns the final-norm hidden states [B, T, Dim] of inputs.
-func (m *Llama) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if _, ok := startPosition(g, "Llama.Forward", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
-		return nil
-	}
+// trunk returns the final-norm hidden states [B, T, Dim] of inputs
+// (decoder.trunk).
+func (m *Llama) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
-		b := &m.Blocks[i]
-		x = g.Add(x, b.Attn.forward(g, b.AttnNorm.Forward(g, x), m.rope, cache, i))
-		h := b.MLPNorm.Forward(g, x)
-		x = g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
+		x = m.Blocks[i].Forward(g, x, cache, i)
 	}
-	h := m.Norm.Forward(g, x)
-	if g.Err() != nil {
-		return nil
-	}
-	return h
-}
-
-// Layers returns the number of blocks (the KV cache's size).
-func (m *Llama) Layers() int { return m.Config.Layers }
-
-// ContextLen returns the longest sequence the model takes.
-func (m *Llama) ContextLen() int { return m.Config.Context }
-
-// UntieHead gives a tied model a head of its own, a copy of the
-// embedding, named head.weight among the Parameters (so RowNorm can take
-// it); it changes no output. An untied model is an error.
-func (m *Llama) UntieHead() error {
-	if err := untieHead("Llama", &m.Head, m.Embed.Weight); err != nil {
-		return err
-	}
-	m.params = nn.Parameters(m)
-	return nil
-}
-
-// Save writes the model's parameters to a safetensors checkpoint at path
-// (atomically), with metadata.
-func (m *Llama) Save(path string, metadata map[string]string) error {
-	return nn.SaveTensors(path, m.params, metadata)
-}
-
-// Load reads the model's parameters from a safetensors checkpoint,
-// checking every tensor's presence, dtype and shape before changing any,
-// and returns the file's metadata.
-func (m *Llama) Load(path string) (map[string]string, error) {
-	return nn.LoadTensors(path, m.params)
+	return m.Norm.Forward(g, x)
 }

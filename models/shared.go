@@ -2,6 +2,9 @@ package models
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -9,8 +12,9 @@ import (
 	"github.com/hilbert-ml/hilbert/tensor"
 )
 
-// What the language models share around their own layers: the checks of
-// inputs [B, T] and their start position, the losses, and untying a head.
+// What the language models share around their own layers: the preset
+// lookups, the checks of inputs [B, T] and their start position, the
+// losses, and the methods of decoder and causalLM.
 
 // startPosition checks inputs [B, T] of the model named name (in errors)
 // and returns the position of their first token, after those already in
@@ -62,12 +66,163 @@ func crossEntropy(g *autograd.Graph, model string, logits, inputs, targets *tens
 	return g.CrossEntropy(g.Reshape(logits, rows, v), flat)
 }
 
-// untieHead gives head a weight of its own, a copy of the embedding weight
-// e it is tied to, as a new parameter (model names the model in errors);
-// a head already untied is an error.
-func untieHead(model string, head *nn.Linear, e *tensor.Tensor) error {
-	if head.Weight != e {
-		return fmt.Errorf("models: %s.UntieHead: the head is already untied", model)
+// preset returns the configuration named name among presets, or an error
+// naming the kind of preset ("GPT-2 ", "Llama " or "" for the paper's)
+// and listing those there are.
+func preset[C any](presets map[string]C, kind, name string) (C, error) {
+	c, ok := presets[name]
+	if !ok {
+		return c, fmt.Errorf("models: unknown %spreset %q (have %s)", kind, name, strings.Join(presetNames(presets), ", "))
+	}
+	return c, nil
+}
+
+// presetNames returns the names of presets, sorted.
+func presetNames[C any](presets map[string]C) []string {
+	return slices.Sorted(maps.Keys(presets))
+}
+
+// decoder is what every language model here shares around its own
+// layers, embedded in each: the head, the parameters, and the methods
+// built on the final-norm hidden states that the model's trunk computes.
+type decoder struct {
+	// where names the model in errors about its inputs.
+	where string
+	// layers, dim and context are the model's number of blocks, width and
+	// longest sequence.
+	layers, dim, context int
+	head                 *nn.Linear
+	// trunk maps inputs [B, T], checked, placed at positions pos.. after
+	// those in cache (nil: none), to the final-norm hidden states
+	// [B, T, Dim], appending their keys and values to the cache.
+	trunk  func(g *autograd.Graph, inputs *tensor.Tensor, pos int, cache *nn.KVCache) *tensor.Tensor
+	params []*tensor.Tensor
+}
+
+// Parameters returns the model's parameters, named, in a stable order (a
+// head tied to the embedding once, under the embedding's name).
+func (m *decoder) Parameters() []*tensor.Tensor { return m.params }
+
+// ForwardCached runs inputs [B, T] (int32 token ids) as the positions
+// after those already in cache (nil: none) and returns their logits
+// [B, T, Vocab] (the head as a plain matrix product, not fused with a
+// loss), appending their keys and values to the cache. A cache needs a
+// graph with recording off. Errors are recorded in g.
+func (m *decoder) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	h := m.hidden(g, inputs, cache)
+	if h == nil {
+		return nil
+	}
+	return m.head.Forward(g, h)
+}
+
+// ForwardCachedLast is ForwardCached's logits of the last position of
+// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
+func (m *decoder) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	h := m.hidden(g, inputs, cache)
+	if h == nil {
+		return nil
+	}
+	b, t, d := h.Dim(0), h.Dim(1), h.Dim(2)
+	if t > 1 {
+		h = g.Slice(h, 1, t-1, t)
+	}
+	return m.head.Forward(g, g.Reshape(h, b, d))
+}
+
+// hidden returns the final-norm hidden states [B, T, Dim] of inputs
+// [B, T] placed after the positions in cache (nil: none), or nil after an
+// error.
+func (m *decoder) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	pos, ok := startPosition(g, m.where, inputs, cache, m.layers, m.context)
+	if !ok {
+		return nil
+	}
+	h := m.trunk(g, inputs, pos, cache)
+	if g.Err() != nil {
+		return nil
+	}
+	return h
+}
+
+// Layers returns the number of blocks (the KV cache's size).
+func (m *decoder) Layers() int { return m.layers }
+
+// ContextLen returns the longest sequence the model takes.
+func (m *decoder) ContextLen() int { return m.context }
+
+// Save writes the model's parameters to a safetensors checkpoint at path
+// (atomically), with metadata.
+func (m *decoder) Save(path string, metadata map[string]string) error {
+	return nn.SaveTensors(path, m.params, metadata)
+}
+
+// Load reads the model's parameters from a safetensors checkpoint,
+// checking every tensor's presence, dtype and shape before changing any,
+// and returns the file's metadata.
+func (m *decoder) Load(path string) (map[string]string, error) {
+	return nn.LoadTensors(path, m.params)
+}
+
+// causalLM is a decoder whose head may be tied to its token embedding
+// (GPT2, Llama): it adds the losses of Forward and Loss, and UntieHead.
+type causalLM struct {
+	decoder
+	// name names the model in errors; embed is its token embedding's
+	// weight; model is the model itself, whose parameters UntieHead lists
+	// again.
+	name  string
+	embed *tensor.Tensor
+	model any
+}
+
+// newCausalLM completes d as the causalLM of model, named name, with the
+// token embedding weight embed.
+func newCausalLM(model any, name string, embed *tensor.Tensor, d decoder) causalLM {
+	d.where, d.params = name+".Forward", nn.Parameters(model)
+	return causalLM{decoder: d, name: name, embed: embed, model: model}
+}
+
+// Forward runs the model on inputs [B, T] (int32 token ids, T <= Context)
+// and returns the logits [B, T, Vocab] and, when targets [B, T] is not
+// nil, the mean next-token cross-entropy. Errors are recorded in g (check
+// g.Err); on error both results are nil.
+func (m *causalLM) Forward(g *autograd.Graph, inputs, targets *tensor.Tensor) (logits, loss *tensor.Tensor) {
+	logits = m.ForwardCached(g, inputs, nil)
+	if logits == nil || targets == nil {
+		return logits, nil
+	}
+	return logits, crossEntropy(g, m.name, logits, inputs, targets)
+}
+
+// Loss returns the mean next-token cross-entropy of inputs [B, T]
+// against targets [B, T] with the head and the loss fused
+// (autograd.LinearCrossEntropy), so the B*T x Vocab logits never exist
+// whole: Forward's loss, for training at full vocabulary.
+func (m *causalLM) Loss(g *autograd.Graph, inputs, targets *tensor.Tensor) *tensor.Tensor {
+	loss, _ := m.LossHidden(g, inputs, targets)
+	return loss
+}
+
+// LossHidden is Loss that also returns the final-norm hidden states
+// [B*T, Dim] the head reads (the trainer's Hilbert-RMS panel is taken from
+// them).
+func (m *causalLM) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tensor) (loss, hidden *tensor.Tensor) {
+	return headLoss(g, m.name, m.hidden(g, inputs, nil), inputs, targets, m.head, m.dim)
+}
+
+// UntieHead gives a model whose head is tied to its token embedding a
+// head of its own: a copy of the embedding (the tied head's weight now),
+// named head.weight among the Parameters, so an optimizer can update the
+// two apart (RowNorm on the head). Called at initialisation it changes no
+// output; a head already untied is an error.
+func (m *causalLM) UntieHead() error {
+	e := m.embed
+	if m.head.Weight != e {
+		return fmt.Errorf("models: %s.UntieHead: the head is already untied", m.name)
 	}
 	var w *tensor.Tensor
 	var err error
@@ -77,9 +232,10 @@ func untieHead(model string, head *nn.Linear, e *tensor.Tensor) error {
 		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
 	}
 	if err != nil {
-		return fmt.Errorf("models: %s.UntieHead: %w", model, err)
+		return fmt.Errorf("models: %s.UntieHead: %w", m.name, err)
 	}
 	w.SetRequiresGrad(true)
-	head.Weight = w
+	m.head.Weight = w
+	m.params = nn.Parameters(m.model)
 	return nil
 }

@@ -13,9 +13,6 @@ package models
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -72,16 +69,12 @@ var presets = map[string]Config{
 // Preset returns the named configuration: "190m", "380m", "640m" (the
 // paper's), "cpu-128" (d 128, 4 layers) or "cpu-256" (d 256, 8 layers).
 func Preset(name string) (Config, error) {
-	c, ok := presets[name]
-	if !ok {
-		return Config{}, fmt.Errorf("models: unknown preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
-	}
-	return c, nil
+	return preset(presets, "", name)
 }
 
 // PresetNames returns the preset names, sorted.
 func PresetNames() []string {
-	return slices.Sorted(maps.Keys(presets))
+	return presetNames(presets)
 }
 
 // Validate reports a configuration that cannot be built.
@@ -113,29 +106,40 @@ func (c Config) NumParams() int {
 	return c.Layers*(4*c.Dim*c.Dim+3*c.Dim*c.MLPHidden) + 2*c.Vocab*c.Dim
 }
 
-// TransformerBlock is the paper's pre-norm block, with N an RMSNorm
-// without gain (eps 1e-6):
+// TransformerBlock is the pre-norm block of the paper's Transformer and
+// of Llama, AttnNorm and MLPNorm RMSNorms:
 //
-//	x = x + Attn(N(x))
-//	x = x + Down(SiLU(Gate(N(x))) * Up(N(x)))
+//	x = x + Attn(AttnNorm(x))
+//	x = x + Down(SiLU(Gate(h)) * Up(h)),  h = MLPNorm(x)
 //
-// Attn is causal self-attention without biases: q, k, v and out of
-// Dim x Dim, q and k split into heads of HeadDim, each head RMS-normalised
-// (QK-norm, the same N) and then rotated by half-split RoPE; v is not
-// normalised; scores scaled by 1/sqrt(HeadDim). The MLP is SwiGLU without
-// biases: Gate and Up of Dim -> MLPHidden, Down of MLPHidden -> Dim.
+// The paper's: both norms are N, an RMSNorm without gain (eps 1e-6), so
+// without parameters. Attn is causal self-attention without biases: q, k,
+// v and out of Dim x Dim, q and k split into heads of HeadDim, each head
+// RMS-normalised (QK-norm, the same N) and then rotated by half-split
+// RoPE; v is not normalised; scores scaled by 1/sqrt(HeadDim). The MLP is
+// SwiGLU without biases: Gate and Up of Dim -> MLPHidden, Down of
+// MLPHidden -> Dim.
+//
+// Llama's: both norms have a gain. Attn is causal grouped-query
+// self-attention: Q of Dim -> Heads*HeadDim, K and V of
+// Dim -> KVHeads*HeadDim, queries and keys rotated by RoPE, each KV head
+// shared by Heads/KVHeads consecutive query heads (Hugging Face's
+// repeat_kv), scores scaled by 1/sqrt(HeadDim), Out of
+// Heads*HeadDim -> Dim. The KV cache holds the KVHeads keys and values,
+// not the repeated ones.
 type TransformerBlock struct {
-	Norm nn.RMSNorm // N: no gain, so no parameters; used before both halves
-	Attn nn.SelfAttention
-	MLP  struct{ Gate, Up, Down nn.Linear }
+	AttnNorm nn.RMSNorm `nn:"attn_norm"`
+	Attn     nn.SelfAttention
+	MLPNorm  nn.RMSNorm `nn:"mlp_norm"`
+	MLP      struct{ Gate, Up, Down nn.Linear }
 }
 
 // Forward maps the residual stream x [B, T, Dim] through the block. cache
 // is nil in training; in generation it is the model's KV cache, in which
 // the block is layer layer.
 func (b *TransformerBlock) Forward(g *autograd.Graph, x *tensor.Tensor, cache *nn.KVCache, layer int) *tensor.Tensor {
-	x = g.Add(x, b.Attn.ForwardCached(g, b.Norm.Forward(g, x), cache, layer))
-	h := b.Norm.Forward(g, x)
+	x = g.Add(x, b.Attn.ForwardCached(g, b.AttnNorm.Forward(g, x), cache, layer))
+	h := b.MLPNorm.Forward(g, x)
 	return g.Add(x, b.MLP.Down.Forward(g, g.SwiGLU(b.MLP.Gate.Forward(g, h), b.MLP.Up.Forward(g, h))))
 }
 
@@ -151,7 +155,7 @@ type Transformer struct {
 	Norm   nn.RMSNorm
 	Head   nn.Linear
 
-	params []*tensor.Tensor
+	decoder
 }
 
 // New builds a Transformer on dev with every weight drawn from
@@ -183,12 +187,10 @@ func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
 	if err := init.Err(); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
-	m.params = nn.Parameters(m)
+	m.decoder = decoder{where: "Transformer", layers: cfg.Layers, dim: d, context: cfg.Context,
+		head: &m.Head, trunk: m.trunk, params: nn.Parameters(m)}
 	return m, nil
 }
-
-// Parameters returns the model's parameters, named, in a stable order.
-func (m *Transformer) Parameters() []*tensor.Tensor { return m.params }
 
 // ForwardOptions selects optional outputs of Forward.
 type ForwardOptions struct {
@@ -255,60 +257,12 @@ func (m *Transformer) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tens
 	return m.Forward(g, inputs, targets, ForwardOptions{Hidden: true})
 }
 
-// ForwardCached runs inputs [B, T] (int32 token ids) as the positions
-// after those already in cache (nil: none) and returns their logits
-// [B, T, Vocab] (the head as a plain matrix product, not fused with a
-// loss), appending their keys and values to the cache. A cache needs a
-// graph with recording off. Errors are recorded in g.
-func (m *Transformer) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.Head.Forward(g, h)
-}
-
-// ForwardCachedLast is ForwardCached's logits of the last position of
-// each sequence alone, [B, Vocab] (LastForwarder: Generate's).
-func (m *Transformer) ForwardCachedLast(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	return lastLogits(g, m.hidden(g, inputs, cache), &m.Head)
-}
-
-// hidden returns the final-norm hidden states [B, T, Dim] of inputs
-// [B, T] placed after the positions in cache (nil: none).
-func (m *Transformer) hidden(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if _, ok := startPosition(g, "Transformer", inputs, cache, len(m.Blocks), m.Config.Context); !ok {
-		return nil
-	}
+// trunk returns the final-norm hidden states [B, T, Dim] of inputs
+// (decoder.trunk).
+func (m *Transformer) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
 	x := m.Embed.Forward(g, inputs)
 	for i := range m.Blocks {
 		x = m.Blocks[i].Forward(g, x, cache, i)
 	}
-	h := m.Norm.Forward(g, x)
-	if g.Err() != nil {
-		return nil
-	}
-	return h
-}
-
-// Layers returns the number of blocks (the KV cache's size).
-func (m *Transformer) Layers() int { return m.Config.Layers }
-
-// ContextLen returns the longest sequence the model takes.
-func (m *Transformer) ContextLen() int { return m.Config.Context }
-
-// Save writes the model's parameters to a safetensors checkpoint at path
-// (atomically), with metadata.
-func (m *Transformer) Save(path string, metadata map[string]string) error {
-	return nn.SaveTensors(path, m.params, metadata)
-}
-
-// Load reads the model's parameters from a safetensors checkpoint,
-// checking every tensor's presence, dtype and shape before changing any,
-// and returns the file's metadata.
-func (m *Transformer) Load(path string) (map[string]string, error) {
-	return nn.LoadTensors(path, m.params)
+	return m.Norm.Forward(g, x)
 }

@@ -158,20 +158,9 @@ func (in *Init) Normal(shape ...int) *tensor.Tensor {
 // NormalStd returns a new parameter drawn from N(0, std^2), or nil after
 // an error.
 func (in *Init) NormalStd(std float64, shape ...int) *tensor.Tensor {
-	if in.err != nil {
-		return nil
-	}
-	dt, err := in.dtype()
-	var t *tensor.Tensor
-	if err == nil {
-		t, err = tensor.RandNOf(in.Dev, dt, in.rng, 0, std, shape...)
-	}
-	if err != nil {
-		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
-		return nil
-	}
-	t.SetRequiresGrad(true)
-	return t
+	return in.param(shape, func(dt device.DType) (*tensor.Tensor, error) {
+		return tensor.RandNOf(in.Dev, dt, in.rng, 0, std, shape...)
+	})
 }
 
 // Scaled returns a new parameter drawn from N(0, (scale*Std)^2), as GPT-2
@@ -181,26 +170,34 @@ func (in *Init) Scaled(scale float64, shape ...int) *tensor.Tensor {
 }
 
 // Zeros returns a new parameter of zeros, or nil after an error.
-func (in *Init) Zeros(shape ...int) *tensor.Tensor { return in.constant(0, shape) }
+func (in *Init) Zeros(shape ...int) *tensor.Tensor {
+	return in.param(shape, func(dt device.DType) (*tensor.Tensor, error) { return tensor.NewOf(in.Dev, dt, shape...) })
+}
 
 // Ones returns a new parameter of ones, or nil after an error.
-func (in *Init) Ones(shape ...int) *tensor.Tensor { return in.constant(1, shape) }
+func (in *Init) Ones(shape ...int) *tensor.Tensor {
+	t := in.Zeros(shape...)
+	if t != nil {
+		in.Dev.Fill(t.Buffer(), 1)
+	}
+	return t
+}
 
-func (in *Init) constant(v float32, shape []int) *tensor.Tensor {
+// param returns a new parameter of the given shape, made by create in the
+// Init's dtype and marked as requiring gradients, or nil after an error
+// (recorded with the shape).
+func (in *Init) param(shape []int, create func(device.DType) (*tensor.Tensor, error)) *tensor.Tensor {
 	if in.err != nil {
 		return nil
 	}
 	dt, err := in.dtype()
 	var t *tensor.Tensor
 	if err == nil {
-		t, err = tensor.NewOf(in.Dev, dt, shape...)
+		t, err = create(dt)
 	}
 	if err != nil {
 		in.err = fmt.Errorf("nn: init %v: %w", tensor.Shape(shape), err)
 		return nil
-	}
-	if v != 0 {
-		in.Dev.Fill(t.Buffer(), v)
 	}
 	t.SetRequiresGrad(true)
 	return t

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,10 +14,18 @@ import (
 // AttentionOptions configures a SelfAttention.
 type AttentionOptions struct {
 	// Heads is the number of heads; the model width must be a multiple
-	// of it.
+	// of it unless HeadDim is set.
 	Heads int
-	// Bias gives the four projections biases (GPT-2's).
-	Bias bool
+	// KVHeads is the number of key and value heads (0: Heads); it must
+	// divide Heads, each serving Heads/KVHeads consecutive query heads
+	// (grouped-query attention; a KV cache holds the KVHeads).
+	KVHeads int
+	// HeadDim is the width of one head (0: the model width / Heads); the
+	// queries and the output projection's input are Heads*HeadDim wide.
+	HeadDim int
+	// Bias gives the four projections biases (GPT-2's); QKVBias gives
+	// them to q, k and v alone (Qwen2's), OutBias to the output alone.
+	Bias, QKVBias, OutBias bool
 	// Causal lets position t attend to positions <= t only.
 	Causal bool
 	// QKNorm RMS-normalises each query and key head (no gain) before
@@ -31,7 +40,9 @@ type AttentionOptions struct {
 
 // SelfAttention is multi-head self-attention built from nn parts: Q, K, V
 // and Out projections of dim x dim, heads of dim/Heads, optional QK-norm
-// and RoPE, scores scaled by 1/sqrt(headDim). Causal attention, over a
+// and RoPE, scores scaled by 1/sqrt(headDim); or grouped-query attention
+// with KVHeads key and value heads, each repeated for Heads/KVHeads query
+// heads after the KV cache (which holds them unrepeated). Causal attention, over a
 // whole sequence or the new positions after a KV cache's prefix, runs the
 // fused attention op (autograd.Attention, the backend's kernel or its
 // composition); non-causal attention and additive and key-padding masks
@@ -40,8 +51,10 @@ type AttentionOptions struct {
 type SelfAttention struct {
 	Q, K, V, Out Linear
 	Heads        int
-	HeadDim      int
-	Causal       bool
+	// KVHeads is the number of key and value heads (0: Heads).
+	KVHeads int
+	HeadDim int
+	Causal  bool
 	// QKNorm, when set, normalises each query and key head.
 	QKNorm *RMSNorm
 	// RoPE is shared by every block of a model.
@@ -50,23 +63,26 @@ type SelfAttention struct {
 
 // NewSelfAttention returns attention over dim features.
 func NewSelfAttention(init *Init, dim int, opt AttentionOptions) SelfAttention {
-	if opt.Heads <= 0 || dim%opt.Heads != 0 {
+	switch kv := cmp.Or(opt.KVHeads, opt.Heads); {
+	case opt.Heads <= 0 || (opt.HeadDim == 0 && dim%opt.Heads != 0):
 		init.fail(fmt.Errorf("nn: SelfAttention: dim %d is not a multiple of %d heads", dim, opt.Heads))
-		opt.Heads = 1
+		opt.Heads, opt.KVHeads, opt.HeadDim = 1, 0, 0
+	case kv <= 0 || opt.Heads%kv != 0 || opt.HeadDim < 0:
+		init.fail(fmt.Errorf("nn: SelfAttention: %d KV heads for %d heads, head dim %d: want KV heads dividing heads", kv, opt.Heads, opt.HeadDim))
+		opt.KVHeads, opt.HeadDim = 0, 0
 	}
-	lin := func(scale float64) Linear {
-		l := Linear{Weight: init.Scaled(scale, dim, dim)}
-		if opt.Bias {
-			l.Bias = init.Zeros(dim)
+	hd, kv := cmp.Or(opt.HeadDim, dim/opt.Heads), cmp.Or(opt.KVHeads, opt.Heads)
+	lin := func(in, out int, scale float64, bias bool) Linear {
+		l := Linear{Weight: init.Scaled(scale, out, in)}
+		if bias {
+			l.Bias = init.Zeros(out)
 		}
 		return l
 	}
-	outScale := opt.OutScale
-	if outScale == 0 {
-		outScale = 1
-	}
-	a := SelfAttention{Q: lin(1), K: lin(1), V: lin(1), Out: lin(outScale),
-		Heads: opt.Heads, HeadDim: dim / opt.Heads, Causal: opt.Causal, RoPE: opt.RoPE}
+	q, qkvBias := opt.Heads*hd, opt.Bias || opt.QKVBias
+	a := SelfAttention{Q: lin(dim, q, 1, qkvBias), K: lin(dim, kv*hd, 1, qkvBias), V: lin(dim, kv*hd, 1, qkvBias),
+		Out:   lin(q, dim, cmp.Or(opt.OutScale, 1), opt.Bias || opt.OutBias),
+		Heads: opt.Heads, KVHeads: kv, HeadDim: hd, Causal: opt.Causal, RoPE: opt.RoPE}
 	if opt.QKNorm {
 		a.QKNorm = &RMSNorm{}
 	}
@@ -84,8 +100,7 @@ func (a *SelfAttention) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Ten
 // masks keys per sequence (PaddingMask); -Inf removes a key. With Causal
 // set the causal mask applies as well. It runs the composed attention.
 func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor) *tensor.Tensor {
-	dim := a.Heads * a.HeadDim
-	b, t, ok := dims3(g, "SelfAttention", x, dim)
+	b, t, ok := dims3(g, "SelfAttention", x, a.width())
 	if !ok {
 		return nil
 	}
@@ -93,9 +108,9 @@ func (a *SelfAttention) ForwardMasked(g *autograd.Graph, x, mask *tensor.Tensor)
 		g.Fail(fmt.Errorf("nn: SelfAttention: mask %v: want %v of rank 2 to 4 broadcasting to the scores [%d %d %d %d]", tensor.ShapeOf(mask), x.DType(), b, a.Heads, t, t))
 		return nil
 	}
-	q, k, v := a.heads(g, x, &a.Q, true, 0), a.heads(g, x, &a.K, true, 0), a.heads(g, x, &a.V, false, 0)
-	o := composedAttention(g, q, k, v, 1/math.Sqrt(float64(a.HeadDim)), a.Causal, 0, mask)
-	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
+	q, k, v := a.qkv(g, x, 0)
+	o := composedAttention(g, q, a.repeatKV(g, k), a.repeatKV(g, v), 1/math.Sqrt(float64(a.HeadDim)), a.Causal, 0, mask)
+	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
 }
 
 // PaddingMask returns the additive key-padding mask [B, 1, 1, T] of dtype
@@ -125,15 +140,44 @@ func PaddingMask(dev device.Device, dtype device.DType, lengths []int, t int) (*
 	return nil, fmt.Errorf("nn: PaddingMask: dtype %v (want float32 or float64)", dtype)
 }
 
-// heads projects x [B, T, dim] by l into heads [B, T, Heads, HeadDim],
+// width returns the model width the attention maps: its queries' input
+// features (Heads*HeadDim while Q has no weight matrix).
+func (a *SelfAttention) width() int {
+	if w := a.Q.Weight; w != nil && w.Rank() == 2 {
+		return w.Dim(1)
+	}
+	return a.Heads * a.HeadDim
+}
+
+// qkv returns the query, key and value heads of x [B, T, dim] (positions
+// pos on): [B, T, Heads, HeadDim] and twice [B, T, KVHeads, HeadDim].
+func (a *SelfAttention) qkv(g *autograd.Graph, x *tensor.Tensor, pos int) (q, k, v *tensor.Tensor) {
+	kv := cmp.Or(a.KVHeads, a.Heads)
+	return a.heads(g, x, &a.Q, a.Heads, true, pos), a.heads(g, x, &a.K, kv, true, pos), a.heads(g, x, &a.V, kv, false, pos)
+}
+
+// repeatKV repeats each of the KVHeads heads of x [B, T, KVHeads, D]
+// Heads/KVHeads times in place: [B, T, Heads, D] (Hugging Face's
+// repeat_kv).
+func (a *SelfAttention) repeatKV(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
+	kv := cmp.Or(a.KVHeads, a.Heads)
+	if kv == a.Heads || g.Err() != nil {
+		return x
+	}
+	b, t := x.Dim(0), x.Dim(1)
+	x = g.BroadcastTo(g.Reshape(x, b, t, kv, 1, a.HeadDim), b, t, kv, a.Heads/kv, a.HeadDim)
+	return g.Reshape(x, b, t, a.Heads, a.HeadDim)
+}
+
+// heads projects x [B, T, dim] by l into n heads [B, T, n, HeadDim],
 // QK-normalised and rotated (as positions pos on) when rotate is set.
-func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, rotate bool, pos int) *tensor.Tensor {
-	y := g.Reshape(l.Forward(g, x), x.Dim(0), x.Dim(1), a.Heads, a.HeadDim)
+func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, n int, rotate bool, pos int) *tensor.Tensor {
+	y := g.Reshape(l.Forward(g, x), x.Dim(0), x.Dim(1), n, a.HeadDim)
 	if rotate && a.QKNorm != nil {
 		y = a.QKNorm.Forward(g, y)
 	}
 	if rotate && a.RoPE != nil {
-		y = a.RoPE.forwardAt(g, y, pos)
+		y = a.RoPE.At(g, y, pos)
 	}
 	return y
 }
@@ -143,8 +187,7 @@ func (a *SelfAttention) heads(g *autograd.Graph, x *tensor.Tensor, l *Linear, ro
 // layer of cache, and attention runs over every cached position. A nil
 // cache is Forward.
 func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache *KVCache, layer int) *tensor.Tensor {
-	dim := a.Heads * a.HeadDim
-	b, t, ok := dims3(g, "SelfAttention", x, dim)
+	b, t, ok := dims3(g, "SelfAttention", x, a.width())
 	if !ok {
 		return nil
 	}
@@ -156,10 +199,11 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 		}
 		pos = cache.Len(layer)
 	}
-	q, k, v := a.heads(g, x, &a.Q, true, pos), a.heads(g, x, &a.K, true, pos), a.heads(g, x, &a.V, false, pos)
+	q, k, v := a.qkv(g, x, pos)
 	if cache != nil {
 		k, v = cache.Append(g, layer, k, v)
 	}
+	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
 	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
@@ -167,7 +211,7 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	} else {
 		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
 	}
-	return a.Out.Forward(g, g.Reshape(o, b, t, dim))
+	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
 }
 
 // composedAttention is softmax(q k^T * scale + mask) v for q [B, Tq, H, D]

@@ -86,14 +86,8 @@ func (f *fields) need(name string, v any) {
 // want fails unless field name is absent, null or one of ok (compared as
 // JSON values).
 func (f *fields) want(name string, ok ...any) {
-	f.used[name] = true
-	r, present := f.raw[name]
-	if !present || string(r) == "null" || f.err != nil {
-		return
-	}
 	var v any
-	if err := json.Unmarshal(r, &v); err != nil {
-		f.err = fmt.Errorf("hf: %s: field %q: %w", f.path, name, err)
+	if !f.get(name, &v) {
 		return
 	}
 	for _, o := range ok {
@@ -101,7 +95,7 @@ func (f *fields) want(name string, ok ...any) {
 			return
 		}
 	}
-	f.err = fmt.Errorf("hf: %s: field %q is %s: not supported (supported: %v)", f.path, name, r, ok)
+	f.err = fmt.Errorf("hf: %s: field %q is %s: not supported (supported: %v)", f.path, name, f.raw[name], ok)
 }
 
 // fail records an error about field name unless one is recorded.

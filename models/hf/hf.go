@@ -31,6 +31,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/models"
+	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/safetensors"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -63,26 +64,21 @@ func Load(dev device.Device, dir string, opt Options) (Model, *Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var m Model
+	var m interface {
+		Model
+		UntieHead() error
+	}
 	switch c := cfg.Model.(type) {
 	case models.GPT2Config:
-		g, err := models.NewGPT2(dev, c, 0)
-		if err == nil && (opt.UntieHead || !cfg.Tied) {
-			err = g.UntieHead()
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
-		}
-		m = g
+		m, err = models.NewGPT2(dev, c, 0) // tied
 	case models.LlamaConfig:
-		l, err := models.NewLlama(dev, c, 0)
-		if err == nil && opt.UntieHead && cfg.Tied {
-			err = l.UntieHead()
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
-		}
-		m = l
+		m, err = models.NewLlama(dev, c, 0) // tied when cfg.Tied
+	}
+	if err == nil && (opt.UntieHead || !cfg.Tied) && len(nn.Tied(m)) > 0 {
+		err = m.UntieHead()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("hf: %s: %w", dir, err)
 	}
 	if err := LoadWeights(dir, m); err != nil {
 		return nil, nil, err
@@ -204,7 +200,6 @@ func plan(m Model, cfg *Config) (pieces []piece, embed string, tied bool, err er
 // untied model loads a tied checkpoint's embedding into its head.
 func gpt2Pieces(m *models.GPT2, storedTied bool) []piece {
 	d := m.Config.Dim
-	id := func(t *tensor.Tensor, src string) piece { return piece{param: t, src: src, shape: t.Shape()} }
 	conv := func(t *tensor.Tensor, src string, total, col int) piece {
 		return piece{param: t, src: src, shape: []int{t.Dim(1), total}, conv: true, col: col}
 	}
@@ -226,19 +221,12 @@ func gpt2Pieces(m *models.GPT2, storedTied bool) []piece {
 		)
 	}
 	ps = append(ps, id(m.Norm.Weight, "ln_f.weight"), id(m.Norm.Bias, "ln_f.bias"))
-	switch {
-	case m.Head.Weight == m.Tok.Weight:
-		return ps
-	case storedTied:
-		return append(ps, id(m.Head.Weight, "wte.weight"))
-	}
-	return append(ps, id(m.Head.Weight, "lm_head.weight"))
+	return withHead(ps, m.Head.Weight, m.Tok.Weight, "wte.weight", storedTied)
 }
 
 // llamaPieces maps Llama's parameters to LlamaForCausalLM's tensors; an
 // untied model loads a tied checkpoint's embedding into its head.
 func llamaPieces(m *models.Llama, storedTied bool) []piece {
-	id := func(t *tensor.Tensor, src string) piece { return piece{param: t, src: src, shape: t.Shape()} }
 	ps := []piece{id(m.Embed.Weight, "embed_tokens.weight")}
 	for i := range m.Blocks {
 		b, p := &m.Blocks[i], "layers."+strconv.Itoa(i)+"."
@@ -258,13 +246,23 @@ func llamaPieces(m *models.Llama, storedTied bool) []piece {
 			id(b.MLP.Down.Weight, p+"mlp.down_proj.weight"))
 	}
 	ps = append(ps, id(m.Norm.Gain, "norm.weight"))
+	return withHead(ps, m.Head.Weight, m.Embed.Weight, "embed_tokens.weight", storedTied)
+}
+
+// id is the piece of parameter t stored whole as src.
+func id(t *tensor.Tensor, src string) piece { return piece{param: t, src: src, shape: t.Shape()} }
+
+// withHead appends the head's piece to ps: none for a head tied to the
+// embedding e, the stored embedding embed for an untied head of a tied
+// checkpoint (storedTied), lm_head.weight otherwise.
+func withHead(ps []piece, head, e *tensor.Tensor, embed string, storedTied bool) []piece {
 	switch {
-	case m.Head.Weight == m.Embed.Weight:
+	case head == e:
 		return ps
 	case storedTied:
-		return append(ps, id(m.Head.Weight, "embed_tokens.weight"))
+		return append(ps, id(head, embed))
 	}
-	return append(ps, id(m.Head.Weight, "lm_head.weight"))
+	return append(ps, id(head, "lm_head.weight"))
 }
 
 // prefixOf is the family's base-model prefix.
@@ -328,31 +326,32 @@ func grow[T any](b []T, n int) []T {
 
 // load reads the stored tensor into the parameter in its dtype dt.
 func (l *loader) load(p piece, e entry, dt device.DType) error {
-	n := e.info.Numel()
 	l.raw = grow(l.raw, int(e.info.End-e.info.Begin))
 	if err := e.file.ReadBytes(e.name, l.raw); err != nil {
 		return fmt.Errorf("hf: %w", err)
 	}
+	var err error
 	if dt == device.Float64 {
-		l.f64[0] = grow(l.f64[0], n)
-		if err := safetensors.DecodeAsFloat64(e.info.DType, l.f64[0], l.raw); err != nil {
-			return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
-		}
-		l.f64[1] = grow(l.f64[1], p.param.Len())
-		if err := p.param.SetFloat64(arrange(l.f64[0], l.f64[1], p)); err != nil {
-			return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
-		}
-		return nil
+		err = decodeInto(&l.f64, l.raw, p, e, safetensors.DecodeAsFloat64, p.param.SetFloat64)
+	} else {
+		err = decodeInto(&l.f32, l.raw, p, e, safetensors.DecodeAsFloat32, p.param.SetFloat32)
 	}
-	l.f32[0] = grow(l.f32[0], n)
-	if err := safetensors.DecodeAsFloat32(e.info.DType, l.f32[0], l.raw); err != nil {
-		return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
-	}
-	l.f32[1] = grow(l.f32[1], p.param.Len())
-	if err := p.param.SetFloat32(arrange(l.f32[0], l.f32[1], p)); err != nil {
+	if err != nil {
 		return fmt.Errorf("hf: %s: tensor %q: %w", e.file.Path(), e.name, err)
 	}
 	return nil
+}
+
+// decodeInto decodes the stored bytes raw of e with decode into bufs[0],
+// arranges them into bufs[1] and sets the parameter with set.
+func decodeInto[T float32 | float64](bufs *[2][]T, raw []byte, p piece, e entry,
+	decode func(safetensors.DType, []T, []byte) error, set func([]T) error) error {
+	bufs[0] = grow(bufs[0], e.info.Numel())
+	if err := decode(e.info.DType, bufs[0], raw); err != nil {
+		return err
+	}
+	bufs[1] = grow(bufs[1], p.param.Len())
+	return set(arrange(bufs[0], bufs[1], p))
 }
 
 // arrange returns the parameter's values from the stored ones v: v itself

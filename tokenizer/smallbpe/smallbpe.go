@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,24 +99,13 @@ func (b *BPE) Encode(text string) []int32 { return b.AppendEncode(nil, text) }
 
 // AppendEncode appends the tokens of text to dst.
 func (b *BPE) AppendEncode(dst []int32, text string) []int32 {
-	var buf []int32
-	for p := 0; p < len(text); {
-		q := nextPiece(text, p)
-		buf = b.mergePiece(buf[:0], text[p:q])
-		dst = append(dst, buf...)
-		p = q
-	}
-	return dst
+	return b.appendEncode(dst, text, nil)
 }
 
 // AppendDocument appends EndOfText and the tokens of doc, NUL bytes
 // dropped, to dst.
 func (b *BPE) AppendDocument(dst []int32, doc string) []int32 {
-	dst = append(dst, EndOfText)
-	if strings.IndexByte(doc, 0) >= 0 {
-		doc = strings.ReplaceAll(doc, "\x00", "")
-	}
-	return b.AppendEncode(dst, doc)
+	return b.AppendEncode(append(dst, EndOfText), strings.ReplaceAll(doc, "\x00", ""))
 }
 
 // Encoder returns a function like AppendDocument that caches the tokens of
@@ -123,26 +113,30 @@ func (b *BPE) AppendDocument(dst []int32, doc string) []int32 {
 // concurrent use.
 func (b *BPE) Encoder() func(dst []int32, doc string) []int32 {
 	cache := make(map[string][]int32)
-	var buf []int32
 	return func(dst []int32, doc string) []int32 {
-		dst = append(dst, EndOfText)
-		if strings.IndexByte(doc, 0) >= 0 {
-			doc = strings.ReplaceAll(doc, "\x00", "")
-		}
-		for p := 0; p < len(doc); {
-			q := nextPiece(doc, p)
-			piece := doc[p:q]
-			toks, ok := cache[piece]
-			if !ok {
-				buf = b.mergePiece(buf[:0], piece)
-				toks = append([]int32(nil), buf...)
-				cache[strings.Clone(piece)] = toks
-			}
-			dst = append(dst, toks...)
-			p = q
-		}
-		return dst
+		return b.appendEncode(append(dst, EndOfText), strings.ReplaceAll(doc, "\x00", ""), cache)
 	}
+}
+
+// appendEncode appends the tokens of text to dst, each piece's taken from
+// cache when it holds them and, when cache is set, kept there after they
+// are merged.
+func (b *BPE) appendEncode(dst []int32, text string, cache map[string][]int32) []int32 {
+	for p := 0; p < len(text); {
+		q := nextPiece(text, p)
+		piece := text[p:q]
+		if toks, ok := cache[piece]; ok {
+			dst = append(dst, toks...)
+		} else {
+			n := len(dst)
+			dst = b.mergePiece(dst, piece)
+			if cache != nil {
+				cache[strings.Clone(piece)] = slices.Clone(dst[n:])
+			}
+		}
+		p = q
+	}
+	return dst
 }
 
 // mergePiece appends the tokens of one piece: its bytes, then repeatedly
