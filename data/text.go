@@ -89,6 +89,21 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 	return &textReader{Reader: br, close: f.Close}, nil
 }
 
+// ReadText reads a whole text file as OpenText opens it (plain or gzip; a
+// truncated or damaged gzip stream is an error naming the file).
+func ReadText(path string) (string, error) {
+	r, err := OpenText(path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("data: text %s: %w", path, err)
+	}
+	return string(b), nil
+}
+
 // gzipReader says what went wrong when a gzip stream fails: a stream cut
 // short, even by only its 8-byte trailer, reads as io.ErrUnexpectedEOF (not
 // as the end), and a damaged one as a checksum or flate error.
