@@ -276,9 +276,13 @@ type textStream struct {
 	heldBytes int64
 }
 
-// begin begins the document of a partial paragraph, writing what is held.
+// begin begins the document of a partial paragraph, after the complete
+// paragraphs collected so far, writing what is held.
 func (s *textStream) begin() error {
-	var err error
+	err := s.flush()
+	if err != nil {
+		return err
+	}
 	if s.toVal, err = s.b.beginDocument(); err != nil {
 		return err
 	}
@@ -313,9 +317,6 @@ func (s *textStream) paragraphs() error {
 				s.held, s.heldBytes = s.held[:0], 0
 				continue
 			}
-			if err := s.flush(); err != nil {
-				return err
-			}
 			if err := s.begin(); err != nil {
 				return err
 			}
@@ -341,9 +342,6 @@ func (s *textStream) paragraphs() error {
 // which no blank line ends.
 func (s *textStream) finish() error {
 	if s.heldBytes > 0 && !isBlank(s.pending) {
-		if err := s.flush(); err != nil {
-			return err
-		}
 		if err := s.begin(); err != nil {
 			return err
 		}
