@@ -92,14 +92,14 @@ func main() {
 	log.SetFlags(0)
 
 	sources, err := readSources(filepath.Join(*dataDir, "valchunks", "sources.tsv"))
-	check(err)
+	study.Check(err)
 	keys, res, err := loadRuns(*runsDir, len(sources))
-	check(err)
+	study.Check(err)
 	order, cells := pairCells(keys, res)
 	md := report(keys, res, sources, order, cells)
-	check(os.MkdirAll(*out, 0o755))
-	check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md), 0o644))
-	check(drawFigures(*out, order, cells))
+	study.Check(os.MkdirAll(*out, 0o755))
+	study.Check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md), 0o644))
+	study.Check(drawFigures(*out, order, cells))
 	fmt.Print(md)
 }
 
@@ -185,11 +185,4 @@ func pairCells(keys []runKey, res map[runKey]run) ([][2]float64, map[[2]float64]
 		c.seeds, c.a, c.r = append(c.seeds, k.seed), append(c.a, a), append(c.r, r)
 	}
 	return order, cells
-}
-
-// check ends the command with err unless it is nil.
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

@@ -79,7 +79,7 @@ func main() {
 	log.SetFlags(0)
 
 	s, err := loadRuns(*runs)
-	check(err)
+	shared.Check(err)
 	s.out, s.steps = *out, *steps
 	s.writeRuns()
 	s.pairWidths()
@@ -91,8 +91,8 @@ func main() {
 	s.overTraining("Validation loss cost", func(f shared.Run) map[int]float64 { return f.ValAt }, true)
 	s.md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
 
-	check(os.MkdirAll(*out, 0o755))
-	check(atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(s.md.String())))
+	shared.Check(os.MkdirAll(*out, 0o755))
+	shared.Check(atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(s.md.String())))
 	s.plots()
 	fmt.Print(s.md.String())
 }
@@ -325,11 +325,11 @@ func (s *study) plots() {
 		}
 		return xy
 	}
-	check(ratioPlot(filepath.Join(s.out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
+	shared.Check(ratioPlot(filepath.Join(s.out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
 		perSeed(func(w *width) []float64 { return w.rD }), shared.XY(s.xs, s.yD), s.fitLine("D(S_T)/this study (CPU)"),
 		shared.XY(paperD, paperDiam), s.fitLine("D(S_T)/paper"),
 		s.fitLabel("D(S_T)/this study (CPU)", "CPU fit"), s.fitLabel("D(S_T)/paper", "paper fit")))
-	check(ratioPlot(filepath.Join(s.out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
+	shared.Check(ratioPlot(filepath.Join(s.out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
 		perSeed(func(w *width) []float64 { return w.rH }), shared.XY(s.xs, s.yH), s.fitLine("Hilbert RMS/this study (CPU)"),
 		shared.XY(paperD, paperHRMS), s.fitLine("Hilbert RMS/paper"),
 		s.fitLabel("Hilbert RMS/this study (CPU)", "CPU fit"), s.fitLabel("Hilbert RMS/paper", "paper fit")))
@@ -337,7 +337,7 @@ func (s *study) plots() {
 	for _, d := range s.ds {
 		costMean = append(costMean, plotter.XY{X: float64(d), Y: s.byD[d].meanCost})
 	}
-	check(costPlot(filepath.Join(s.out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
+	shared.Check(costPlot(filepath.Join(s.out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
 }
 
 // fitLine samples a fit over the plots' width range (nil without the fit).
@@ -368,10 +368,4 @@ func toInts(x []float64) []int {
 		v[i] = int(x[i])
 	}
 	return v
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"log"
 	"math"
 	"os"
 	"strconv"
@@ -77,6 +78,13 @@ func ReadRun(path string) (Run, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// Check ends the command with err unless it is nil.
+func Check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }
 
 // Fit returns c, a and the standard error of a for the least-squares line
