@@ -22,14 +22,16 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/scripts/study/internal/study"
 )
@@ -136,22 +138,13 @@ func loadRuns(runsDir string, n int) ([]runKey, map[runKey]run, error) {
 	if len(keys) == 0 {
 		return nil, nil, fmt.Errorf("horizonplot: no runs under %s", runsDir)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	slices.SortFunc(keys, runKey.compare)
 	return keys, res, nil
 }
 
-// less orders run keys by width, horizon, head and seed.
-func (a runKey) less(b runKey) bool {
-	if a.d != b.d {
-		return a.d < b.d
-	}
-	if a.tpp != b.tpp {
-		return a.tpp < b.tpp
-	}
-	if a.head != b.head {
-		return a.head < b.head
-	}
-	return a.seed < b.seed
+// compare orders run keys by width, horizon, head and seed.
+func (a runKey) compare(b runKey) int {
+	return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.tpp, b.tpp), strings.Compare(a.head, b.head), cmp.Compare(a.seed, b.seed))
 }
 
 // finished says whether run f reached the end of k's schedule with a

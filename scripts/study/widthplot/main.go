@@ -15,6 +15,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,15 +121,8 @@ func loadRuns(runs string) (*study, error) {
 	if len(s.keys) == 0 {
 		return nil, fmt.Errorf("widthplot: no runs under %s", runs)
 	}
-	sort.Slice(s.keys, func(i, j int) bool {
-		a, b := s.keys[i], s.keys[j]
-		if a.d != b.d {
-			return a.d < b.d
-		}
-		if a.head != b.head {
-			return a.head < b.head
-		}
-		return a.seed < b.seed
+	slices.SortFunc(s.keys, func(a, b runKey) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.head, b.head), cmp.Compare(a.seed, b.seed))
 	})
 	return s, nil
 }
