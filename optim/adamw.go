@@ -79,12 +79,9 @@ func (o *AdamW) Config() AdamWConfig { return o.cfg }
 // "adamw.v.<name>") and the step counter ("adamw.t.<name>").
 type adamRule struct{ cfg AdamWConfig }
 
-func (r adamRule) kind() string                 { return "adamw" }
-func (r adamRule) peak() float64                { return r.cfg.LR }
-func (r adamRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r adamRule) slots() []string              { return []string{"m", "v"} }
-func (r adamRule) counted() bool                { return true }
-func (r adamRule) check(p *tensor.Tensor) error { return nil }
+func (r adamRule) spec() ruleSpec {
+	return ruleSpec{kind: "adamw", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"m", "v"}, counted: true}
+}
 
 func (r adamRule) update(u *paramUpdate) error {
 	var step device.Buffer

@@ -114,12 +114,9 @@ func (o *Muon) Step(scale float64) error {
 // ("muon.buf.<name>"), without a step counter.
 type muonRule struct{ cfg MuonConfig }
 
-func (r muonRule) kind() string                 { return "muon" }
-func (r muonRule) peak() float64                { return r.cfg.LR }
-func (r muonRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r muonRule) slots() []string              { return []string{"buf"} }
-func (r muonRule) counted() bool                { return false }
-func (r muonRule) check(p *tensor.Tensor) error { return matrixRule("muon", p) }
+func (r muonRule) spec() ruleSpec {
+	return ruleSpec{kind: "muon", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"buf"}, matrix: true}
+}
 
 func (r muonRule) update(u *paramUpdate) error {
 	x, err := r.direction(u)

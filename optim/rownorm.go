@@ -90,12 +90,9 @@ func (o *RowNorm) Config() RowNormConfig { return o.cfg }
 // ("rownorm.b.<name>") and the step counter ("rownorm.t.<name>").
 type rowNormRule struct{ cfg RowNormConfig }
 
-func (r rowNormRule) kind() string                 { return "rownorm" }
-func (r rowNormRule) peak() float64                { return r.cfg.LR }
-func (r rowNormRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r rowNormRule) slots() []string              { return []string{"b"} }
-func (r rowNormRule) counted() bool                { return true }
-func (r rowNormRule) check(p *tensor.Tensor) error { return matrixRule("rownorm", p) }
+func (r rowNormRule) spec() ruleSpec {
+	return ruleSpec{kind: "rownorm", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"b"}, counted: true, matrix: true}
+}
 
 func (r rowNormRule) update(u *paramUpdate) error {
 	dev, dt := u.P.Device(), u.P.DType()
