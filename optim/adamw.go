@@ -62,10 +62,7 @@ type AdamW struct {
 
 // NewAdamW returns an AdamW optimizer over params with zeroed moments.
 func NewAdamW(c AdamWConfig, params []*tensor.Tensor) (*AdamW, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(adamRule{c}, params)
+	pp, err := newPerParam(c.validate, adamRule{c}, params)
 	if err != nil {
 		return nil, err
 	}

@@ -61,10 +61,7 @@ type Lion struct {
 
 // NewLion returns a Lion optimizer over params with zeroed momentum.
 func NewLion(c LionConfig, params []*tensor.Tensor) (*Lion, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(lionRule{c}, params)
+	pp, err := newPerParam(c.validate, lionRule{c}, params)
 	if err != nil {
 		return nil, err
 	}

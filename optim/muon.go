@@ -84,10 +84,7 @@ type Muon struct {
 // NewMuon returns a Muon optimizer over params (rank >= 2; a parameter of
 // higher rank is viewed as [Dim(0), rest]) with zeroed momentum.
 func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(muonRule{c}, params)
+	pp, err := newPerParam(c.validate, muonRule{c}, params)
 	if err != nil {
 		return nil, err
 	}

@@ -71,8 +71,11 @@ type paramState struct {
 }
 
 // newPerParam returns an optimizer over params running r, with zeroed
-// state.
-func newPerParam(r rule, params []*tensor.Tensor) (*perParam, error) {
+// state, once validate has accepted the rule's configuration.
+func newPerParam(validate func() error, r rule, params []*tensor.Tensor) (*perParam, error) {
+	if err := validate(); err != nil {
+		return nil, err
+	}
 	spec := r.spec()
 	kind := spec.kind
 	if err := checkParams(kind, params); err != nil {

@@ -73,10 +73,7 @@ type RowNorm struct {
 // NewRowNorm returns a RowNorm optimizer over params (rank >= 2, rows the
 // leading dimension) with a zeroed EMA.
 func NewRowNorm(c RowNormConfig, params []*tensor.Tensor) (*RowNorm, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(rowNormRule{c}, params)
+	pp, err := newPerParam(c.validate, rowNormRule{c}, params)
 	if err != nil {
 		return nil, err
 	}

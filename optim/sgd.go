@@ -64,10 +64,7 @@ type SGD struct {
 
 // NewSGD returns an SGD optimizer over params with empty momentum buffers.
 func NewSGD(c SGDConfig, params []*tensor.Tensor) (*SGD, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(sgdRule{c}, params)
+	pp, err := newPerParam(c.validate, sgdRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
