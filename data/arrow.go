@@ -119,8 +119,7 @@ func (b *Builder) AddArrow(ctx context.Context, path string) (err error) {
 		if err != nil {
 			return err
 		}
-		rows := int64(0)
-		return b.addRecords(ctx, path, fr, col, perBatchProgress(path, fr.NumRecords(), &rows))
+		return b.addRecords(ctx, path, fr, col, perBatchProgress(path, fr.NumRecords()))
 	}
 	sr, err := ipc.NewReader(f, limits...)
 	if err != nil {
@@ -193,7 +192,7 @@ func sizeProgress(path string, totalRows int64) progressFn {
 }
 
 // perBatchProgress spreads the file size over its record batches.
-func perBatchProgress(path string, batches int, _ *int64) progressFn {
+func perBatchProgress(path string, batches int) progressFn {
 	p := sizeProgress(path, int64(batches))
 	return func(b *Builder, _ int64, done bool) {
 		if done {

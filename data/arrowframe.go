@@ -71,15 +71,9 @@ func checkArrowStream(r io.ReaderAt, pos, end int64) error {
 		if pos == end {
 			return nil // arrow-go reads a stream without its marker too
 		}
-		if end-pos < 4 {
-			return fmt.Errorf("message %d: %d bytes left at %d hold no message length", i, end-pos, pos)
-		}
-		if _, err := r.ReadAt(p[:], pos); err != nil {
-			return fmt.Errorf("message %d: %w", i, err)
-		}
-		pos += 4
-		length := binary.LittleEndian.Uint32(p[:])
-		if length == 0xFFFFFFFF { // continuation marker, then the length
+		// The length, or a continuation marker and then the length.
+		length := uint32(0xFFFFFFFF)
+		for k := 0; k < 2 && length == 0xFFFFFFFF; k++ {
 			if end-pos < 4 {
 				return fmt.Errorf("message %d: %d bytes left at %d hold no message length", i, end-pos, pos)
 			}

@@ -89,6 +89,21 @@ func OpenText(path string, progress func(int64)) (io.ReadCloser, error) {
 	return &textReader{Reader: br, close: f.Close}, nil
 }
 
+// ReadText reads a whole text file as OpenText opens it (plain or gzip; a
+// truncated or damaged gzip stream is an error naming the file).
+func ReadText(path string) (string, error) {
+	r, err := OpenText(path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("data: text %s: %w", path, err)
+	}
+	return string(b), nil
+}
+
 // gzipReader says what went wrong when a gzip stream fails: a stream cut
 // short, even by only its 8-byte trailer, reads as io.ErrUnexpectedEOF (not
 // as the end), and a damaged one as a checksum or flate error.
@@ -261,9 +276,13 @@ type textStream struct {
 	heldBytes int64
 }
 
-// begin begins the document of a partial paragraph, writing what is held.
+// begin begins the document of a partial paragraph, after the complete
+// paragraphs collected so far, writing what is held.
 func (s *textStream) begin() error {
-	var err error
+	err := s.flush()
+	if err != nil {
+		return err
+	}
 	if s.toVal, err = s.b.beginDocument(); err != nil {
 		return err
 	}
@@ -298,9 +317,6 @@ func (s *textStream) paragraphs() error {
 				s.held, s.heldBytes = s.held[:0], 0
 				continue
 			}
-			if err := s.flush(); err != nil {
-				return err
-			}
 			if err := s.begin(); err != nil {
 				return err
 			}
@@ -326,9 +342,6 @@ func (s *textStream) paragraphs() error {
 // which no blank line ends.
 func (s *textStream) finish() error {
 	if s.heldBytes > 0 && !isBlank(s.pending) {
-		if err := s.flush(); err != nil {
-			return err
-		}
 		if err := s.begin(); err != nil {
 			return err
 		}

@@ -221,14 +221,21 @@ func (s *single) Close() error {
 // is set (a plain process). A malformed value is an error naming the
 // variable.
 func LaunchedSize() (int, error) {
-	for _, env := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"} {
+	return firstEnvInt([]string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}, 1, "a positive rank count")
+}
+
+// firstEnvInt returns the integer in the first of envs that is set (0 when
+// none is); a value that is not an integer of floor or more is an error
+// naming the variable and what it should hold.
+func firstEnvInt(envs []string, floor int, what string) (int, error) {
+	for _, env := range envs {
 		v, ok := os.LookupEnv(env)
 		if !ok || v == "" {
 			continue
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("dist: %s=%q: expected a positive rank count", env, v)
+		if err != nil || n < floor {
+			return 0, fmt.Errorf("dist: %s=%q: expected %s", env, v, what)
 		}
 		return n, nil
 	}
@@ -266,16 +273,5 @@ var LocalRankEnvs = []string{"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LO
 // LocalRankEnvs that is set; 0 when none is (a plain process). A malformed
 // value is an error naming the variable.
 func LocalRank() (int, error) {
-	for _, env := range LocalRankEnvs {
-		v, ok := os.LookupEnv(env)
-		if !ok || v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("dist: %s=%q: expected a non-negative local rank", env, v)
-		}
-		return n, nil
-	}
-	return 0, nil
+	return firstEnvInt(LocalRankEnvs, 0, "a non-negative local rank")
 }

@@ -62,10 +62,7 @@ type AdamW struct {
 
 // NewAdamW returns an AdamW optimizer over params with zeroed moments.
 func NewAdamW(c AdamWConfig, params []*tensor.Tensor) (*AdamW, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(adamRule{c}, params)
+	pp, err := newPerParam(c.validate, adamRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +76,9 @@ func (o *AdamW) Config() AdamWConfig { return o.cfg }
 // "adamw.v.<name>") and the step counter ("adamw.t.<name>").
 type adamRule struct{ cfg AdamWConfig }
 
-func (r adamRule) kind() string                 { return "adamw" }
-func (r adamRule) peak() float64                { return r.cfg.LR }
-func (r adamRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r adamRule) slots() []string              { return []string{"m", "v"} }
-func (r adamRule) counted() bool                { return true }
-func (r adamRule) check(p *tensor.Tensor) error { return nil }
+func (r adamRule) spec() ruleSpec {
+	return ruleSpec{kind: "adamw", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"m", "v"}, counted: true}
+}
 
 func (r adamRule) update(u *paramUpdate) error {
 	var step device.Buffer

@@ -61,10 +61,7 @@ type Lion struct {
 
 // NewLion returns a Lion optimizer over params with zeroed momentum.
 func NewLion(c LionConfig, params []*tensor.Tensor) (*Lion, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(lionRule{c}, params)
+	pp, err := newPerParam(c.validate, lionRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +73,9 @@ func (o *Lion) Config() LionConfig { return o.cfg }
 
 type lionRule struct{ cfg LionConfig }
 
-func (r lionRule) kind() string                 { return "lion" }
-func (r lionRule) peak() float64                { return r.cfg.LR }
-func (r lionRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r lionRule) slots() []string              { return []string{"m"} }
-func (r lionRule) counted() bool                { return false }
-func (r lionRule) check(p *tensor.Tensor) error { return nil }
+func (r lionRule) spec() ruleSpec {
+	return ruleSpec{kind: "lion", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"m"}}
+}
 
 func (r lionRule) update(u *paramUpdate) error {
 	dev, p, g, m := u.P.Device(), u.P, u.G, u.Slots[0]

@@ -84,10 +84,7 @@ type Muon struct {
 // NewMuon returns a Muon optimizer over params (rank >= 2; a parameter of
 // higher rank is viewed as [Dim(0), rest]) with zeroed momentum.
 func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(muonRule{c}, params)
+	pp, err := newPerParam(c.validate, muonRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -114,12 +111,9 @@ func (o *Muon) Step(scale float64) error {
 // ("muon.buf.<name>"), without a step counter.
 type muonRule struct{ cfg MuonConfig }
 
-func (r muonRule) kind() string                 { return "muon" }
-func (r muonRule) peak() float64                { return r.cfg.LR }
-func (r muonRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r muonRule) slots() []string              { return []string{"buf"} }
-func (r muonRule) counted() bool                { return false }
-func (r muonRule) check(p *tensor.Tensor) error { return matrixRule("muon", p) }
+func (r muonRule) spec() ruleSpec {
+	return ruleSpec{kind: "muon", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"buf"}, matrix: true}
+}
 
 func (r muonRule) update(u *paramUpdate) error {
 	x, err := r.direction(u)

@@ -12,22 +12,27 @@ import (
 // a gradient, LastStep, state names for checkpoints) is perParam's, so an
 // optimizer is the file of its rule.
 type rule interface {
-	// kind names the rule: the first word of every state name.
-	kind() string
-	// peak is the peak learning rate (lr_t = peak * the schedule's scale).
-	peak() float64
-	// keepStep says whether the last applied step is kept (LastStep).
-	keepStep() bool
-	// slots names the state tensors kept per parameter, each zeroed at
-	// the parameter's shape and dtype ("m", "v").
-	slots() []string
-	// counted says whether the step counter t is state ("<kind>.t.<name>").
-	counted() bool
-	// check refuses a parameter the rule cannot update (a vector for a
-	// matrix rule).
-	check(p *tensor.Tensor) error
+	// spec says what the rule keeps and which parameters it takes.
+	spec() ruleSpec
 	// update applies one step to u.P.
 	update(u *paramUpdate) error
+}
+
+// ruleSpec is what perParam knows of a rule besides its update.
+type ruleSpec struct {
+	// kind names the rule: the first word of every state name.
+	kind string
+	// peak is the peak learning rate (lr_t = peak * the schedule's scale).
+	peak float64
+	// keepStep says whether the last applied step is kept (LastStep).
+	keepStep bool
+	// slots names the state tensors kept per parameter, each zeroed at
+	// the parameter's shape and dtype ("m", "v").
+	slots []string
+	// counted says whether the step counter t is state ("<kind>.t.<name>").
+	counted bool
+	// matrix refuses parameters that are not matrices (matrixRule).
+	matrix bool
 }
 
 // paramUpdate is one parameter's step as a rule sees it.
@@ -49,6 +54,7 @@ type paramUpdate struct {
 // perParam is an Optimizer from a rule.
 type perParam struct {
 	rule  rule
+	spec  ruleSpec
 	state []*paramState
 	index map[*tensor.Tensor]*paramState
 }
@@ -65,16 +71,22 @@ type paramState struct {
 }
 
 // newPerParam returns an optimizer over params running r, with zeroed
-// state.
-func newPerParam(r rule, params []*tensor.Tensor) (*perParam, error) {
-	kind := r.kind()
+// state, once validate has accepted the rule's configuration.
+func newPerParam(validate func() error, r rule, params []*tensor.Tensor) (*perParam, error) {
+	if err := validate(); err != nil {
+		return nil, err
+	}
+	spec := r.spec()
+	kind := spec.kind
 	if err := checkParams(kind, params); err != nil {
 		return nil, err
 	}
-	o := &perParam{rule: r, index: map[*tensor.Tensor]*paramState{}}
+	o := &perParam{rule: r, spec: spec, index: map[*tensor.Tensor]*paramState{}}
 	for _, p := range params {
-		if err := r.check(p); err != nil {
-			return nil, err
+		if spec.matrix {
+			if err := matrixRule(kind, p); err != nil {
+				return nil, err
+			}
 		}
 		st := &paramState{p: p, rows: p.Len(), cols: 1}
 		if p.Rank() >= 2 {
@@ -82,8 +94,8 @@ func newPerParam(r rule, params []*tensor.Tensor) (*perParam, error) {
 				st.cols = p.Len() / st.rows
 			}
 		}
-		names := r.slots()
-		if r.keepStep() {
+		names := spec.slots
+		if spec.keepStep {
 			names = append(names[:len(names):len(names)], "step")
 		}
 		for _, name := range names {
@@ -105,11 +117,11 @@ func newPerParam(r rule, params []*tensor.Tensor) (*perParam, error) {
 }
 
 // Kind names the rule.
-func (o *perParam) Kind() string { return o.rule.kind() }
+func (o *perParam) Kind() string { return o.spec.kind }
 
 // PeakLR returns the peak learning rate (lr_t = PeakLR * the schedule's
 // scale).
-func (o *perParam) PeakLR() float64 { return o.rule.peak() }
+func (o *perParam) PeakLR() float64 { return o.spec.peak }
 
 // Params returns the parameters in order.
 func (o *perParam) Params() []*tensor.Tensor {
@@ -123,7 +135,7 @@ func (o *perParam) Params() []*tensor.Tensor {
 // Step applies one update at learning rate peak*scale to every parameter
 // that has a gradient.
 func (o *perParam) Step(scale float64) error {
-	lr, err := lrOf(o.rule.kind(), o.rule.peak(), scale)
+	lr, err := lrOf(o.spec.kind, o.spec.peak, scale)
 	if err != nil {
 		return err
 	}
@@ -146,7 +158,7 @@ func (o *perParam) Step(scale float64) error {
 // grad returns st's gradient (nil: none, skip it; a zero-sized parameter
 // has nothing to update either).
 func (o *perParam) grad(st *paramState) (*tensor.Tensor, error) {
-	g, err := gradOf(o.rule.kind(), st.p)
+	g, err := gradOf(o.spec.kind, st.p)
 	if err != nil || g == nil || st.p.Len() == 0 {
 		return nil, err
 	}
@@ -157,7 +169,7 @@ func (o *perParam) grad(st *paramState) (*tensor.Tensor, error) {
 // already counts this step) and marks the parameter changed.
 func (o *perParam) apply(st *paramState, g *tensor.Tensor, lr float64) error {
 	if err := o.rule.update(st.update(g, lr)); err != nil {
-		return fmt.Errorf("optim: %s: %s: %w", o.rule.kind(), st.p.Name, err)
+		return fmt.Errorf("optim: %s: %s: %w", o.spec.kind, st.p.Name, err)
 	}
 	st.changed()
 	return nil
@@ -189,20 +201,20 @@ func (o *perParam) LastStep(p *tensor.Tensor) *tensor.Tensor {
 // State returns every parameter's state tensors, "<kind>.<slot>.<name>",
 // then its step counter "<kind>.t.<name>" when the rule counts steps.
 func (o *perParam) State() []StateEntry {
-	kind, slots := o.rule.kind(), o.rule.slots()
+	kind, slots := o.spec.kind, o.spec.slots
 	var es []StateEntry
 	for _, st := range o.state {
 		for i, s := range st.slots {
 			es = append(es, StateEntry{Name: kind + "." + slots[i] + "." + st.p.Name, Tensor: s})
 		}
-		if o.rule.counted() {
+		if o.spec.counted {
 			es = append(es, StateEntry{Name: kind + ".t." + st.p.Name, Counter: &st.t})
 		}
 	}
 	return es
 }
 
-// matrixRule is check for rules that update matrices (rank >= 2, rows
+// matrixRule refuses p unless it is a matrix (rank >= 2, rows
 // the leading dimension).
 func matrixRule(kind string, p *tensor.Tensor) error {
 	_, _, err := matrixShape(kind, p)

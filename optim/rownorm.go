@@ -73,10 +73,7 @@ type RowNorm struct {
 // NewRowNorm returns a RowNorm optimizer over params (rank >= 2, rows the
 // leading dimension) with a zeroed EMA.
 func NewRowNorm(c RowNormConfig, params []*tensor.Tensor) (*RowNorm, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(rowNormRule{c}, params)
+	pp, err := newPerParam(c.validate, rowNormRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -90,12 +87,9 @@ func (o *RowNorm) Config() RowNormConfig { return o.cfg }
 // ("rownorm.b.<name>") and the step counter ("rownorm.t.<name>").
 type rowNormRule struct{ cfg RowNormConfig }
 
-func (r rowNormRule) kind() string                 { return "rownorm" }
-func (r rowNormRule) peak() float64                { return r.cfg.LR }
-func (r rowNormRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r rowNormRule) slots() []string              { return []string{"b"} }
-func (r rowNormRule) counted() bool                { return true }
-func (r rowNormRule) check(p *tensor.Tensor) error { return matrixRule("rownorm", p) }
+func (r rowNormRule) spec() ruleSpec {
+	return ruleSpec{kind: "rownorm", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, slots: []string{"b"}, counted: true, matrix: true}
+}
 
 func (r rowNormRule) update(u *paramUpdate) error {
 	dev, dt := u.P.Device(), u.P.DType()

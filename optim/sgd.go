@@ -64,10 +64,7 @@ type SGD struct {
 
 // NewSGD returns an SGD optimizer over params with empty momentum buffers.
 func NewSGD(c SGDConfig, params []*tensor.Tensor) (*SGD, error) {
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	pp, err := newPerParam(sgdRule{c}, params)
+	pp, err := newPerParam(c.validate, sgdRule{c}, params)
 	if err != nil {
 		return nil, err
 	}
@@ -82,17 +79,12 @@ func (o *SGD) Config() SGDConfig { return o.cfg }
 // LastStep has the coupled weight decay in it.
 type sgdRule struct{ cfg SGDConfig }
 
-func (r sgdRule) kind() string                 { return "sgd" }
-func (r sgdRule) peak() float64                { return r.cfg.LR }
-func (r sgdRule) keepStep() bool               { return r.cfg.KeepStep }
-func (r sgdRule) counted() bool                { return true }
-func (r sgdRule) check(p *tensor.Tensor) error { return nil }
-
-func (r sgdRule) slots() []string {
-	if r.cfg.Momentum == 0 {
-		return nil
+func (r sgdRule) spec() ruleSpec {
+	s := ruleSpec{kind: "sgd", peak: r.cfg.LR, keepStep: r.cfg.KeepStep, counted: true}
+	if r.cfg.Momentum != 0 {
+		s.slots = []string{"buf"}
 	}
-	return []string{"buf"}
+	return s
 }
 
 func (r sgdRule) update(u *paramUpdate) error {

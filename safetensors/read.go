@@ -291,7 +291,7 @@ func (sf *File) check(name string, dtype DType, shape []int) (Info, error) {
 // (len(dst) == numel(shape)); a different dtype or shape is an error
 // naming the tensor. A nil shape accepts any shape of len(dst) elements.
 func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
-	buf, err := sf.read4(name, F32, shape, len(dst))
+	buf, err := sf.readN(name, F32, shape, len(dst))
 	if err == nil {
 		DecodeFloat32(dst, buf)
 	}
@@ -301,7 +301,7 @@ func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
 // ReadInt32 reads an I32 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
-	buf, err := sf.read4(name, I32, shape, len(dst))
+	buf, err := sf.readN(name, I32, shape, len(dst))
 	if err == nil {
 		DecodeInt32(dst, buf)
 	}
@@ -316,12 +316,6 @@ func (sf *File) ReadFloat64(name string, shape []int, dst []float64) error {
 		DecodeFloat64(dst, buf)
 	}
 	return err
-}
-
-// read4 checks a tensor of 4-byte elements against dtype, shape and the
-// destination's length n, and returns its raw bytes.
-func (sf *File) read4(name string, dtype DType, shape []int, n int) ([]byte, error) {
-	return sf.readN(name, dtype, shape, n)
 }
 
 // readN checks a tensor against dtype, shape and the destination's length

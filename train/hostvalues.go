@@ -20,14 +20,6 @@ type hostValues struct {
 	f64 []float64
 }
 
-// valuesOf copies t to the host in its dtype.
-func valuesOf(t *tensor.Tensor) hostValues {
-	if t.DType() == device.Float64 {
-		return hostValues{f64: t.Float64s()}
-	}
-	return hostValues{f32: t.Float32s()}
-}
-
 // wide reports float64 values.
 func (v hostValues) wide() bool { return v.f64 != nil }
 

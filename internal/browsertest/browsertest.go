@@ -122,10 +122,6 @@ func Open(t testing.TB, url string, width, height int) *Page {
 // T returns the test the page belongs to.
 func (p *Page) T() testing.TB { return p.t }
 
-// Context returns the tab's chromedp context, for actions the Page has no
-// method for.
-func (p *Page) Context() context.Context { return p.ctx }
-
 // Wait polls the JavaScript expression js until it is truthy, failing the
 // test (with what the console holds) after WaitTimeout.
 func (p *Page) Wait(js string) {

@@ -103,7 +103,7 @@ func RowDiameter(dev device.Core, s []float32, v, d int) (Diameter, error) {
 	if err != nil {
 		return Diameter{}, err
 	}
-	defer gemm.free()
+	defer gemm.release()
 	r := &diamRun{c: c, norms: norms, v: v, d: d, tile: max(1, DiameterTile), margin: float32(2 * e), gemm: gemm}
 	r.best.Store(math.Float32bits(float32(math.Inf(-1))))
 	cands, overflow, err := r.run()

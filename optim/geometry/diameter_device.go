@@ -107,28 +107,11 @@ type devRun struct {
 
 	g         device.Buffer // Gram tile, min(t, v)^2
 	rows, idx device.Buffer // gathered rows (min(t, v) x d) and their indices
-	bufs      []device.Buffer
-}
-
-// alloc returns device scratch that release frees.
-func (r *devRun) alloc(dt device.DType, n int) (device.Buffer, error) {
-	b, err := r.dev.Alloc(dt, n)
-	if err != nil {
-		return nil, fmt.Errorf("geometry: RowDiameterDevice: scratch of %d %v on %s: %w", n, dt, r.dev.Name(), err)
-	}
-	r.bufs = append(r.bufs, b)
-	return b, nil
-}
-
-func (r *devRun) release() {
-	_ = r.dev.Synchronize() // no kernel may still use the scratch
-	for _, b := range r.bufs {
-		r.dev.Free(b)
-	}
-	r.bufs = nil
+	scratch                 // the device memory, set up by run
 }
 
 func (r *devRun) run() (Diameter, error) {
+	r.scratch = scratch{dev: r.dev, op: "RowDiameterDevice"}
 	maxN, err := r.centre()
 	if err != nil {
 		return Diameter{}, err

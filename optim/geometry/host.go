@@ -13,17 +13,15 @@ import (
 // on them with nothing copied; elsewhere the operands are copied to the
 // device once (operand) and each product back (abT).
 type hostGemm struct {
-	dev  device.Core
-	host device.HostMemory // nil: copy
-	op   string            // the caller, for errors
-	bufs []device.Buffer   // copies to free
+	scratch                   // the copies
+	host    device.HostMemory // nil: copy
 }
 
 func newHostGemm(dev device.Core, op string) (*hostGemm, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("geometry: %s: nil device", op)
 	}
-	h := &hostGemm{dev: dev, op: op}
+	h := &hostGemm{scratch: scratch{dev: dev, op: op}}
 	h.host, _ = dev.(device.HostMemory)
 	return h, nil
 }
@@ -34,11 +32,10 @@ func (h *hostGemm) buffer(s []float32, fill bool) (device.Buffer, error) {
 	if h.host != nil {
 		return h.host.WrapFloat32s(s), nil
 	}
-	b, err := h.dev.Alloc(device.Float32, len(s))
+	b, err := h.alloc(device.Float32, len(s))
 	if err != nil {
-		return nil, fmt.Errorf("geometry: %s: %d float32 on %s: %w", h.op, len(s), h.dev.Name(), err)
+		return nil, err
 	}
-	h.bufs = append(h.bufs, b)
 	if fill {
 		h.dev.CopyFromHost(b, s)
 	}
@@ -57,14 +54,32 @@ func (h *hostGemm) abT(m, n, k int, a, b, cb device.Buffer, c []float32) {
 	}
 }
 
-// free releases the copies.
-func (h *hostGemm) free() {
-	if len(h.bufs) == 0 {
+// scratch is the device memory of one computation, freed together; op
+// names the computation in errors.
+type scratch struct {
+	dev  device.Core
+	op   string
+	bufs []device.Buffer
+}
+
+// alloc returns n values of dt that release frees.
+func (s *scratch) alloc(dt device.DType, n int) (device.Buffer, error) {
+	b, err := s.dev.Alloc(dt, n)
+	if err != nil {
+		return nil, fmt.Errorf("geometry: %s: scratch of %d %v on %s: %w", s.op, n, dt, s.dev.Name(), err)
+	}
+	s.bufs = append(s.bufs, b)
+	return b, nil
+}
+
+// release frees the scratch once no kernel may still use it.
+func (s *scratch) release() {
+	if len(s.bufs) == 0 {
 		return
 	}
-	_ = h.dev.Synchronize()
-	for _, b := range h.bufs {
-		h.dev.Free(b)
+	_ = s.dev.Synchronize()
+	for _, b := range s.bufs {
+		s.dev.Free(b)
 	}
-	h.bufs = nil
+	s.bufs = nil
 }

@@ -42,7 +42,7 @@ func HilbertRMS(dev device.Core, s []float32, v, d int, h []float32, n int) (flo
 	if err != nil {
 		return 0, err
 	}
-	defer g.free()
+	defer g.release()
 	sb, err := g.buffer(s, true)
 	if err != nil {
 		return 0, err
@@ -94,7 +94,7 @@ func HilbertRMSDevice(s device.Buffer, v, d int, h device.Buffer, n int) (float6
 // hilbertRMS is HilbertRMSDevice on dev, with op naming the caller in
 // errors.
 func hilbertRMS(dev device.Core, op string, s device.Buffer, v, d int, h device.Buffer, n int) (float64, error) {
-	r := &rmsRun{dev: dev, op: op, s: s, v: v, d: d, h: h, n: n, rows: min(n, panelChunk)}
+	r := &rmsRun{scratch: scratch{dev: dev, op: op}, s: s, v: v, d: d, h: h, n: n, rows: min(n, panelChunk)}
 	defer r.release()
 	if err := r.setup(); err != nil {
 		return 0, err
@@ -117,8 +117,7 @@ func hilbertRMS(dev device.Core, op string, s device.Buffer, v, d int, h device.
 // rmsRun is one hilbertRMS computation: the step s (v x d), the panel h
 // (n x d) and the device scratch.
 type rmsRun struct {
-	dev       device.Core
-	op        string
+	scratch
 	s, h      device.Buffer
 	v, d, n   int
 	rows      int           // panel rows per product
@@ -131,47 +130,29 @@ type rmsRun struct {
 	// top and bottom are each panel row's max and -min over the blocks so
 	// far; hh and hl one product's, on the host.
 	top, bottom, hh, hl []float32
-	bufs                []device.Buffer
-}
-
-// alloc returns device scratch that release frees.
-func (r *rmsRun) alloc(k int) (device.Buffer, error) {
-	b, err := r.dev.Alloc(device.Float32, k)
-	if err != nil {
-		return nil, fmt.Errorf("geometry: %s: scratch of %d float32 on %s: %w", r.op, k, r.dev.Name(), err)
-	}
-	r.bufs = append(r.bufs, b)
-	return b, nil
-}
-
-func (r *rmsRun) release() {
-	_ = r.dev.Synchronize() // no kernel may still use the scratch
-	for _, b := range r.bufs {
-		r.dev.Free(b)
-	}
 }
 
 // setup decides whether to centre the step and allocates the scratch.
 func (r *rmsRun) setup() error {
 	var err error
-	if r.col, err = r.alloc(r.d); err != nil {
+	if r.col, err = r.alloc(device.Float32, r.d); err != nil {
 		return err
 	}
 	r.blockRows = r.v
 	if centre := commonRow(r.dev, r.s, r.v, r.d, r.col); centre != nil {
 		r.centred, r.blockRows = true, min(r.v, stepBlock)
-		if r.block, err = r.alloc(r.blockRows * r.d); err != nil {
+		if r.block, err = r.alloc(device.Float32, r.blockRows*r.d); err != nil {
 			return err
 		}
 		r.dev.CopyFromHost(r.col, centre)
 	}
-	if r.z, err = r.alloc(r.rows * r.blockRows); err != nil {
+	if r.z, err = r.alloc(device.Float32, r.rows*r.blockRows); err != nil {
 		return err
 	}
-	if r.hi, err = r.alloc(r.rows); err != nil {
+	if r.hi, err = r.alloc(device.Float32, r.rows); err != nil {
 		return err
 	}
-	if r.negLo, err = r.alloc(r.rows); err != nil {
+	if r.negLo, err = r.alloc(device.Float32, r.rows); err != nil {
 		return err
 	}
 	r.top, r.bottom = make([]float32, r.n), make([]float32, r.n)

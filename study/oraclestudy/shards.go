@@ -2,7 +2,6 @@ package oraclestudy
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -115,7 +114,7 @@ func (sh shards) valBytes(n, seqLen int) (targets, bytes int) {
 func paragraphs(files []string) ([]string, error) {
 	var docs []string
 	for _, p := range files {
-		text, err := readText(p)
+		text, err := data.ReadText(p)
 		if err != nil {
 			return nil, err
 		}
@@ -126,19 +125,4 @@ func paragraphs(files []string) ([]string, error) {
 		}
 	}
 	return docs, nil
-}
-
-// readText reads a text file as prepare and train -text do
-// (data.OpenText: plain or gzip, a truncated gzip is an error).
-func readText(path string) (string, error) {
-	r, err := data.OpenText(path, nil)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", fmt.Errorf("oraclestudy: %s: %w", path, err)
-	}
-	return string(b), nil
 }

@@ -221,7 +221,7 @@ func gzipRange(t *testing.T, lo, hi int) string {
 // targets / their bytes (the loss itself for bytes).
 func TestRunValText(t *testing.T) {
 	train, val := gzipRange(t, 0, 60_000), gzipRange(t, 60_000, 70_000)
-	valText, err := readText(val)
+	valText, err := data.ReadText(val)
 	if err != nil {
 		t.Fatal(err)
 	}

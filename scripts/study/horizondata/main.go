@@ -31,7 +31,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -115,7 +114,7 @@ func readSplits(cfg config) ([]*split, []string) {
 	var files []*split
 	var trainDocs []string
 	for _, p := range cfg.files {
-		text, err := readText(p)
+		text, err := data.ReadText(p)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -272,18 +271,4 @@ func baseNames(paths []string) []string {
 		out = append(out, filepath.Base(p))
 	}
 	return out
-}
-
-// readText reads a text file as hilbert prepare does (plain or gzip).
-func readText(path string) (string, error) {
-	r, err := data.OpenText(path, nil)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return string(b), nil
 }

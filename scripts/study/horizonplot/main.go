@@ -22,14 +22,16 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hilbert-ml/hilbert/scripts/study/internal/study"
 )
@@ -92,14 +94,14 @@ func main() {
 	log.SetFlags(0)
 
 	sources, err := readSources(filepath.Join(*dataDir, "valchunks", "sources.tsv"))
-	check(err)
+	study.Check(err)
 	keys, res, err := loadRuns(*runsDir, len(sources))
-	check(err)
+	study.Check(err)
 	order, cells := pairCells(keys, res)
 	md := report(keys, res, sources, order, cells)
-	check(os.MkdirAll(*out, 0o755))
-	check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md), 0o644))
-	check(drawFigures(*out, order, cells))
+	study.Check(os.MkdirAll(*out, 0o755))
+	study.Check(os.WriteFile(filepath.Join(*out, "horizon.md"), []byte(md), 0o644))
+	study.Check(drawFigures(*out, order, cells))
 	fmt.Print(md)
 }
 
@@ -136,22 +138,13 @@ func loadRuns(runsDir string, n int) ([]runKey, map[runKey]run, error) {
 	if len(keys) == 0 {
 		return nil, nil, fmt.Errorf("horizonplot: no runs under %s", runsDir)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	slices.SortFunc(keys, runKey.compare)
 	return keys, res, nil
 }
 
-// less orders run keys by width, horizon, head and seed.
-func (a runKey) less(b runKey) bool {
-	if a.d != b.d {
-		return a.d < b.d
-	}
-	if a.tpp != b.tpp {
-		return a.tpp < b.tpp
-	}
-	if a.head != b.head {
-		return a.head < b.head
-	}
-	return a.seed < b.seed
+// compare orders run keys by width, horizon, head and seed.
+func (a runKey) compare(b runKey) int {
+	return cmp.Or(cmp.Compare(a.d, b.d), cmp.Compare(a.tpp, b.tpp), strings.Compare(a.head, b.head), cmp.Compare(a.seed, b.seed))
 }
 
 // finished says whether run f reached the end of k's schedule with a
@@ -185,11 +178,4 @@ func pairCells(keys []runKey, res map[runKey]run) ([][2]float64, map[[2]float64]
 		c.seeds, c.a, c.r = append(c.seeds, k.seed), append(c.a, a), append(c.r, r)
 	}
 	return order, cells
-}
-
-// check ends the command with err unless it is nil.
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

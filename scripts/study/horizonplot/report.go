@@ -7,7 +7,6 @@ import (
 	"image/color"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/scripts/study/internal/study"
@@ -89,7 +88,7 @@ func cellRow(c *cell, sources []string) string {
 	}
 	return fmt.Sprintf("| %d | %g | %d | %s | %.4f | %.4f | %s | %+.4f%s | %s | %s | %.2f%s | %s | %.2f%s | %.3f | %.3f |\n",
 		c.d, c.tpp, steps(c.d, c.tpp), study.Ints(c.seeds), study.Mean(al), study.Mean(rl),
-		signed(cost, 4), study.Mean(cost), study.PM(cost, 4), seString(seCost),
+		study.Join(cost, "%+.*f", 4, ", "), study.Mean(cost), study.PM(cost, 4), seString(seCost),
 		study.Floats(rD, 2), study.Mean(aD)/study.Mean(roD), study.PM(rD, 2),
 		study.Floats(rH, 2), study.Mean(aH)/study.Mean(roH), study.PM(rH, 2),
 		study.Mean(bound), study.Mean(aUnit))
@@ -130,7 +129,7 @@ func fitTable(order [][2]float64, cells map[[2]float64]*cell) string {
 	var md strings.Builder
 	md.WriteString("\n## At 20 tokens per parameter: ratio = c d^a, beside the paper's Table 3\n\n")
 	fmt.Fprintf(&md, "Paper (Table 3, d 512 / 768 / 1024): D ratio %s, Hilbert RMS ratio %s, loss cost %s.\n\n",
-		slash(paperDiam, 1), slash(paperHRMS, 1), slash(paperCost, 4))
+		study.Join(paperDiam, "%.*f", 1, " / "), study.Join(paperHRMS, "%.*f", 1, " / "), study.Join(paperCost, "%.*f", 4, " / "))
 	md.WriteString("| diagnostic | data | widths | ratios | c | a | se(a) |\n|---|---|---|---|---|---|---|\n")
 	md.WriteString(fitRow("D(S_T)", "this study (CPU, V 1024)", xs, yD))
 	md.WriteString(fitRow("D(S_T)", "paper", paperD, paperDiam))
@@ -148,14 +147,14 @@ func fitRow(name, data string, x, y []float64) string {
 		w[i] = int(x[i])
 	}
 	if len(x) < 2 {
-		return fmt.Sprintf("| %s | %s | %s | %s | - | - | - |\n", name, data, study.Ints(w), slash(y, 2))
+		return fmt.Sprintf("| %s | %s | %s | %s | - | - | - |\n", name, data, study.Ints(w), study.Join(y, "%.*f", 2, " / "))
 	}
 	c, a, se := study.Fit(x, y)
 	ses := "-"
 	if len(x) > 2 {
 		ses = fmt.Sprintf("%.3f", se)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %.4g | %.3f | %s |\n", name, data, study.Ints(w), slash(y, 2), c, a, ses)
+	return fmt.Sprintf("| %s | %s | %s | %s | %.4g | %.3f | %s |\n", name, data, study.Ints(w), study.Join(y, "%.*f", 2, " / "), c, a, ses)
 }
 
 // ratios are the cell's AdamW/RowNorm ratios of the seed means of D(S_T)
@@ -201,7 +200,7 @@ func slopeTable(order [][2]float64, cells map[[2]float64]*cell) string {
 		}
 		_, aD, _ := study.Fit(x, yD)
 		_, aH, _ := study.Fit(x, yH)
-		fmt.Fprintf(&b, "| %g | %s | %s | %.2f | %s | %.2f |\n", tpp, study.Ints(w), slash(yD, 2), aD, slash(yH, 2), aH)
+		fmt.Fprintf(&b, "| %g | %s | %s | %.2f | %s | %.2f |\n", tpp, study.Ints(w), study.Join(yD, "%.*f", 2, " / "), aD, study.Join(yH, "%.*f", 2, " / "), aH)
 	}
 	return b.String()
 }
@@ -278,22 +277,4 @@ func seString(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.4f", v)
-}
-
-// signed formats v with a sign and prec decimals, comma-separated.
-func signed(v []float64, prec int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%+.*f", prec, x)
-	}
-	return strings.Join(s, ", ")
-}
-
-// slash formats v with prec decimals, separated by " / ".
-func slash(v []float64, prec int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.FormatFloat(x, 'f', prec, 64)
-	}
-	return strings.Join(s, " / ")
 }

@@ -15,8 +15,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
@@ -24,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +32,6 @@ import (
 
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	shared "github.com/hilbert-ml/hilbert/scripts/study/internal/study"
-	"github.com/hilbert-ml/hilbert/train"
 )
 
 // The paper's AdamW/RowNorm ratios (190M, 380M, 640M on FineWeb).
@@ -41,59 +40,6 @@ var (
 	paperDiam = []float64{45.1, 54.3, 59.5}
 	paperHRMS = []float64{12.1, 13.6, 15.2}
 )
-
-// final is the end of one run: the last update's validation loss, D(S_T)
-// and Hilbert RMS (each the last value the run logged).
-type final struct {
-	step                 int
-	tokens               int64
-	valLoss, diam, hrms  float64
-	headLR               float64 // the head's scheduled LR at the last diameter
-	elapsed, tokensPerS  float64
-	hasVal, hasD, hasRMS bool
-	// Every logged value by update, for the ratios over training.
-	valAt, diamAt, hrmsAt map[int]float64
-}
-
-func readFinal(path string) (final, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return final{}, err
-	}
-	defer f.Close()
-	out := final{valAt: map[int]float64{}, diamAt: map[int]float64{}, hrmsAt: map[int]float64{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var r train.Record // a line of metrics.jsonl
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			continue // a torn last line of a run still going
-		}
-		if r.Step < out.step {
-			continue
-		}
-		out.step, out.tokens, out.elapsed = r.Step, r.Tokens, r.ElapsedS
-		if r.Step > 0 {
-			out.tokensPerS = float64(r.Tokens) / r.ElapsedS
-		}
-		if r.ValLoss != nil {
-			out.valLoss, out.hasVal = *r.ValLoss, true
-			out.valAt[r.Step] = *r.ValLoss
-		}
-		if r.Diameter != nil {
-			out.diam, out.hasD = *r.Diameter, true
-			out.diamAt[r.Step] = *r.Diameter
-			if r.LR != nil {
-				out.headLR = *r.LR
-			}
-		}
-		if r.HilbertRMS != nil {
-			out.hrms, out.hasRMS = *r.HilbertRMS, true
-			out.hrmsAt[r.Step] = *r.HilbertRMS
-		}
-	}
-	return out, sc.Err()
-}
 
 type runKey struct {
 	d    int
@@ -118,7 +64,7 @@ type fitRes struct{ c, a, se float64 }
 type study struct {
 	out        string
 	steps      int // updates a finished run has
-	res        map[runKey]final
+	res        map[runKey]shared.Run
 	keys       []runKey // sorted by width, head, seed
 	byD        map[int]*width
 	ds         []int     // widths with a finished pair, ascending
@@ -135,20 +81,20 @@ func main() {
 	log.SetFlags(0)
 
 	s, err := loadRuns(*runs)
-	check(err)
+	shared.Check(err)
 	s.out, s.steps = *out, *steps
 	s.writeRuns()
 	s.pairWidths()
 	s.writeRatios()
 	s.writeFits()
 	s.md.WriteString("\n## Over training\n")
-	s.overTraining("D(S_t)", func(f final) map[int]float64 { return f.diamAt }, false)
-	s.overTraining("Hilbert RMS", func(f final) map[int]float64 { return f.hrmsAt }, false)
-	s.overTraining("Validation loss cost", func(f final) map[int]float64 { return f.valAt }, true)
+	s.overTraining("D(S_t)", func(f shared.Run) map[int]float64 { return f.DiamAt }, false)
+	s.overTraining("Hilbert RMS", func(f shared.Run) map[int]float64 { return f.HRMSAt }, false)
+	s.overTraining("Validation loss cost", func(f shared.Run) map[int]float64 { return f.ValAt }, true)
 	s.md.WriteString("\n![D ratio](ratio_diameter.png)\n![Hilbert RMS ratio](ratio_hilbert_rms.png)\n![loss cost](loss_cost.png)\n")
 
-	check(os.MkdirAll(*out, 0o755))
-	check(atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(s.md.String())))
+	shared.Check(os.MkdirAll(*out, 0o755))
+	shared.Check(atomicfile.WriteFile(filepath.Join(*out, "width.md"), []byte(s.md.String())))
 	s.plots()
 	fmt.Print(s.md.String())
 }
@@ -157,7 +103,7 @@ func main() {
 func loadRuns(runs string) (*study, error) {
 	re := regexp.MustCompile(`width-d(\d+)/(adamw|rownorm)-seed(\d+)/metrics\.jsonl$`)
 	paths, _ := filepath.Glob(filepath.Join(runs, "width-d*", "*-seed*", "metrics.jsonl"))
-	s := &study{res: map[runKey]final{}, byD: map[int]*width{}, fits: map[string]fitRes{}}
+	s := &study{res: map[runKey]shared.Run{}, byD: map[int]*width{}, fits: map[string]fitRes{}}
 	for _, p := range paths {
 		m := re.FindStringSubmatch(filepath.ToSlash(p))
 		if m == nil {
@@ -165,7 +111,7 @@ func loadRuns(runs string) (*study, error) {
 		}
 		d, _ := strconv.Atoi(m[1])
 		seed, _ := strconv.Atoi(m[3])
-		f, err := readFinal(p)
+		f, err := shared.ReadRun(p)
 		if err != nil {
 			return nil, err
 		}
@@ -175,21 +121,14 @@ func loadRuns(runs string) (*study, error) {
 	if len(s.keys) == 0 {
 		return nil, fmt.Errorf("widthplot: no runs under %s", runs)
 	}
-	sort.Slice(s.keys, func(i, j int) bool {
-		a, b := s.keys[i], s.keys[j]
-		if a.d != b.d {
-			return a.d < b.d
-		}
-		if a.head != b.head {
-			return a.head < b.head
-		}
-		return a.seed < b.seed
+	slices.SortFunc(s.keys, func(a, b runKey) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.head, b.head), cmp.Compare(a.seed, b.seed))
 	})
 	return s, nil
 }
 
 // done reports whether a run finished with every diagnostic logged.
-func (s *study) done(f final) bool { return f.step >= s.steps && f.hasVal && f.hasD && f.hasRMS }
+func (s *study) done(f shared.Run) bool { return f.Step >= s.steps && f.HasVal && f.HasD && f.HasRMS }
 
 // writeRuns writes the header and the table of every run's final update.
 func (s *study) writeRuns() {
@@ -202,7 +141,7 @@ func (s *study) writeRuns() {
 		if !s.done(f) {
 			note = " (partial)"
 		}
-		fmt.Fprintf(md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.step, note, f.tokens, f.valLoss, f.diam, f.headLR, f.diam/(f.headLR*math.Sqrt(float64(k.d))), f.hrms, f.tokensPerS)
+		fmt.Fprintf(md, "| %d | %s | %d | %d%s | %d | %.4f | %.4g | %.4g | %.3f | %.4g | %.0f |\n", k.d, k.head, k.seed, f.Step, note, f.Tokens, f.ValLoss, f.Diam, f.HeadLR, f.Diam/(f.HeadLR*math.Sqrt(float64(k.d))), f.HRMS, f.TokensPerS)
 	}
 	md.WriteString("\nD(S_T) / (lr_T sqrt d): the final diameter in units of the head's final scheduled LR times sqrt(d). RowNorm's bound D <= 2 lr_T gives 2/sqrt(d). ")
 	md.WriteString("With RowNorm on its bound the AdamW/RowNorm diameter ratio is (AdamW's value) x (lr ratio 4/3.2) x sqrt(d) / 2, so it grows exactly as sqrt(d) when AdamW's value does not change with d.\n")
@@ -226,12 +165,12 @@ func (s *study) pairWidths() {
 			s.ds = append(s.ds, k.d)
 		}
 		w.seeds = append(w.seeds, k.seed)
-		w.rD = append(w.rD, a.diam/r.diam)
-		w.rH = append(w.rH, a.hrms/r.hrms)
-		w.cost = append(w.cost, r.valLoss-a.valLoss)
-		w.adamwLoss, w.rownormLoss = append(w.adamwLoss, a.valLoss), append(w.rownormLoss, r.valLoss)
-		w.adamwD, w.rownormD = append(w.adamwD, a.diam), append(w.rownormD, r.diam)
-		w.adamwH, w.rowH = append(w.adamwH, a.hrms), append(w.rowH, r.hrms)
+		w.rD = append(w.rD, a.Diam/r.Diam)
+		w.rH = append(w.rH, a.HRMS/r.HRMS)
+		w.cost = append(w.cost, r.ValLoss-a.ValLoss)
+		w.adamwLoss, w.rownormLoss = append(w.adamwLoss, a.ValLoss), append(w.rownormLoss, r.ValLoss)
+		w.adamwD, w.rownormD = append(w.adamwD, a.Diam), append(w.rownormD, r.Diam)
+		w.adamwH, w.rowH = append(w.adamwH, a.HRMS), append(w.rowH, r.HRMS)
 	}
 	sort.Ints(s.ds)
 }
@@ -246,12 +185,12 @@ func (s *study) writeRatios() {
 	md.WriteString("| d | seeds | D ratio per seed | D ratio | Hilbert RMS ratio per seed | Hilbert RMS ratio | AdamW val loss | RowNorm val loss | loss cost (nats) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, d := range s.ds {
 		w := s.byD[d]
-		w.meanRD = mean(w.adamwD) / mean(w.rownormD)
-		w.meanRH = mean(w.adamwH) / mean(w.rowH)
-		w.meanCost = mean(w.cost)
-		fmt.Fprintf(md, "| %d | %s | %s | %.2f%s | %s | %.2f%s | %.4f | %.4f | %+.4f%s |\n", d, ints(w.seeds),
-			floats(w.rD, 2), w.meanRD, pm(w.rD, 2), floats(w.rH, 2), w.meanRH, pm(w.rH, 2),
-			mean(w.adamwLoss), mean(w.rownormLoss), w.meanCost, pm(w.cost, 4))
+		w.meanRD = shared.Mean(w.adamwD) / shared.Mean(w.rownormD)
+		w.meanRH = shared.Mean(w.adamwH) / shared.Mean(w.rowH)
+		w.meanCost = shared.Mean(w.cost)
+		fmt.Fprintf(md, "| %d | %s | %s | %.2f%s | %s | %.2f%s | %.4f | %.4f | %+.4f%s |\n", d, shared.Ints(w.seeds),
+			shared.Floats(w.rD, 2), w.meanRD, shared.PM(w.rD, 2), shared.Floats(w.rH, 2), w.meanRH, shared.PM(w.rH, 2),
+			shared.Mean(w.adamwLoss), shared.Mean(w.rownormLoss), w.meanCost, shared.PM(w.cost, 4))
 		s.xs, s.yD, s.yH = append(s.xs, float64(d)), append(s.yD, w.meanRD), append(s.yH, w.meanRH)
 	}
 }
@@ -279,7 +218,7 @@ func (s *study) writeFits() {
 // addFit fits ratio = c d^a to one series and writes its row.
 func (s *study) addFit(name, data string, x, y []float64) {
 	if len(x) < 2 {
-		fmt.Fprintf(&s.md, "| %s | %s | %s | - | - | - |\n", name, data, ints(toInts(x)))
+		fmt.Fprintf(&s.md, "| %s | %s | %s | - | - | - |\n", name, data, shared.Ints(toInts(x)))
 		return
 	}
 	c, a, se := shared.Fit(x, y)
@@ -288,12 +227,12 @@ func (s *study) addFit(name, data string, x, y []float64) {
 	if len(x) > 2 {
 		ses = fmt.Sprintf("%.3f", se)
 	}
-	fmt.Fprintf(&s.md, "| %s | %s | %s | %.4g | %.3f | %s |\n", name, data, ints(toInts(x)), c, a, ses)
+	fmt.Fprintf(&s.md, "| %s | %s | %s | %.4g | %.3f | %s |\n", name, data, shared.Ints(toInts(x)), c, a, ses)
 }
 
 // commonSteps returns the updates after 0 at which every paired run
 // logged the value at gives, ascending.
-func (s *study) commonSteps(at func(f final) map[int]float64) []int {
+func (s *study) commonSteps(at func(f shared.Run) map[int]float64) []int {
 	var steps []int
 	for t := range at(s.res[s.keys[0]]) {
 		if t == 0 {
@@ -320,7 +259,7 @@ func (s *study) commonSteps(at func(f final) map[int]float64) []int {
 // overTraining writes the ratios (or, with cost, the loss differences) at
 // every update where all paired runs logged them: is the final update's
 // exponent a property of the end of the schedule or of the whole run?
-func (s *study) overTraining(name string, at func(f final) map[int]float64, cost bool) {
+func (s *study) overTraining(name string, at func(f shared.Run) map[int]float64, cost bool) {
 	steps := s.commonSteps(at)
 	if len(steps) == 0 {
 		return
@@ -351,9 +290,9 @@ func (s *study) overTraining(name string, at func(f final) map[int]float64, cost
 				a = append(a, at(s.res[runKey{d, "adamw", sd}])[t])
 				r = append(r, at(s.res[runKey{d, "rownorm", sd}])[t])
 			}
-			v := mean(a) / mean(r)
+			v := shared.Mean(a) / shared.Mean(r)
 			if cost {
-				v = mean(r) - mean(a)
+				v = shared.Mean(r) - shared.Mean(a)
 			}
 			fmt.Fprintf(md, " %.4g |", v)
 			x, y = append(x, float64(d)), append(y, v)
@@ -381,19 +320,19 @@ func (s *study) plots() {
 		}
 		return xy
 	}
-	check(ratioPlot(filepath.Join(s.out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
-		perSeed(func(w *width) []float64 { return w.rD }), xyOf(s.xs, s.yD), s.fitLine("D(S_T)/this study (CPU)"),
-		xyOf(paperD, paperDiam), s.fitLine("D(S_T)/paper"),
+	shared.Check(ratioPlot(filepath.Join(s.out, "ratio_diameter.png"), "AdamW/RowNorm ratio of the head step diameter D(S_T)", "D(S_T) ratio",
+		perSeed(func(w *width) []float64 { return w.rD }), shared.XY(s.xs, s.yD), s.fitLine("D(S_T)/this study (CPU)"),
+		shared.XY(paperD, paperDiam), s.fitLine("D(S_T)/paper"),
 		s.fitLabel("D(S_T)/this study (CPU)", "CPU fit"), s.fitLabel("D(S_T)/paper", "paper fit")))
-	check(ratioPlot(filepath.Join(s.out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
-		perSeed(func(w *width) []float64 { return w.rH }), xyOf(s.xs, s.yH), s.fitLine("Hilbert RMS/this study (CPU)"),
-		xyOf(paperD, paperHRMS), s.fitLine("Hilbert RMS/paper"),
+	shared.Check(ratioPlot(filepath.Join(s.out, "ratio_hilbert_rms.png"), "AdamW/RowNorm ratio of the head step's Hilbert RMS", "Hilbert RMS ratio",
+		perSeed(func(w *width) []float64 { return w.rH }), shared.XY(s.xs, s.yH), s.fitLine("Hilbert RMS/this study (CPU)"),
+		shared.XY(paperD, paperHRMS), s.fitLine("Hilbert RMS/paper"),
 		s.fitLabel("Hilbert RMS/this study (CPU)", "CPU fit"), s.fitLabel("Hilbert RMS/paper", "paper fit")))
 	var costMean plotter.XYs
 	for _, d := range s.ds {
 		costMean = append(costMean, plotter.XY{X: float64(d), Y: s.byD[d].meanCost})
 	}
-	check(costPlot(filepath.Join(s.out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
+	shared.Check(costPlot(filepath.Join(s.out, "loss_cost.png"), perSeed(func(w *width) []float64 { return w.cost }), costMean))
 }
 
 // fitLine samples a fit over the plots' width range (nil without the fit).
@@ -418,61 +357,10 @@ func (s *study) fitLabel(key, what string) string {
 	return fmt.Sprintf("%s: %.3g d^%.2f", what, f.c, f.a)
 }
 
-func xyOf(x, y []float64) plotter.XYs {
-	xy := make(plotter.XYs, len(x))
-	for i := range x {
-		xy[i] = plotter.XY{X: x[i], Y: y[i]}
-	}
-	return xy
-}
-
-func mean(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
-}
-
-// pm formats " ± sd" of v (nothing for a single value).
-func pm(v []float64, prec int) string {
-	if len(v) < 2 {
-		return ""
-	}
-	m := mean(v)
-	var ss float64
-	for _, x := range v {
-		ss += (x - m) * (x - m)
-	}
-	return fmt.Sprintf(" ± %.*f", prec, math.Sqrt(ss/float64(len(v)-1)))
-}
-
-func floats(v []float64, prec int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.FormatFloat(x, 'f', prec, 64)
-	}
-	return strings.Join(s, ", ")
-}
-
-func ints(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
 func toInts(x []float64) []int {
 	v := make([]int, len(x))
 	for i := range x {
 		v[i] = int(x[i])
 	}
 	return v
-}
-
-func check(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

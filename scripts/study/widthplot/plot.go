@@ -1,7 +1,6 @@
 package main
 
 import (
-	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -10,12 +9,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	shared "github.com/hilbert-ml/hilbert/scripts/study/internal/study"
-)
-
-var (
-	blue  = color.RGBA{31, 119, 180, 255}
-	red   = color.RGBA{214, 39, 40, 255}
-	faint = color.NRGBA{31, 119, 180, 120}
 )
 
 func ratioPlot(path, title, yLabel string, seeds, means, fitXY, paper, paperFit plotter.XYs, fitLabel, paperLabel string) error {
@@ -36,19 +29,19 @@ func ratioPlot(path, title, yLabel string, seeds, means, fitXY, paper, paperFit 
 		}
 	}
 	p.Y.Min, p.Y.Max = lo/1.6, hi*1.6
-	if err := shared.AddLine(p, fitXY, blue, true, fitLabel); err != nil {
+	if err := shared.AddLine(p, fitXY, shared.Blue, true, fitLabel); err != nil {
 		return err
 	}
-	if err := shared.AddLine(p, paperFit, red, true, paperLabel); err != nil {
+	if err := shared.AddLine(p, paperFit, shared.Red, true, paperLabel); err != nil {
 		return err
 	}
-	if err := shared.AddPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"); err != nil {
+	if err := shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"); err != nil {
 		return err
 	}
-	if err := shared.AddPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"); err != nil {
+	if err := shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"); err != nil {
 		return err
 	}
-	if err := shared.AddPoints(p, paper, red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"); err != nil {
+	if err := shared.AddPoints(p, paper, shared.Red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"); err != nil {
 		return err
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
@@ -65,13 +58,13 @@ func costPlot(path string, seeds, means plotter.XYs) error {
 	p.Y.Min = 0 // a cost's size reads against zero
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = false, false
-	if err := shared.AddLine(p, means, blue, false, ""); err != nil {
+	if err := shared.AddLine(p, means, shared.Blue, false, ""); err != nil {
 		return err
 	}
-	if err := shared.AddPoints(p, seeds, faint, 2.5, draw.CircleGlyph{}, "per seed"); err != nil {
+	if err := shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "per seed"); err != nil {
 		return err
 	}
-	if err := shared.AddPoints(p, means, blue, 4.5, draw.BoxGlyph{}, "mean over seeds"); err != nil {
+	if err := shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "mean over seeds"); err != nil {
 		return err
 	}
 	return p.Save(8*vg.Inch, 4*vg.Inch, path)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"log"
 	"math"
 	"os"
 	"strconv"
@@ -79,6 +80,13 @@ func ReadRun(path string) (Run, error) {
 	return out, sc.Err()
 }
 
+// Check ends the command with err unless it is nil.
+func Check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
 // Fit returns c, a and the standard error of a for the least-squares line
 // log y = log c + a log x (se is 0 with two points: no residual freedom).
 func Fit(x, y []float64) (c, a, se float64) {
@@ -132,12 +140,16 @@ func PM(v []float64, prec int) string {
 }
 
 // Floats joins v with ", ", each with prec decimals.
-func Floats(v []float64, prec int) string {
+func Floats(v []float64, prec int) string { return Join(v, "%.*f", prec, ", ") }
+
+// Join formats every value of v with format, a verb that takes prec (such
+// as "%+.*f"), and joins them with sep.
+func Join(v []float64, format string, prec int, sep string) string {
 	s := make([]string, len(v))
 	for i, x := range v {
-		s[i] = strconv.FormatFloat(x, 'f', prec, 64)
+		s[i] = fmt.Sprintf(format, prec, x)
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(s, sep)
 }
 
 // Ints joins v with ",".
