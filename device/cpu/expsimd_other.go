@@ -5,6 +5,9 @@ package cpu
 // hasAVX2FMA is false: there is no vector kernel on this architecture.
 var hasAVX2FMA = false
 
+// hasAVX512Softmax is false: there is no vector kernel on this architecture.
+var hasAVX512Softmax = false
+
 // expShiftSumFast has no vector kernel on this architecture.
 func expShiftSumFast(dst, src, next []float32, shift float32) (done int, sum float64) { return 0, 0 }
 
