@@ -35,10 +35,7 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	compose.CrossEntropy(k, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
-	if g.wantsGrad(logits) {
-		g.record(node{op: crossEntropyOp{}, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
-	}
-	return out
+	return g.recorded(node{op: crossEntropyOp{}, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 }
 
 // crossEntropyOp is a recorded CrossEntropy (saved: targets, log-sum-exp

@@ -270,10 +270,7 @@ func (g *Graph) sum(op string, x *tensor.Tensor, mean bool) *tensor.Tensor {
 		scale = reciprocal(x.DType(), x.Len())
 		g.scaleInto(out.Buffer(), out.Buffer(), scale)
 	}
-	if g.wantsGrad(x) {
-		g.record(node{op: sumOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: scale})
-	}
-	return out
+	return g.recorded(node{op: sumOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: scale})
 }
 
 // sumOp is a recorded Sum or Mean, f64 its factor.
