@@ -147,10 +147,7 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	}
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
-	if grad {
-		g.record(node{op: linearCrossEntropyOp{}, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
-	}
-	return out
+	return g.recorded(node{op: linearCrossEntropyOp{}, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 }
 
 // checkLinearCE checks LinearCrossEntropy's operands: shapes, one float
