@@ -42,14 +42,11 @@ func (g *Graph) Permute(x *tensor.Tensor, perm ...int) *tensor.Tensor {
 		return nil
 	}
 	g.permuteInto(out, x, perm)
-	if g.wantsGrad(x) {
-		code := 0
-		for i := r - 1; i >= 0; i-- {
-			code = code*8 + perm[i]
-		}
-		g.record(node{op: permuteOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
+	code := 0 // perm in octal digits, axis 0 the lowest
+	for i := r - 1; i >= 0; i-- {
+		code = code*8 + perm[i]
 	}
-	return out
+	return g.recorded(node{op: permuteOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
 }
 
 // permuteInto writes x with axes perm into out (shaped accordingly).
