@@ -52,10 +52,7 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float64, unma
 		return nil
 	}
 	compose.Attention(g.kernels(q.DType()), out.Buffer(), lse.Buffer(), q.Buffer(), k.Buffer(), v.Buffer(), s, s32)
-	if g.wantsGrad(q, k, v) {
-		g.record(node{op: attentionOp{}, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f64: float64(s32), shape: s})
-	}
-	return out
+	return g.recorded(node{op: attentionOp{}, out: out, in: [3]*tensor.Tensor{q, k, v}, saved: [3]*tensor.Tensor{lse}, f64: float64(s32), shape: s})
 }
 
 // attentionOp is a recorded Attention or CrossAttention (f64 the float32

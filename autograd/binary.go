@@ -34,10 +34,7 @@ func (g *Graph) binary(op device.BinaryOp, a, b *tensor.Tensor) *tensor.Tensor {
 	}
 	dims := device.DimsOf(out.Len())
 	g.dev.BinaryStrided(op, dims, out.Buffer(), device.Contiguous(a.Buffer(), dims), device.Contiguous(b.Buffer(), dims))
-	if g.wantsGrad(a, b) {
-		g.record(node{op: binaryOp(op), out: out, in: [3]*tensor.Tensor{a, b}})
-	}
-	return out
+	return g.recorded(node{op: binaryOp(op), out: out, in: [3]*tensor.Tensor{a, b}})
 }
 
 // binaryNames names the binary ops in errors.

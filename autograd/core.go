@@ -85,10 +85,7 @@ func (g *Graph) Scale(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	}
 	a := float32(alpha)
 	compose.Scale(g.dev, out.Buffer(), x.Buffer(), a)
-	if g.wantsGrad(x) {
-		g.record(node{op: scaleOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: float64(a)})
-	}
-	return out
+	return g.recorded(node{op: scaleOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: float64(a)})
 }
 
 // scaleInto computes dst = alpha * src (same length) in dst's dtype: the

@@ -65,10 +65,7 @@ func (g *Graph) Embedding(table, ids *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	compose.Gather(g.kernels(table.DType()), out.Buffer(), table.Buffer(), ids.Buffer(), d)
-	if g.wantsGrad(table) {
-		g.record(node{op: embeddingOp{}, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
-	}
-	return out
+	return g.recorded(node{op: embeddingOp{}, out: out, in: [3]*tensor.Tensor{table}, saved: [3]*tensor.Tensor{ids}})
 }
 
 // embeddingOp is a recorded Embedding (saved[0] the ids). Its backward
@@ -109,10 +106,7 @@ func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
 		return nil
 	}
 	compose.RMSNorm(g.kernels(x.DType()), out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
-	if g.wantsGrad(x) {
-		g.record(node{op: rmsNormOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
-	}
-	return out
+	return g.recorded(node{op: rmsNormOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
 }
 
 // rmsNormOp is a recorded RMSNorm (saved[0] the rows' 1/rms). Its
@@ -146,10 +140,7 @@ func (g *Graph) LayerNorm(x, w, b *tensor.Tensor, eps float64) *tensor.Tensor {
 		return nil
 	}
 	compose.LayerNorm(g.kernels(x.DType()), out.Buffer(), mean.Buffer(), rstd.Buffer(), x.Buffer(), bufferOf(w), bufferOf(b), rows, cols, eps)
-	if g.wantsGrad(x, w, b) {
-		g.record(node{op: layerNormOp{}, out: out, in: [3]*tensor.Tensor{x, w, b}, saved: [3]*tensor.Tensor{mean, rstd}})
-	}
-	return out
+	return g.recorded(node{op: layerNormOp{}, out: out, in: [3]*tensor.Tensor{x, w, b}, saved: [3]*tensor.Tensor{mean, rstd}})
 }
 
 // layerNormOp is a recorded LayerNorm (in: x, gain, bias, the last two
@@ -198,10 +189,7 @@ func (g *Graph) GELUTanh(x, bias *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	compose.GELUTanh(g.kernels(x.DType()), out.Buffer(), x.Buffer(), bufferOf(bias), rows, cols)
-	if g.wantsGrad(x, bias) {
-		g.record(node{op: geluTanhOp{}, out: out, in: [3]*tensor.Tensor{x, bias}})
-	}
-	return out
+	return g.recorded(node{op: geluTanhOp{}, out: out, in: [3]*tensor.Tensor{x, bias}})
 }
 
 // geluTanhOp is a recorded GELUTanh (in: x and the bias, possibly nil).
@@ -349,10 +337,7 @@ func (g *Graph) RoPE(x, cos, sin *tensor.Tensor) *tensor.Tensor {
 	}
 	cb, sb := cos.Buffer().Slice(0, s.Seq*half), sin.Buffer().Slice(0, s.Seq*half)
 	compose.RoPE(g.kernels(x.DType()), out.Buffer(), x.Buffer(), cb, sb, s, false)
-	if g.wantsGrad(x) {
-		g.record(node{op: ropeOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
-	}
-	return out
+	return g.recorded(node{op: ropeOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{cos, sin}})
 }
 
 // ropeOp is a recorded RoPE (saved the tables). Its backward is the fused
@@ -385,10 +370,7 @@ func (g *Graph) SwiGLU(a, b *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	compose.SwiGLU(g.kernels(a.DType()), out.Buffer(), a.Buffer(), b.Buffer())
-	if g.wantsGrad(a, b) {
-		g.record(node{op: swiGLUOp{}, out: out, in: [3]*tensor.Tensor{a, b}})
-	}
-	return out
+	return g.recorded(node{op: swiGLUOp{}, out: out, in: [3]*tensor.Tensor{a, b}})
 }
 
 // swiGLUOp is a recorded SwiGLU. Its backward is the fused capability's

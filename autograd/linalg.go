@@ -53,10 +53,7 @@ func (g *Graph) MatMul(a, b *tensor.Tensor, transA, transB bool) *tensor.Tensor 
 		n.lowp, n.saved = true, [3]*tensor.Tensor{a16, b16}
 	}
 	g.gemm(d, transA, transB, 1, abuf, bbuf, 0, out.Buffer())
-	if g.wantsGrad(a, b) {
-		g.record(n)
-	}
-	return out
+	return g.recorded(n)
 }
 
 func tflag(t bool) string {
@@ -217,10 +214,7 @@ func (g *Graph) Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 	if err != nil {
 		return g.failf("%s: %v", op, err)
 	}
-	if g.wantsGrad(x) {
-		g.record(node{op: reshapeOp{}, out: out, in: [3]*tensor.Tensor{x}})
-	}
-	return out
+	return g.recorded(node{op: reshapeOp{}, out: out, in: [3]*tensor.Tensor{x}})
 }
 
 // reshapeOp is a recorded Reshape. Its backward hands gout's buffer on,
@@ -255,10 +249,7 @@ func (g *Graph) Transpose(x *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	g.transposeInto(y, x, b, r, c, in)
-	if g.wantsGrad(x) {
-		g.record(node{op: transposeOp{}, out: y, in: [3]*tensor.Tensor{x}})
-	}
-	return y
+	return g.recorded(node{op: transposeOp{}, out: y, in: [3]*tensor.Tensor{x}})
 }
 
 // transposeDims maps a shape onto the Transpose kernel's

@@ -35,10 +35,7 @@ func (g *Graph) CrossEntropy(logits, targets *tensor.Tensor) *tensor.Tensor {
 	compose.CrossEntropy(k, losses.Buffer(), lse.Buffer(), logits.Buffer(), targets.Buffer(), rows, vocab)
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
-	if g.wantsGrad(logits) {
-		g.record(node{op: crossEntropyOp{}, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
-	}
-	return out
+	return g.recorded(node{op: crossEntropyOp{}, out: out, in: [3]*tensor.Tensor{logits}, saved: [3]*tensor.Tensor{targets, lse, losses}})
 }
 
 // crossEntropyOp is a recorded CrossEntropy (saved: targets, log-sum-exp
@@ -150,10 +147,7 @@ func (g *Graph) LinearCrossEntropy(h, w, targets *tensor.Tensor, blockRows int) 
 	}
 	compose.Reduce(k, device.Sum, 1, out.Buffer(), losses.Buffer(), 1, rows)
 	g.scaleInto(out.Buffer(), out.Buffer(), reciprocal(dt, rows))
-	if grad {
-		g.record(node{op: linearCrossEntropyOp{}, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
-	}
-	return out
+	return g.recorded(node{op: linearCrossEntropyOp{}, out: out, in: [3]*tensor.Tensor{h, w}, saved: [3]*tensor.Tensor{dh, dw}, ints: [4]int{rows}})
 }
 
 // checkLinearCE checks LinearCrossEntropy's operands: shapes, one float

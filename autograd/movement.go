@@ -42,14 +42,11 @@ func (g *Graph) Permute(x *tensor.Tensor, perm ...int) *tensor.Tensor {
 		return nil
 	}
 	g.permuteInto(out, x, perm)
-	if g.wantsGrad(x) {
-		code := 0
-		for i := r - 1; i >= 0; i-- {
-			code = code*8 + perm[i]
-		}
-		g.record(node{op: permuteOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
+	code := 0 // perm in octal digits, axis 0 the lowest
+	for i := r - 1; i >= 0; i-- {
+		code = code*8 + perm[i]
 	}
-	return out
+	return g.recorded(node{op: permuteOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{code, r}})
 }
 
 // permuteInto writes x with axes perm into out (shaped accordingly).
@@ -114,10 +111,7 @@ func (g *Graph) Slice(x *tensor.Tensor, axis, start, stop int) *tensor.Tensor {
 		return nil
 	}
 	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), device.View{Buf: x.Buffer(), Layout: l})
-	if g.wantsGrad(x) {
-		g.record(node{op: sliceOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
-	}
-	return out
+	return g.recorded(node{op: sliceOp{}, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{axis, start, stop}})
 }
 
 // sliceIndex is Python's reading of a slice bound i of an axis of size n:
@@ -234,10 +228,7 @@ func (g *Graph) IndexSelect(x *tensor.Tensor, axis int, ids *tensor.Tensor) *ten
 	}
 	idx := device.View{Buf: ids.Buffer(), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1, 0}}}
 	g.dev.GatherAxis(out.Buffer(), x.Buffer(), idx, outer, n, inner, ids.Len())
-	if g.wantsGrad(x) {
-		g.record(node{op: indexSelectOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{ids}, ints: [4]int{outer, n, inner}})
-	}
-	return out
+	return g.recorded(node{op: indexSelectOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{ids}, ints: [4]int{outer, n, inner}})
 }
 
 // indexSelectOp is a recorded IndexSelect (saved[0] the ids, ints
@@ -285,10 +276,7 @@ func (g *Graph) BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 		return nil
 	}
 	g.dev.CopyStrided(dims, device.Contiguous(out.Buffer(), dims), src)
-	if g.wantsGrad(x) {
-		g.record(node{op: broadcastToOp{}, out: out, in: [3]*tensor.Tensor{x}})
-	}
-	return out
+	return g.recorded(node{op: broadcastToOp{}, out: out, in: [3]*tensor.Tensor{x}})
 }
 
 // broadcastToOp is a recorded BroadcastTo.

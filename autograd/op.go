@@ -104,6 +104,15 @@ func (g *Graph) record(n node) {
 	}
 }
 
+// recorded returns n.out, recording n first when one of its inputs wants
+// a gradient (wantsGrad): how a differentiable op ends.
+func (g *Graph) recorded(n node) *tensor.Tensor {
+	if g.wantsGrad(n.in[:]...) {
+		g.record(n)
+	}
+	return n.out
+}
+
 // checkVersions returns an error naming the op and the tensor when a
 // tensor n's backward reads was written in place after n was recorded.
 func (g *Graph) checkVersions(n *node) error {

@@ -113,14 +113,11 @@ func (g *Graph) reduceAxis(name string, op device.ReduceOp, x *tensor.Tensor, ax
 		scale = 1 / float64(n)
 		g.binaryInto(device.Mul, out, out, g.Constant(scale, dtype))
 	}
-	if g.wantsGrad(x) {
-		var kind operation = sumAxisOp{}
-		if op != device.Sum {
-			kind = maxAxisOp{}
-		}
-		g.record(node{op: kind, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{outer, n, inner}, f64: scale})
+	var kind operation = sumAxisOp{}
+	if op != device.Sum {
+		kind = maxAxisOp{}
 	}
-	return out
+	return g.recorded(node{op: kind, out: out, in: [3]*tensor.Tensor{x}, ints: [4]int{outer, n, inner}, f64: scale})
 }
 
 // floatOK is ok for a composed op of one float input x: its errors name
@@ -270,10 +267,7 @@ func (g *Graph) sum(op string, x *tensor.Tensor, mean bool) *tensor.Tensor {
 		scale = reciprocal(x.DType(), x.Len())
 		g.scaleInto(out.Buffer(), out.Buffer(), scale)
 	}
-	if g.wantsGrad(x) {
-		g.record(node{op: sumOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: scale})
-	}
-	return out
+	return g.recorded(node{op: sumOp{}, out: out, in: [3]*tensor.Tensor{x}, f64: scale})
 }
 
 // sumOp is a recorded Sum or Mean, f64 its factor.

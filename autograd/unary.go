@@ -106,10 +106,7 @@ func (g *Graph) Unary(op device.UnaryOp, x *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	g.dev.Unary(op, out.Buffer(), x.Buffer())
-	if g.wantsGrad(x) {
-		g.record(node{op: unaryOp(op), out: out, in: [3]*tensor.Tensor{x}})
-	}
-	return out
+	return g.recorded(node{op: unaryOp(op), out: out, in: [3]*tensor.Tensor{x}})
 }
 
 // Neg returns -x.

@@ -213,25 +213,21 @@ func read[T any](t *Tensor, op string, ints bool, copyOut func(device.Device, []
 // It panics for a tensor of another size, or an int32 one, naming it and
 // the method that reads it: a programming error, like an index out of
 // range.
-func (t *Tensor) Item() float32 {
-	t.readable("Item", false)
-	if t.Len() != 1 {
-		panic(fmt.Sprintf("tensor: Item of %s with %d elements: Item reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
-	}
-	var v [1]float32
-	t.dev.CopyToHost(v[:], t.buf)
-	return v[0]
-}
+func (t *Tensor) Item() float32 { return item(t, "Item", device.Device.CopyToHost) }
 
 // Item64 is Item in float64: the single value of a one-element float
 // tensor, exact for float32 and float64 alike (a float64 run's loss).
-func (t *Tensor) Item64() float64 {
-	t.readable("Item64", false)
+func (t *Tensor) Item64() float64 { return item(t, "Item64", device.Device.CopyFloat64ToHost) }
+
+// item reads the single value of a one-element float tensor for Item and
+// Item64 (op), panicking as they document.
+func item[T any](t *Tensor, op string, copyOut func(device.Device, []T, device.Buffer)) T {
+	t.readable(op, false)
 	if t.Len() != 1 {
-		panic(fmt.Sprintf("tensor: Item64 of %s with %d elements: Item64 reads a one-element tensor; read this one with Float32s or Float64s", t.String(), t.Len()))
+		panic(fmt.Sprintf("tensor: %s of %s with %d elements: %s reads a one-element tensor; read this one with Float32s or Float64s", op, t.String(), t.Len(), op))
 	}
-	var v [1]float64
-	t.dev.CopyFloat64ToHost(v[:], t.buf)
+	var v [1]T
+	copyOut(t.dev, v[:], t.buf)
 	return v[0]
 }
 

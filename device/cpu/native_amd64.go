@@ -133,11 +133,11 @@ func packBT32(dst, b []float32, ldb, k, cols int) {
 var avx2Kernel = &nativeKernel{
 	name: "avx2", mr: 6, nr: 16,
 	micro:   micro6x16,
-	packAT:  packATGo(6),
-	packATG: packATGGo(6, packATGo(6)),
-	packBN:  packBNGo(16),
+	packAT:  packRowsGo(6),
+	packATG: packPanelsGo(6, packRowsGo(6)),
+	packBN:  packRowsGo(16),
 	packBT:  packBTGo(16),
-	packBNB: packBNBGo(16, packBNGo(16)),
+	packBNB: packPanelsGo(16, packRowsGo(16)),
 }
 
 func micro6x16(k int, a []float32, rs, cs int, b []float32, c []float32, ldc int, alpha, beta float32, rows, cols int) {

@@ -23,11 +23,11 @@ const goMR, goNR = 2, 4
 var goKernel = &nativeKernel{
 	name: "go", mr: goMR, nr: goNR,
 	micro:   microGo,
-	packAT:  packATGo(goMR),
-	packATG: packATGGo(goMR, packATGo(goMR)),
-	packBN:  packBNGo(goNR),
+	packAT:  packRowsGo(goMR),
+	packATG: packPanelsGo(goMR, packRowsGo(goMR)),
+	packBN:  packRowsGo(goNR),
 	packBT:  packBTGo(goNR),
-	packBNB: packBNBGo(goNR, packBNGo(goNR)),
+	packBNB: packPanelsGo(goNR, packRowsGo(goNR)),
 }
 
 // microGo is the portable micro-kernel: a 2 x 4 block of C in 8 local
@@ -102,24 +102,15 @@ func storeTile(acc []float32, pitch int, c []float32, ldc int, alpha, beta float
 	}
 }
 
-// packATGo returns the portable packAT for mr rows.
-func packATGo(mr int) func(dst, a []float32, lda, k, rows int) {
-	return func(dst, a []float32, lda, k, rows int) {
+// packRowsGo returns the portable packAT for width = mr rows and packBN
+// for width = nr columns: row l < k of x (at l ld, n floats) goes to row l
+// of the panel, zero-padded to width.
+func packRowsGo(width int) func(dst, x []float32, ld, k, n int) {
+	return func(dst, x []float32, ld, k, n int) {
 		for l := 0; l < k; l++ {
-			d := dst[l*mr : (l+1)*mr]
-			copy(d[:rows], a[l*lda:l*lda+rows])
-			clear(d[rows:])
-		}
-	}
-}
-
-// packBNGo returns the portable packBN for nr columns.
-func packBNGo(nr int) func(dst, b []float32, ldb, k, cols int) {
-	return func(dst, b []float32, ldb, k, cols int) {
-		for l := 0; l < k; l++ {
-			d := dst[l*nr : (l+1)*nr]
-			copy(d[:cols], b[l*ldb:l*ldb+cols])
-			clear(d[cols:])
+			d := dst[l*width : (l+1)*width]
+			copy(d[:n], x[l*ld:l*ld+n])
+			clear(d[n:])
 		}
 	}
 }
@@ -144,22 +135,13 @@ func packBTGo(nr int) func(dst, b []float32, ldb, k, cols int) {
 	}
 }
 
-// packATGGo returns a packATG that packs one micro-panel after the other
-// with packAT.
-func packATGGo(mr int, packAT func(dst, a []float32, lda, k, rows int)) func(dst, a []float32, lda, k, rows int) {
-	return func(dst, a []float32, lda, k, rows int) {
-		for g := 0; g*mr < rows; g++ {
-			packAT(dst[g*mr*k:(g+1)*mr*k], a[g*mr:], lda, k, min(mr, rows-g*mr))
-		}
-	}
-}
-
-// packBNBGo returns a packBNB that packs one panel after the other with
-// packBN.
-func packBNBGo(nr int, packBN func(dst, b []float32, ldb, k, cols int)) func(dst, b []float32, ldb, k, cols int) {
-	return func(dst, b []float32, ldb, k, cols int) {
-		for q := 0; q*nr < cols; q++ {
-			packBN(dst[q*nr*k:(q+1)*nr*k], b[q*nr:], ldb, k, min(nr, cols-q*nr))
+// packPanelsGo returns a packATG (width mr, pack a packAT) or a packBNB
+// (width nr, pack a packBN) that packs one micro-panel after the other
+// with pack.
+func packPanelsGo(width int, pack func(dst, x []float32, ld, k, n int)) func(dst, x []float32, ld, k, n int) {
+	return func(dst, x []float32, ld, k, n int) {
+		for q := 0; q*width < n; q++ {
+			pack(dst[q*width*k:(q+1)*width*k], x[q*width:], ld, k, min(width, n-q*width))
 		}
 	}
 }

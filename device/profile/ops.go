@@ -308,41 +308,36 @@ func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) 
 
 // LayerNorm is timed by shape.
 func (p *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float32) {
-	t := p.start()
-	compose.LayerNorm(p.inner, out, mean, rstd, x, w, b, rows, cols, float64(eps))
-	p.end(t, "LayerNorm", lacks[device.LayerNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("LayerNorm", lacks[device.LayerNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.LayerNorm(p.inner, out, mean, rstd, x, w, b, rows, cols, float64(eps)) })
 }
 
 // LayerNormBackward is timed by shape.
 func (p *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffer, rows, cols int) {
-	t := p.start()
-	compose.LayerNormBackward(p.inner, dx, dw, db, dy, x, w, mean, rstd, rows, cols)
-	p.end(t, "LayerNormBackward", lacks[device.LayerNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("LayerNormBackward", lacks[device.LayerNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.LayerNormBackward(p.inner, dx, dw, db, dy, x, w, mean, rstd, rows, cols) })
 }
 
 // GELUTanh is timed by shape.
 func (p *Device) GELUTanh(out, x, bias device.Buffer, rows, cols int) {
-	t := p.start()
-	compose.GELUTanh(p.inner, out, x, bias, rows, cols)
-	p.end(t, "GELUTanh", lacks[device.GELUer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("GELUTanh", lacks[device.GELUer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.GELUTanh(p.inner, out, x, bias, rows, cols) })
 }
 
 // GELUTanhBackward is timed by shape.
 func (p *Device) GELUTanhBackward(dx, dout, x, bias device.Buffer, rows, cols int) {
-	t := p.start()
-	compose.GELUTanhBackward(p.inner, dx, dout, x, bias, rows, cols)
-	p.end(t, "GELUTanhBackward", lacks[device.GELUer](p.inner), func() string { return rowsCols(rows, cols) }, 0)
+	p.timed("GELUTanhBackward", lacks[device.GELUer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.GELUTanhBackward(p.inner, dx, dout, x, bias, rows, cols) })
 }
 
 // RoPE is timed by direction.
 func (p *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
-	t := p.start()
-	compose.RoPE(p.inner, out, x, cos, sin, s, inverse)
 	name := "RoPE"
 	if inverse {
 		name = "RoPE/inverse"
 	}
-	p.end(t, name, lacks[device.RoPEr](p.inner), func() string { return attention(s) }, 0)
+	p.timed(name, lacks[device.RoPEr](p.inner), func() string { return attention(s) }, 0,
+		func() { compose.RoPE(p.inner, out, x, cos, sin, s, inverse) })
 }
 
 // SwiGLU is timed by length.
