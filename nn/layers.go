@@ -166,9 +166,7 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		g.Fail(err)
 		return nil
 	}
-	eps := n.Eps
-	eps = cmp.Or(eps, DefaultEps)
-	y := g.RMSNorm(x, eps)
+	y := g.RMSNorm(x, cmp.Or(n.Eps, DefaultEps))
 	if n.Gain != nil {
 		y = g.Mul(y, n.Gain)
 	}

@@ -165,14 +165,10 @@ func assemble(ps []piece) []float32 {
 
 func gpt2JSON(m *models.GPT2) map[string]any {
 	c := m.Config
-	eps := 1e-5
-	if m.Norm.Eps != 0 {
-		eps = m.Norm.Eps
-	}
 	return map[string]any{
 		"architectures": []string{GPT2Arch}, "model_type": "gpt2", "activation_function": "gelu_new",
 		"n_layer": c.Layers, "n_embd": c.Dim, "n_head": c.Heads, "n_inner": nil, "vocab_size": c.Vocab,
-		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": eps,
+		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": cmp.Or(m.Norm.Eps, 1e-5),
 		"attn_pdrop": c.Dropout, "embd_pdrop": c.Dropout, "resid_pdrop": c.Dropout,
 		"initializer_range": c.InitStd, "scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": false,
 		"reorder_and_upcast_attn": false, "tie_word_embeddings": m.Head.Weight == m.Tok.Weight, "use_cache": true,
