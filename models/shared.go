@@ -109,11 +109,7 @@ func (m *decoder) Parameters() []*tensor.Tensor { return m.params }
 // loss), appending their keys and values to the cache. A cache needs a
 // graph with recording off. Errors are recorded in g.
 func (m *decoder) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.head.Forward(g, h)
+	return m.head.Forward(g, m.hidden(g, inputs, cache)) // nil, g failed, when hidden is
 }
 
 // ForwardCachedLast is ForwardCached's logits of the last position of
