@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/safetensors"
@@ -137,15 +136,7 @@ const f16Overflow = 65520
 func assemble(ps []piece) []float32 {
 	out := make([]float32, tensor.Shape(ps[0].shape).Numel())
 	for _, p := range ps {
-		var v []float32
-		if p.param.DType() == device.Float64 {
-			v = make([]float32, p.param.Len())
-			for i, x := range p.param.Float64s() {
-				v[i] = float32(x)
-			}
-		} else {
-			v = p.param.Float32s()
-		}
+		v := p.param.Float32s() // a float64 parameter's values rounded to float32
 		switch {
 		case !p.conv:
 			copy(out, v)
