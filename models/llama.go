@@ -188,8 +188,7 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 	init := nn.NewInit(dev, seed, cfg.InitStd)
 	init.DType = cfg.DType
 	d, hd := cfg.Dim, cfg.headDim()
-	eps := cfg.NormEps
-	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: eps} }
+	norm := func() nn.RMSNorm { return nn.RMSNorm{Gain: init.Ones(d), Eps: cfg.NormEps} }
 	m := &Llama{Config: cfg}
 	m.Embed = nn.NewEmbedding(init, cfg.Vocab, d)
 	m.Blocks = make([]TransformerBlock, cfg.Layers)

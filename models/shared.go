@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/autograd"
-	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/nn"
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -109,11 +108,7 @@ func (m *decoder) Parameters() []*tensor.Tensor { return m.params }
 // loss), appending their keys and values to the cache. A cache needs a
 // graph with recording off. Errors are recorded in g.
 func (m *decoder) ForwardCached(g *autograd.Graph, inputs *tensor.Tensor, cache *nn.KVCache) *tensor.Tensor {
-	h := m.hidden(g, inputs, cache)
-	if h == nil {
-		return nil
-	}
-	return m.head.Forward(g, h)
+	return m.head.Forward(g, m.hidden(g, inputs, cache)) // nil, g failed, when hidden is
 }
 
 // ForwardCachedLast is ForwardCached's logits of the last position of
@@ -224,16 +219,11 @@ func (m *causalLM) UntieHead() error {
 	if m.head.Weight != e {
 		return fmt.Errorf("models: %s.UntieHead: the head is already untied", m.name)
 	}
-	var w *tensor.Tensor
-	var err error
-	if e.DType() == device.Float64 {
-		w, err = tensor.FromFloat64(e.Device(), e.Float64s(), e.Shape()...)
-	} else {
-		w, err = tensor.FromFloat32(e.Device(), e.Float32s(), e.Shape()...)
-	}
+	w, err := tensor.NewOf(e.Device(), e.DType(), e.Shape()...)
 	if err != nil {
 		return fmt.Errorf("models: %s.UntieHead: %w", m.name, err)
 	}
+	e.Device().Copy(w.Buffer(), e.Buffer())
 	w.SetRequiresGrad(true)
 	m.head.Weight = w
 	m.params = nn.Parameters(m.model)

@@ -44,14 +44,10 @@ func (n *LayerNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor 
 		g.Fail(fmt.Errorf("nn: %s: input %v: want rank >= 1", name, tensor.ShapeOf(x)))
 		return nil
 	}
-	for _, p := range []struct {
-		field string
-		t     *tensor.Tensor
-	}{{"weight", n.Weight}, {"bias", n.Bias}} {
-		if err := checkVector(name, p.field, p.t, x); err != nil {
-			g.Fail(err)
-			return nil
-		}
+	// The weight's error first, else the bias's.
+	if err := cmp.Or(checkVector(name, "weight", n.Weight, x), checkVector(name, "bias", n.Bias, x)); err != nil {
+		g.Fail(err)
+		return nil
 	}
 	return g.LayerNorm(x, n.Weight, n.Bias, cmp.Or(n.Eps, 1e-5))
 }
@@ -71,17 +67,13 @@ const (
 	SiLU
 )
 
+// activationNames are the activations' names.
+var activationNames = map[Activation]string{ReLU: "relu", GELU: "gelu", GELUTanh: "gelu_tanh", SiLU: "silu"}
+
 // String names the activation.
 func (a Activation) String() string {
-	switch a {
-	case ReLU:
-		return "relu"
-	case GELU:
-		return "gelu"
-	case GELUTanh:
-		return "gelu_tanh"
-	case SiLU:
-		return "silu"
+	if name, ok := activationNames[a]; ok {
+		return name
 	}
 	return fmt.Sprintf("activation(%d)", uint8(a))
 }

@@ -34,16 +34,9 @@ func NewLinearBias(init *Init, in, out int) Linear {
 // is not the weight's, fails g with an error naming the layer (by its
 // weight's name, once Parameters has named it), the weight and the shapes.
 func (l *Linear) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
-	if g.Err() != nil {
-		return nil
-	}
-	if err := l.check(x); err != nil {
-		g.Fail(err)
-		return nil
-	}
-	y := g.MatMul(x, l.Weight, false, true)
+	y := l.product(g, x)
 	if l.Bias != nil {
-		y = g.Add(y, l.Bias)
+		y = g.Add(y, l.Bias) // nil, adding no error, when product failed
 	}
 	return y
 }
@@ -55,6 +48,12 @@ func (l *Linear) ForwardAct(g *autograd.Graph, x *tensor.Tensor, act Activation)
 	if act != GELUTanh || l.Bias == nil {
 		return act.Forward(g, l.Forward(g, x))
 	}
+	return g.GELUTanh(l.product(g, x), l.Bias)
+}
+
+// product returns x W^T, or nil with g failed (by check's error, unless g
+// had failed already).
+func (l *Linear) product(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 	if g.Err() != nil {
 		return nil
 	}
@@ -62,7 +61,7 @@ func (l *Linear) ForwardAct(g *autograd.Graph, x *tensor.Tensor, act Activation)
 		g.Fail(err)
 		return nil
 	}
-	return g.GELUTanh(g.MatMul(x, l.Weight, false, true), l.Bias)
+	return g.MatMul(x, l.Weight, false, true)
 }
 
 // check reports why x cannot go through l.
@@ -167,9 +166,7 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		g.Fail(err)
 		return nil
 	}
-	eps := n.Eps
-	eps = cmp.Or(eps, DefaultEps)
-	y := g.RMSNorm(x, eps)
+	y := g.RMSNorm(x, cmp.Or(n.Eps, DefaultEps))
 	if n.Gain != nil {
 		y = g.Mul(y, n.Gain)
 	}

@@ -37,11 +37,7 @@ func Tied(m any) map[string]string {
 func walk(m any) *walker {
 	w := &walker{seen: map[*tensor.Tensor]string{}, active: map[uintptr]bool{}, tied: map[string]string{}}
 	v := reflect.ValueOf(m)
-	s := v
-	if s.Kind() == reflect.Pointer {
-		s = s.Elem()
-	}
-	if s.Kind() != reflect.Struct {
+	if reflect.Indirect(v).Kind() != reflect.Struct {
 		panic(fmt.Sprintf("nn: Parameters of %T: want a struct or a pointer to one", m))
 	}
 	w.walk(v, "")

@@ -311,13 +311,10 @@ func (c *KVCache) Append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*te
 		return nil, nil
 	}
 	join := func(old, x *tensor.Tensor) *tensor.Tensor {
-		var all *tensor.Tensor
 		if old == nil {
-			all = g.Slice(x, 1, 0, x.Dim(1)) // a graph-owned copy
-		} else {
-			all = g.Concat(1, old, x)
+			return g.Slice(x, 1, 0, x.Dim(1)) // a graph-owned copy
 		}
-		return all
+		return g.Concat(1, old, x)
 	}
 	ka, va := join(c.k[layer], k), join(c.v[layer], v)
 	if ka == nil || va == nil {

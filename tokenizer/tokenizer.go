@@ -27,8 +27,10 @@ package tokenizer
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -165,16 +167,7 @@ func (t *Tokenizer) EncodeParallel(text string, chunk int) []int32 {
 	if len(chunks) == 1 {
 		return t.Encode(text)
 	}
-	parts := t.EncodeBatch(chunks)
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	out := make([]int32, 0, n)
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
+	return slices.Concat(t.EncodeBatch(chunks)...)
 }
 
 // SplitSafe cuts text into consecutive chunks of about size bytes (1 MiB if
@@ -231,23 +224,13 @@ func parallel(n int, f func(i int)) {
 		return
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
+	var next atomic.Int64 // the next index to take
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				f(i)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

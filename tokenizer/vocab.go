@@ -28,31 +28,23 @@ type vocab struct {
 	decoder [][]byte         // token id -> bytes, VocabSize entries
 }
 
-var (
-	gpt2Once sync.Once
-	gpt2Tok  *Tokenizer
-	gpt2Err  error
-)
-
 // GPT2 returns the GPT-2 tokenizer (tiktoken's r50k_base). The ranks are
 // parsed and checked once per process; the returned Tokenizer is shared and
 // safe for concurrent use.
-func GPT2() (*Tokenizer, error) {
-	gpt2Once.Do(func() {
-		raw, err := assets.Assets.ReadFile(R50KAsset)
-		if err != nil {
-			gpt2Err = fmt.Errorf("tokenizer: reading embedded %s: %w", R50KAsset, err)
-			return
-		}
-		v, err := parseTiktoken(R50KAsset, raw, R50KSHA256)
-		if err != nil {
-			gpt2Err = err
-			return
-		}
-		gpt2Tok = &Tokenizer{v: v, specials: []special{{EndOfTextString, EndOfText}}}
-	})
-	return gpt2Tok, gpt2Err
-}
+func GPT2() (*Tokenizer, error) { return gpt2Tokenizer() }
+
+// gpt2Tokenizer is GPT2's work, done once.
+var gpt2Tokenizer = sync.OnceValues(func() (*Tokenizer, error) {
+	raw, err := assets.Assets.ReadFile(R50KAsset)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: reading embedded %s: %w", R50KAsset, err)
+	}
+	v, err := parseTiktoken(R50KAsset, raw, R50KSHA256)
+	if err != nil {
+		return nil, err
+	}
+	return &Tokenizer{v: v, specials: []special{{EndOfTextString, EndOfText}}}, nil
+})
 
 // parseTiktoken reads a .tiktoken file ("base64 rank" per line), checks its
 // hash and that ranks run 0..n-1, and appends <|endoftext|> as rank n.

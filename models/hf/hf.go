@@ -58,9 +58,7 @@ type Options struct {
 // Load reads the model directory dir onto dev: its config (ReadConfig), a
 // model built from it, and its weights (LoadWeights).
 func Load(dev device.Device, dir string, opt Options) (Model, *Config, error) {
-	dt := opt.DType
-	dt = cmp.Or(dt, device.Float32)
-	cfg, err := ReadConfig(dir, dt)
+	cfg, err := ReadConfig(dir, cmp.Or(opt.DType, device.Float32))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/safetensors"
@@ -137,15 +136,7 @@ const f16Overflow = 65520
 func assemble(ps []piece) []float32 {
 	out := make([]float32, tensor.Shape(ps[0].shape).Numel())
 	for _, p := range ps {
-		var v []float32
-		if p.param.DType() == device.Float64 {
-			v = make([]float32, p.param.Len())
-			for i, x := range p.param.Float64s() {
-				v[i] = float32(x)
-			}
-		} else {
-			v = p.param.Float32s()
-		}
+		v := p.param.Float32s() // a float64 parameter's values rounded to float32
 		switch {
 		case !p.conv:
 			copy(out, v)
@@ -165,14 +156,10 @@ func assemble(ps []piece) []float32 {
 
 func gpt2JSON(m *models.GPT2) map[string]any {
 	c := m.Config
-	eps := 1e-5
-	if m.Norm.Eps != 0 {
-		eps = m.Norm.Eps
-	}
 	return map[string]any{
 		"architectures": []string{GPT2Arch}, "model_type": "gpt2", "activation_function": "gelu_new",
 		"n_layer": c.Layers, "n_embd": c.Dim, "n_head": c.Heads, "n_inner": nil, "vocab_size": c.Vocab,
-		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": eps,
+		"n_positions": c.Context, "n_ctx": c.Context, "layer_norm_epsilon": cmp.Or(m.Norm.Eps, 1e-5),
 		"attn_pdrop": c.Dropout, "embd_pdrop": c.Dropout, "resid_pdrop": c.Dropout,
 		"initializer_range": c.InitStd, "scale_attn_weights": true, "scale_attn_by_inverse_layer_idx": false,
 		"reorder_and_upcast_attn": false, "tie_word_embeddings": m.Head.Weight == m.Tok.Weight, "use_cache": true,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/safetensors"
@@ -58,17 +58,14 @@ func openSource(dir string) (*source, error) {
 		}
 		weightMap = idx.WeightMap
 		files = files[:0]
-		seen := map[string]bool{}
 		for _, fn := range weightMap {
 			if fn != filepath.Base(fn) {
 				return nil, fmt.Errorf("hf: %s: shard %q is not a file in the directory", index, fn)
 			}
-			if !seen[fn] {
-				seen[fn] = true
-				files = append(files, fn)
-			}
+			files = append(files, fn)
 		}
-		sort.Strings(files)
+		slices.Sort(files)
+		files = slices.Compact(files) // each shard once, in name order
 	} else if !os.IsNotExist(err) {
 		return nil, fmt.Errorf("hf: %w", err)
 	} else if _, err := os.Stat(filepath.Join(dir, files[0])); os.IsNotExist(err) {

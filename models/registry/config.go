@@ -80,12 +80,7 @@ func WithDType(cfg any, dt device.DType) (any, error) {
 
 // sizeField returns v's int field named s.
 func sizeField(v reflect.Value, s Size) (reflect.Value, bool) {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return reflect.Value{}, false
-		}
-		v = v.Elem()
-	}
+	v = reflect.Indirect(v) // a nil pointer gives the zero Value, not a struct
 	if v.Kind() != reflect.Struct {
 		return reflect.Value{}, false
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -98,14 +99,10 @@ func (r Roles) Check(params []*tensor.Tensor) error {
 // (nn.Tied); a tied head names headName there.
 func RolesByName(params []*tensor.Tensor, embeds []string, headName string, tied map[string]string) (Roles, error) {
 	r := Roles{Of: map[string]Role{}, TiedTo: tied[headName]}
-	isEmbed := map[string]bool{}
-	for _, e := range embeds {
-		isEmbed[e] = true
-	}
 	for _, p := range params {
 		var role Role
 		switch {
-		case isEmbed[p.Name]:
+		case slices.Contains(embeds, p.Name):
 			role = Embedding
 		case p.Name == headName:
 			role = Head
