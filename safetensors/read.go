@@ -291,29 +291,27 @@ func (sf *File) check(name string, dtype DType, shape []int) (Info, error) {
 // (len(dst) == numel(shape)); a different dtype or shape is an error
 // naming the tensor. A nil shape accepts any shape of len(dst) elements.
 func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
-	buf, err := sf.readN(name, F32, shape, len(dst))
-	if err == nil {
-		DecodeFloat32(dst, buf)
-	}
-	return err
+	return readInto(sf, name, F32, shape, dst, DecodeFloat32)
 }
 
 // ReadInt32 reads an I32 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
-	buf, err := sf.readN(name, I32, shape, len(dst))
-	if err == nil {
-		DecodeInt32(dst, buf)
-	}
-	return err
+	return readInto(sf, name, I32, shape, dst, DecodeInt32)
 }
 
 // ReadFloat64 reads an F64 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadFloat64(name string, shape []int, dst []float64) error {
-	buf, err := sf.readN(name, F64, shape, len(dst))
+	return readInto(sf, name, F64, shape, dst, DecodeFloat64)
+}
+
+// readInto reads a tensor of dtype and the given shape into dst, decoding
+// its bytes with decode (see ReadFloat32).
+func readInto[T any](sf *File, name string, dtype DType, shape []int, dst []T, decode func([]T, []byte)) error {
+	buf, err := sf.readN(name, dtype, shape, len(dst))
 	if err == nil {
-		DecodeFloat64(dst, buf)
+		decode(dst, buf)
 	}
 	return err
 }
