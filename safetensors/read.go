@@ -2,13 +2,13 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -191,12 +191,7 @@ func (sf *File) decodeHeader(header []byte) error {
 // exactly: sorted by offset, each begins where the previous ended, the
 // first at 0 and the last at the end of the file.
 func (sf *File) checkLayout(dataSize int64) error {
-	sort.SliceStable(sf.infos, func(i, j int) bool {
-		if sf.infos[i].Begin != sf.infos[j].Begin {
-			return sf.infos[i].Begin < sf.infos[j].Begin
-		}
-		return sf.infos[i].End < sf.infos[j].End
-	})
+	slices.SortStableFunc(sf.infos, func(a, b Info) int { return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End)) })
 	var pos int64
 	for i, in := range sf.infos {
 		sf.byName[in.Name] = i
