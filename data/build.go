@@ -319,21 +319,12 @@ func (b *Builder) Abort() {
 // text and cfg.Split.ValTokens set to split off validation, then train on
 // Summary.TrainShards and validate on Summary.ValShards[0].
 func BuildFromText(ctx context.Context, cfg BuildConfig, docs ...string) (Summary, error) {
-	b, err := NewBuilder(cfg)
-	if err != nil {
-		return Summary{}, err
-	}
-	for _, d := range docs {
+	return buildFrom(ctx, cfg, docs, func(b *Builder, ctx context.Context, d string) error {
 		if err := ctx.Err(); err != nil {
-			b.Abort()
-			return b.sum, err
+			return err
 		}
-		if err := b.AddText(d); err != nil {
-			b.Abort()
-			return b.sum, err
-		}
-	}
-	return b.Close()
+		return b.AddText(d)
+	})
 }
 
 // BuildFromFiles writes shards from input files, chosen by extension:
@@ -350,13 +341,15 @@ func BuildFromTextFiles(ctx context.Context, cfg BuildConfig, paths ...string) (
 	return buildFrom(ctx, cfg, paths, (*Builder).AddTextFile)
 }
 
-func buildFrom(ctx context.Context, cfg BuildConfig, paths []string, add func(*Builder, context.Context, string) error) (Summary, error) {
+// buildFrom writes shards from inputs (files or documents), each ingested
+// by add; an error discards the shards being written (Abort).
+func buildFrom(ctx context.Context, cfg BuildConfig, inputs []string, add func(*Builder, context.Context, string) error) (Summary, error) {
 	b, err := NewBuilder(cfg)
 	if err != nil {
 		return Summary{}, err
 	}
-	for _, p := range paths {
-		if err := add(b, ctx, p); err != nil {
+	for _, in := range inputs {
+		if err := add(b, ctx, in); err != nil {
 			b.Abort()
 			return b.sum, err
 		}

@@ -311,49 +311,44 @@ func (s *textStream) paragraphs() error {
 		}
 		para := s.pending[:i]
 		s.pending = s.pending[i+2:]
-		if s.heldBytes > 0 {
-			// A paragraph that began with a long blank part.
-			if isBlank(para) {
-				s.held, s.heldBytes = s.held[:0], 0
-				continue
-			}
-			if err := s.begin(); err != nil {
-				return err
-			}
-		}
-		if s.inDoc {
-			// The end of a paragraph begun in an earlier chunk.
-			if err := s.flush(); err != nil {
-				return err
-			}
-			if err := s.b.emitText(string(para), s.toVal); err != nil {
-				return err
-			}
-			s.inDoc = false
-			continue
-		}
-		if !isBlank(para) {
-			s.paras = append(s.paras, string(para))
+		if err := s.paragraph(para); err != nil {
+			return err
 		}
 	}
 }
 
-// finish writes what is left at the end of the file: the last paragraph,
-// which no blank line ends.
-func (s *textStream) finish() error {
-	if s.heldBytes > 0 && !isBlank(s.pending) {
+// paragraph takes one whole paragraph: it ends the open document or the
+// held blank start, or it is collected for the next batch.
+func (s *textStream) paragraph(para []byte) error {
+	if s.heldBytes > 0 {
+		// A paragraph that began with a long blank part.
+		if isBlank(para) {
+			s.held, s.heldBytes = s.held[:0], 0
+			return nil
+		}
 		if err := s.begin(); err != nil {
 			return err
 		}
 	}
 	if s.inDoc {
+		// The end of a paragraph begun in an earlier chunk.
 		if err := s.flush(); err != nil {
 			return err
 		}
-		return s.b.emitText(string(s.pending), s.toVal)
+		s.inDoc = false
+		return s.b.emitText(string(para), s.toVal)
 	}
-	if !isBlank(s.pending) {
-		s.paras = append(s.paras, string(s.pending))
+	if !isBlank(para) {
+		s.paras = append(s.paras, string(para))
+	}
+	return nil
+}
+
+// finish writes what is left at the end of the file: the last paragraph,
+// which no blank line ends.
+func (s *textStream) finish() error {
+	if err := s.paragraph(s.pending); err != nil {
+		return err
 	}
 	return s.flush()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -22,25 +23,13 @@ type Match func(name string) bool
 // Prefix matches names that start with any of the prefixes.
 func Prefix(prefixes ...string) Match {
 	return func(name string) bool {
-		for _, p := range prefixes {
-			if strings.HasPrefix(name, p) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 	}
 }
 
 // Exact matches names equal to any of names.
 func Exact(names ...string) Match {
-	return func(name string) bool {
-		for _, n := range names {
-			if name == n {
-				return true
-			}
-		}
-		return false
-	}
+	return func(name string) bool { return slices.Contains(names, name) }
 }
 
 // GroupSpec is one entry of a Recipe: the parameters that Match claims are

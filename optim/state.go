@@ -2,7 +2,8 @@ package optim
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/hilbert-ml/hilbert/tensor"
 )
@@ -87,20 +88,9 @@ func loadState[T float32 | float64](s *Set, op string, tensors map[string][]T, c
 			}
 		}
 	}
-	var extra []string
-	for n := range tensors {
-		if !used[n] {
-			extra = append(extra, n)
-		}
-	}
-	for n := range counters {
-		if !used[n] {
-			extra = append(extra, n)
-		}
-	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		return fmt.Errorf("optim: %s: state %s is not part of this optimizer set", op, extra[0])
+	names := slices.Concat(slices.Collect(maps.Keys(tensors)), slices.Collect(maps.Keys(counters)))
+	if extra := slices.DeleteFunc(names, func(n string) bool { return used[n] }); len(extra) > 0 {
+		return fmt.Errorf("optim: %s: state %s is not part of this optimizer set", op, slices.Min(extra))
 	}
 	for _, e := range entries {
 		if e.Tensor != nil {

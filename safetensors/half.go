@@ -106,22 +106,14 @@ func (d DType) IsFloat() bool { return d == F64 || d == F32 || d == F16 || d == 
 // A shape other than shape (nil: any of len(dst) elements) or a tensor
 // that is not floating-point is an error naming the tensor and the file.
 func (sf *File) ReadAsFloat32(name string, shape []int, dst []float32) error {
-	buf, dt, err := sf.readFloat(name, shape, len(dst))
-	if err != nil {
-		return err
-	}
-	return DecodeAsFloat32(dt, dst, buf)
+	return readFloat(sf, name, shape, dst, DecodeAsFloat32)
 }
 
 // ReadAsFloat64 reads a floating-point tensor of any float dtype into dst
 // exactly (every F32, F16 and BF16 value is a float64), with the checks of
 // ReadAsFloat32.
 func (sf *File) ReadAsFloat64(name string, shape []int, dst []float64) error {
-	buf, dt, err := sf.readFloat(name, shape, len(dst))
-	if err != nil {
-		return err
-	}
-	return DecodeAsFloat64(dt, dst, buf)
+	return readFloat(sf, name, shape, dst, DecodeAsFloat64)
 }
 
 // DecodeAsFloat32 decodes little-endian elements of float dtype dt (F64
@@ -169,15 +161,18 @@ func DecodeAsFloat64(dt DType, dst []float64, b []byte) error {
 }
 
 // readFloat checks a float tensor against shape and the destination's
-// length n and returns its raw bytes and dtype.
-func (sf *File) readFloat(name string, shape []int, n int) ([]byte, DType, error) {
+// length and decodes it into dst with decode (see ReadAsFloat32).
+func readFloat[T any](sf *File, name string, shape []int, dst []T, decode func(DType, []T, []byte) error) error {
 	in, ok := sf.Info(name)
 	if !ok {
-		return nil, "", fmt.Errorf("safetensors: %s: no tensor %q", sf.path, name)
+		return fmt.Errorf("safetensors: %s: no tensor %q", sf.path, name)
 	}
 	if !in.DType.IsFloat() {
-		return nil, "", fmt.Errorf("safetensors: %s: tensor %q has dtype %s (want F64, F32, F16 or BF16)", sf.path, name, in.DType)
+		return fmt.Errorf("safetensors: %s: tensor %q has dtype %s (want F64, F32, F16 or BF16)", sf.path, name, in.DType)
 	}
-	buf, err := sf.readN(name, in.DType, shape, n)
-	return buf, in.DType, err
+	buf, err := sf.readN(name, in.DType, shape, len(dst))
+	if err != nil {
+		return err
+	}
+	return decode(in.DType, dst, buf)
 }

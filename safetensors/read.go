@@ -2,13 +2,13 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -191,12 +191,7 @@ func (sf *File) decodeHeader(header []byte) error {
 // exactly: sorted by offset, each begins where the previous ended, the
 // first at 0 and the last at the end of the file.
 func (sf *File) checkLayout(dataSize int64) error {
-	sort.SliceStable(sf.infos, func(i, j int) bool {
-		if sf.infos[i].Begin != sf.infos[j].Begin {
-			return sf.infos[i].Begin < sf.infos[j].Begin
-		}
-		return sf.infos[i].End < sf.infos[j].End
-	})
+	slices.SortStableFunc(sf.infos, func(a, b Info) int { return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End)) })
 	var pos int64
 	for i, in := range sf.infos {
 		sf.byName[in.Name] = i
@@ -291,29 +286,27 @@ func (sf *File) check(name string, dtype DType, shape []int) (Info, error) {
 // (len(dst) == numel(shape)); a different dtype or shape is an error
 // naming the tensor. A nil shape accepts any shape of len(dst) elements.
 func (sf *File) ReadFloat32(name string, shape []int, dst []float32) error {
-	buf, err := sf.readN(name, F32, shape, len(dst))
-	if err == nil {
-		DecodeFloat32(dst, buf)
-	}
-	return err
+	return readInto(sf, name, F32, shape, dst, DecodeFloat32)
 }
 
 // ReadInt32 reads an I32 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadInt32(name string, shape []int, dst []int32) error {
-	buf, err := sf.readN(name, I32, shape, len(dst))
-	if err == nil {
-		DecodeInt32(dst, buf)
-	}
-	return err
+	return readInto(sf, name, I32, shape, dst, DecodeInt32)
 }
 
 // ReadFloat64 reads an F64 tensor of the given shape into dst, like
 // ReadFloat32.
 func (sf *File) ReadFloat64(name string, shape []int, dst []float64) error {
-	buf, err := sf.readN(name, F64, shape, len(dst))
+	return readInto(sf, name, F64, shape, dst, DecodeFloat64)
+}
+
+// readInto reads a tensor of dtype and the given shape into dst, decoding
+// its bytes with decode (see ReadFloat32).
+func readInto[T any](sf *File, name string, dtype DType, shape []int, dst []T, decode func([]T, []byte)) error {
+	buf, err := sf.readN(name, dtype, shape, len(dst))
 	if err == nil {
-		DecodeFloat64(dst, buf)
+		decode(dst, buf)
 	}
 	return err
 }

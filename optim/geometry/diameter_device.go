@@ -1,6 +1,7 @@
 package geometry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -148,7 +149,7 @@ func (r *devRun) run() (Diameter, error) {
 	if len(rows) > maxDeviceCandidates {
 		// Too many rows qualify for the pair search: recheck the farthest
 		// column of the rows with the largest maxima.
-		slices.SortFunc(rows, func(a, b int) int { return cmpFloat32(best[b], best[a]) })
+		slices.SortFunc(rows, func(a, b int) int { return cmp.Compare(best[b], best[a]) })
 		for _, i := range rows[:maxDeviceCandidates] {
 			cands = append(cands, candidate{v: best[i], i: int32(i), j: arg[i]})
 		}
@@ -382,19 +383,9 @@ func (r *devRun) pairsAbove(rows []int, thr float64) (cands []candidate, overflo
 // keepLargest keeps the maxDeviceCandidates largest candidates and returns
 // the value a later candidate must exceed to matter.
 func keepLargest(cands []candidate) ([]candidate, float32) {
-	slices.SortFunc(cands, func(a, b candidate) int { return cmpFloat32(b.v, a.v) })
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(b.v, a.v) })
 	cands = cands[:maxDeviceCandidates]
 	return cands, math.Nextafter32(cands[len(cands)-1].v, float32(math.Inf(1)))
-}
-
-func cmpFloat32(a, b float32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // panel returns the scratch for min(T, v) gathered rows and their
@@ -417,12 +408,7 @@ func (r *devRun) panel() (rows, idx device.Buffer, err error) {
 // in float64; the largest wins (the first in (i, j) order on a tie).
 func (r *devRun) recheck(cands []candidate) (Diameter, error) {
 	d := r.d
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if a.i != b.i {
-			return int(a.i - b.i)
-		}
-		return int(a.j - b.j)
-	})
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.i, b.i), cmp.Compare(a.j, b.j)) })
 	var uniq []int32
 	for _, c := range cands {
 		uniq = append(uniq, c.i, c.j)

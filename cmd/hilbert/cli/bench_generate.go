@@ -158,7 +158,7 @@ func (b *generateBench) profileDecode(stderr io.Writer) error {
 	prof.Record(true)
 	t, err := b.once(func() {
 		prof.Record(false)
-		prefillCalls = callTime(prof)
+		_, prefillCalls = attentionShare(prof.Ops())
 		err := prof.WriteTable(&prefill, f.profileTop)
 		prof.Reset()
 		prof.Record(err == nil)
@@ -170,18 +170,10 @@ func (b *generateBench) profileDecode(stderr io.Writer) error {
 	fmt.Fprintf(stderr, "profile of the prefill (%s, batch %d, a %d-token prompt; calls synchronized): %.1f ms to the first token, of which device calls %.1f ms\n%s",
 		f.preset, f.batch, f.prompt, ms(t.first), ms(prefillCalls), prefill.String())
 	steps := f.tokens - 1
+	_, decodeCalls := attentionShare(prof.Ops())
 	fmt.Fprintf(stderr, "profile of %d decode steps (calls synchronized): %.2f ms a token, of which device calls %.2f ms (the rest: graph, sampling, host)\n",
-		steps, ms(t.perToken), ms(callTime(prof))/float64(steps))
+		steps, ms(t.perToken), ms(decodeCalls)/float64(steps))
 	return prof.WriteTable(stderr, f.profileTop)
-}
-
-// callTime is the time of every call prof recorded.
-func callTime(prof *profile.Device) time.Duration {
-	var calls time.Duration
-	for _, o := range prof.Ops() {
-		calls += o.Time
-	}
-	return calls
 }
 
 func medianDuration(ts []time.Duration) time.Duration {

@@ -3,6 +3,7 @@ package main
 // The figures: loss cost and the two ratios against tokens per parameter.
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -104,13 +105,12 @@ func drawFigure(path, title, yLabel string, ss []series, paper []float64, logY, 
 	palette := [][2]color.Color{{study.Blue, study.Faint}, {orange, orangeFaint}, {green, greenFaint}}
 	for i, s := range ss {
 		col := palette[i%len(palette)]
-		if err := study.AddLine(p, s.means, col[0], false, ""); err != nil {
-			return err
-		}
-		if err := study.AddPoints(p, s.seeds, col[1], 2.5, draw.CircleGlyph{}, fmt.Sprintf("d %d, per seed", s.d)); err != nil {
-			return err
-		}
-		if err := study.AddPoints(p, s.means, col[0], 4.5, draw.BoxGlyph{}, fmt.Sprintf("d %d (%d params), mean over seeds", s.d, params(s.d))); err != nil {
+		// The layers in drawing order; the first error is the plot's.
+		if err := cmp.Or(
+			study.AddLine(p, s.means, col[0], false, ""),
+			study.AddPoints(p, s.seeds, col[1], 2.5, draw.CircleGlyph{}, fmt.Sprintf("d %d, per seed", s.d)),
+			study.AddPoints(p, s.means, col[0], 4.5, draw.BoxGlyph{}, fmt.Sprintf("d %d (%d params), mean over seeds", s.d, params(s.d))),
+		); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -29,19 +30,14 @@ func ratioPlot(path, title, yLabel string, seeds, means, fitXY, paper, paperFit 
 		}
 	}
 	p.Y.Min, p.Y.Max = lo/1.6, hi*1.6
-	if err := shared.AddLine(p, fitXY, shared.Blue, true, fitLabel); err != nil {
-		return err
-	}
-	if err := shared.AddLine(p, paperFit, shared.Red, true, paperLabel); err != nil {
-		return err
-	}
-	if err := shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"); err != nil {
-		return err
-	}
-	if err := shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"); err != nil {
-		return err
-	}
-	if err := shared.AddPoints(p, paper, shared.Red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"); err != nil {
+	// The layers in drawing order; the first error is the plot's.
+	if err := cmp.Or(
+		shared.AddLine(p, fitXY, shared.Blue, true, fitLabel),
+		shared.AddLine(p, paperFit, shared.Red, true, paperLabel),
+		shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "CPU, per seed"),
+		shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "CPU, ratio of seed means (2 layers, 409,600 tokens)"),
+		shared.AddPoints(p, paper, shared.Red, 4.5, draw.TriangleGlyph{}, "paper (190M-640M, FineWeb, 20 tokens/param)"),
+	); err != nil {
 		return err
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
@@ -58,13 +54,11 @@ func costPlot(path string, seeds, means plotter.XYs) error {
 	p.Y.Min = 0 // a cost's size reads against zero
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = false, false
-	if err := shared.AddLine(p, means, shared.Blue, false, ""); err != nil {
-		return err
-	}
-	if err := shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "per seed"); err != nil {
-		return err
-	}
-	if err := shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "mean over seeds"); err != nil {
+	if err := cmp.Or(
+		shared.AddLine(p, means, shared.Blue, false, ""),
+		shared.AddPoints(p, seeds, shared.Faint, 2.5, draw.CircleGlyph{}, "per seed"),
+		shared.AddPoints(p, means, shared.Blue, 4.5, draw.BoxGlyph{}, "mean over seeds"),
+	); err != nil {
 		return err
 	}
 	return p.Save(8*vg.Inch, 4*vg.Inch, path)
