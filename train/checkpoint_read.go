@@ -387,30 +387,22 @@ func setParameters(params []*tensor.Tensor, values []hostValues) error {
 }
 
 // readOptimState reads every state tensor the optimizer set expects, with
-// the lengths and dtypes it expects (from its current state), and refuses
-// non-finite values.
+// the lengths and dtypes it expects (from its current state, whose host
+// copies it reads into), and refuses non-finite values.
 func readOptimState(path string, opt *optim.Set) (map[string]hostValues, error) {
 	f, err := openTensors(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	want, _ := optimState(opt)
-	out := make(map[string]hostValues, len(want))
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		v := want[name]
-		if v.wide() {
-			v = hostValues{f64: make([]float64, v.len())}
-		} else {
-			v = hostValues{f32: make([]float32, v.len())}
-		}
-		if err := v.read(f, name, []int{v.len()}); err != nil {
+	out, _ := optimState(opt)
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		if err := out[name].read(f, name, []int{out[name].len()}); err != nil {
 			return nil, fmt.Errorf("train: resume: %s: %w", path, err)
 		}
-		out[name] = v
 	}
-	if n := len(f.Tensors()); n != len(want) {
-		return nil, fmt.Errorf("train: resume: %s holds %d state tensors, the optimizer has %d (another recipe?)", path, n, len(want))
+	if n := len(f.Tensors()); n != len(out) {
+		return nil, fmt.Errorf("train: resume: %s holds %d state tensors, the optimizer has %d (another recipe?)", path, n, len(out))
 	}
 	return out, nil
 }

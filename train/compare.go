@@ -134,16 +134,11 @@ func (c Comparison) Markdown() string {
 // D(S_t) (with RowNorm's bound, dashed, last) and Hilbert RMS, one series
 // per run in its head's colour, the first run of each head labelled.
 func comparisonSeries(runs []RunResult) (val, diam, rms []Series) {
-	var heads []string
-	seeds := map[string]int{}
+	seeds := map[string]int{} // runs by head
 	for _, r := range runs {
-		h := strings.ToLower(r.Summary.Head)
-		if seeds[h] == 0 {
-			heads = append(heads, h)
-		}
-		seeds[h]++
+		seeds[strings.ToLower(r.Summary.Head)]++
 	}
-	sort.Strings(heads)
+	heads := slices.Sorted(maps.Keys(seeds))
 	labelled := map[string]bool{}
 	var bound plotter.XYs
 	for _, r := range runs {
@@ -158,25 +153,11 @@ func comparisonSeries(runs []RunResult) (val, diam, rms []Series) {
 			}
 		}
 		col := headColor(heads, head)
-		var v, d, h plotter.XYs
-		for _, rec := range r.History {
-			x := float64(rec.Step)
-			if rec.ValLoss != nil {
-				v = append(v, plotter.XY{X: x, Y: *rec.ValLoss})
-			}
-			if rec.Diameter != nil && *rec.Diameter > 0 {
-				d = append(d, plotter.XY{X: x, Y: *rec.Diameter})
-				if head == "rownorm" && label != "" && rec.LR != nil && *rec.LR > 0 {
-					bound = append(bound, plotter.XY{X: x, Y: 2 * *rec.LR})
-				}
-			}
-			if rec.HilbertRMS != nil && *rec.HilbertRMS > 0 {
-				h = append(h, plotter.XY{X: x, Y: *rec.HilbertRMS})
-			}
-		}
-		val = append(val, Series{Label: label, XY: v, Color: col})
-		diam = append(diam, Series{Label: label, XY: d, Color: col})
-		rms = append(rms, Series{Label: label, XY: h, Color: col})
+		c := newRunCurves(r.History, head == "rownorm" && label != "")
+		bound = append(bound, c.bound...)
+		val = append(val, Series{Label: label, XY: c.val, Color: col})
+		diam = append(diam, Series{Label: label, XY: c.diam, Color: col})
+		rms = append(rms, Series{Label: label, XY: c.rms, Color: col})
 	}
 	if len(bound) > 0 {
 		diam = append(diam, Series{Label: "2 lr_t (RowNorm bound)", XY: bound, Dashed: true, Color: boundColor})

@@ -144,16 +144,14 @@ func LockRun(dir string, opts LockOptions) (*RunLock, error) {
 	me := LockHolder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second), Command: opts.Command}
 	rec, _ := json.Marshal(me)
 	rec = append(rec, '\n')
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(rec, 0)
-		if err == nil {
-			err = f.Sync()
-		}
-		if err != nil {
-			l.release()
-			return nil, fmt.Errorf("train: lock %s: %w", path, err)
-		}
-	} else {
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
 		l.release()
 		return nil, fmt.Errorf("train: lock %s: %w", path, err)
 	}
@@ -166,10 +164,7 @@ func (l *RunLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := l.f.Truncate(0)
-	if e := l.f.Sync(); err == nil {
-		err = e
-	}
+	err := firstError(l.f.Truncate(0), l.f.Sync())
 	l.release()
 	if err != nil {
 		return fmt.Errorf("train: unlock %s: %w", l.path, err)

@@ -269,14 +269,18 @@ func (m *metricsWriter) Close() error {
 	if m.f == nil {
 		return nil
 	}
-	err := m.Sync()
-	if e := m.f.Close(); err == nil {
-		err = e
+	return firstError(m.Sync(), m.f.Close(), m.tb.Close())
+}
+
+// firstError returns the first of errs that is not nil: the error of
+// steps that all run, in order, even after one fails (closing files).
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
-	if e := m.tb.Close(); err == nil {
-		err = e
-	}
-	return err
+	return nil
 }
 
 // writeFileAtomic writes data to path through internal/atomicfile, so a

@@ -57,16 +57,11 @@ func buildModel(dev device.Device, cfg Config) (*runModel, error) {
 	if err := r.roles.Check(m.Parameters()); err != nil {
 		return nil, err
 	}
-	var lm LanguageModel
-	switch x := m.(type) {
-	case *models.Transformer:
-		lm = blockRowsLM{x, cfg.BlockRows}
-	case LanguageModel:
-		lm = x
-	default:
+	lm, ok := m.(LanguageModel)
+	if !ok {
 		return nil, fmt.Errorf("model %q: %T has no Loss(g, inputs, targets) method (train.LanguageModel): the trainer needs the mean next-token loss", fam.Name, m)
 	}
-	r.lm = lm
+	r.lm = WithBlockRows(lm, cfg.BlockRows)
 	headName := r.roles.TiedTo
 	for _, p := range m.Parameters() {
 		if r.roles.Of[p.Name] == registry.Head {

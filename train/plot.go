@@ -134,6 +134,39 @@ func addSeries(p *plot.Plot, series []Series) ([]plot.Thumbnailer, error) {
 	return thumbs, nil
 }
 
+// runCurves are the points of a run's records that its plots draw.
+type runCurves struct {
+	train, val, diam, rms plotter.XYs
+	bound                 plotter.XYs // RowNorm's bound 2 lr_t, where asked for
+}
+
+// newRunCurves collects hist's points: the training loss of every update,
+// the validation losses, the positive D(S_t) (with, where bound is set,
+// the bound 2 lr_t beside each where lr_t > 0) and the positive Hilbert
+// RMS.
+func newRunCurves(hist []Record, bound bool) runCurves {
+	var c runCurves
+	for _, r := range hist {
+		x := float64(r.Step)
+		if r.Step > 0 {
+			c.train = append(c.train, plotter.XY{X: x, Y: r.Loss})
+		}
+		if r.ValLoss != nil {
+			c.val = append(c.val, plotter.XY{X: x, Y: *r.ValLoss})
+		}
+		if r.Diameter != nil && *r.Diameter > 0 {
+			c.diam = append(c.diam, plotter.XY{X: x, Y: *r.Diameter})
+			if bound && r.LR != nil && *r.LR > 0 {
+				c.bound = append(c.bound, plotter.XY{X: x, Y: 2 * *r.LR})
+			}
+		}
+		if r.HilbertRMS != nil && *r.HilbertRMS > 0 {
+			c.rms = append(c.rms, plotter.XY{X: x, Y: *r.HilbertRMS})
+		}
+	}
+	return c
+}
+
 // positiveRange returns the least and greatest positive y of the series
 // (+Inf and -Inf when there is none).
 func positiveRange(series []Series) (lo, hi float64) {

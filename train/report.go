@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot/plotter"
-
 	"github.com/hilbert-ml/hilbert/models"
 )
 
@@ -78,34 +76,16 @@ func (t *Trainer) Summary() Summary { return Summarize(t.cfg, t.history) }
 // hilbert_rms.png) and summary.md into its folder.
 func (t *Trainer) WriteReport() error {
 	dir := t.Dir()
-	rownorm := strings.EqualFold(t.cfg.Head, "rownorm")
-	var train, val, diam, bound, rms plotter.XYs
-	for _, r := range t.history {
-		if r.Step > 0 {
-			train = append(train, plotter.XY{X: float64(r.Step), Y: r.Loss})
-		}
-		if r.ValLoss != nil {
-			val = append(val, plotter.XY{X: float64(r.Step), Y: *r.ValLoss})
-		}
-		if r.Diameter != nil && *r.Diameter > 0 {
-			diam = append(diam, plotter.XY{X: float64(r.Step), Y: *r.Diameter})
-			if r.LR != nil && *r.LR > 0 && rownorm {
-				bound = append(bound, plotter.XY{X: float64(r.Step), Y: 2 * *r.LR})
-			}
-		}
-		if r.HilbertRMS != nil && *r.HilbertRMS > 0 {
-			rms = append(rms, plotter.XY{X: float64(r.Step), Y: *r.HilbertRMS})
-		}
-	}
 	head := strings.ToLower(t.cfg.Head)
+	c := newRunCurves(t.history, head == "rownorm")
 	plots := []struct {
 		file, title, y string
 		log            bool
 		series         []Series
 	}{
-		{"loss.png", "Cross-entropy", "loss (nats/token)", false, []Series{{Label: "train", XY: train}, {Label: "validation", XY: val, Points: true}}},
-		{"diameter.png", "Head step row diameter D(S_t)", "D(S_t)", true, []Series{{Label: head, XY: diam}, {Label: "2 lr_t (RowNorm bound)", XY: bound, Dashed: true, Color: boundColor}}},
-		{"hilbert_rms.png", "Hilbert RMS of the head step", "Hilbert RMS", true, []Series{{Label: head, XY: rms, Points: true}}},
+		{"loss.png", "Cross-entropy", "loss (nats/token)", false, []Series{{Label: "train", XY: c.train}, {Label: "validation", XY: c.val, Points: true}}},
+		{"diameter.png", "Head step row diameter D(S_t)", "D(S_t)", true, []Series{{Label: head, XY: c.diam}, {Label: "2 lr_t (RowNorm bound)", XY: c.bound, Dashed: true, Color: boundColor}}},
+		{"hilbert_rms.png", "Hilbert RMS of the head step", "Hilbert RMS", true, []Series{{Label: head, XY: c.rms, Points: true}}},
 	}
 	for _, p := range plots {
 		if err := LinePlot(filepath.Join(dir, p.file), p.title, "update", p.y, p.log, p.series); err != nil {

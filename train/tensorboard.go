@@ -110,9 +110,5 @@ func (w *tbWriter) Close() error {
 	if w == nil {
 		return nil
 	}
-	err := w.f.Sync()
-	if e := w.f.Close(); err == nil {
-		err = e
-	}
-	return err
+	return firstError(w.f.Sync(), w.f.Close())
 }

@@ -283,21 +283,15 @@ func (t *Trainer) Close() error {
 		t.loader = nil
 	}
 	if t.val != nil {
-		if e := t.val.Close(); err == nil {
-			err = e
-		}
+		err = firstError(err, t.val.Close())
 		t.val = nil
 	}
 	if t.metrics != nil {
-		if e := t.metrics.Close(); err == nil {
-			err = e
-		}
+		err = firstError(err, t.metrics.Close())
 		t.metrics = nil
 	}
 	if t.lock != nil {
-		if e := t.lock.Unlock(); err == nil {
-			err = e
-		}
+		err = firstError(err, t.lock.Unlock())
 	}
 	return err
 }
