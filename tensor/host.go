@@ -15,49 +15,42 @@ import (
 // FromFloat32 copies host data into a new float32 tensor of the given
 // shape; len(data) must equal the shape's element count.
 func FromFloat32(dev device.Device, data []float32, shape ...int) (*Tensor, error) {
-	t, err := fromHost("FromFloat32", dev, device.Float32, len(data), shape)
-	if err != nil {
-		return nil, err
-	}
-	dev.CopyFromHost(t.buf, data)
-	return t, nil
+	return fromHost("FromFloat32", dev, device.Float32, data, shape, device.Device.CopyFromHost)
 }
 
-// fromHost returns a new tensor of dtype and shape for op to copy n host
-// values into, or an error for a bad shape or n not its element count.
-func fromHost(op string, dev device.Device, dtype device.DType, n int, shape []int) (*Tensor, error) {
+// fromHost returns a new tensor of dtype and shape holding data, copied in
+// through copyIn (one of the device's host copies) as its creation (at
+// version 0), or an error for a bad shape or data not its element count.
+func fromHost[T any](op string, dev device.Device, dtype device.DType, data []T, shape []int, copyIn func(device.Device, device.Buffer, []T)) (*Tensor, error) {
 	if err := checkShape(op, shape); err != nil {
 		return nil, err
 	}
-	if want := Shape(shape).Numel(); n != want {
-		return nil, fmt.Errorf("tensor: %s: %d values for shape %v (want %d)", op, n, Shape(shape), want)
+	if want := Shape(shape).Numel(); len(data) != want {
+		return nil, fmt.Errorf("tensor: %s: %d values for shape %v (want %d)", op, len(data), Shape(shape), want)
 	}
-	return NewOf(dev, dtype, shape...)
+	t, err := NewOf(dev, dtype, shape...)
+	if err != nil {
+		return nil, err
+	}
+	copyIn(dev, t.buf, data)
+	return t, nil
 }
 
 // FromInt32 copies host token ids into a new int32 tensor and records
 // their range, so index ops can check them against a table's size.
 func FromInt32(dev device.Device, data []int32, shape ...int) (*Tensor, error) {
-	t, err := fromHost("FromInt32", dev, device.Int32, len(data), shape)
+	t, err := fromHost("FromInt32", dev, device.Int32, data, shape, device.Device.CopyInt32FromHost)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.SetInt32(data); err != nil {
-		return nil, err
-	}
-	t.version, t.rangeVersion = 0, 0 // the first write is the creation
+	t.SetIndexRange(int32Range(data))
 	return t, nil
 }
 
 // FromFloat64 copies host data into a new float64 tensor of the given
 // shape (on a backend that supports float64: the CPU).
 func FromFloat64(dev device.Device, data []float64, shape ...int) (*Tensor, error) {
-	t, err := fromHost("FromFloat64", dev, device.Float64, len(data), shape)
-	if err != nil {
-		return nil, err
-	}
-	dev.CopyFloat64FromHost(t.buf, data)
-	return t, nil
+	return fromHost("FromFloat64", dev, device.Float64, data, shape, device.Device.CopyFloat64FromHost)
 }
 
 // SetInt32 overwrites an int32 tensor with host data of the same length
