@@ -81,38 +81,23 @@ func (h *harness) copyStrided(t *testing.T) {
 	}
 }
 
-// unaryRef is each UnaryOp in float64.
-func unaryRef(op device.UnaryOp, x float64) float64 {
-	switch op {
-	case device.Neg:
-		return -x
-	case device.Abs:
-		return math.Abs(x)
-	case device.Exp:
-		return math.Exp(x)
-	case device.Log:
-		return math.Log(x)
-	case device.Sqrt:
-		return math.Sqrt(x)
-	case device.Rsqrt:
-		return 1 / math.Sqrt(x)
-	case device.Reciprocal:
-		return 1 / x
-	case device.Tanh:
-		return math.Tanh(x)
-	case device.Erf:
-		return math.Erf(x)
-	case device.Sigmoid:
-		return 1 / (1 + math.Exp(-x))
-	case device.Relu:
-		return max(x, 0)
-	case device.Sin:
-		return math.Sin(x)
-	case device.Cos:
-		return math.Cos(x)
-	case device.Square:
-		return x * x
-	case device.Sign:
+// unaryRefs is each UnaryOp in float64.
+var unaryRefs = map[device.UnaryOp]func(float64) float64{
+	device.Neg:        func(x float64) float64 { return -x },
+	device.Abs:        math.Abs,
+	device.Exp:        math.Exp,
+	device.Log:        math.Log,
+	device.Sqrt:       math.Sqrt,
+	device.Rsqrt:      func(x float64) float64 { return 1 / math.Sqrt(x) },
+	device.Reciprocal: func(x float64) float64 { return 1 / x },
+	device.Tanh:       math.Tanh,
+	device.Erf:        math.Erf,
+	device.Sigmoid:    func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
+	device.Relu:       func(x float64) float64 { return max(x, 0) },
+	device.Sin:        math.Sin,
+	device.Cos:        math.Cos,
+	device.Square:     func(x float64) float64 { return x * x },
+	device.Sign: func(x float64) float64 {
 		switch {
 		case x > 0:
 			return 1
@@ -120,14 +105,19 @@ func unaryRef(op device.UnaryOp, x float64) float64 {
 			return -1
 		}
 		return x
-	case device.Log1p:
-		return math.Log1p(x)
-	case device.Expm1:
-		return math.Expm1(x)
-	case device.Softplus:
-		return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+	},
+	device.Log1p:    math.Log1p,
+	device.Expm1:    math.Expm1,
+	device.Softplus: func(x float64) float64 { return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) },
+}
+
+// unaryRef is op in float64.
+func unaryRef(op device.UnaryOp, x float64) float64 {
+	ref, ok := unaryRefs[op]
+	if !ok {
+		panic(fmt.Sprintf("devicetest: no reference for %v", op))
 	}
-	panic(fmt.Sprintf("devicetest: no reference for %v", op))
+	return ref(x)
 }
 
 // unaryExact lists the ops whose float32 result is exactly rounded.
