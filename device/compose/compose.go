@@ -130,16 +130,10 @@ func free(d device.Core, bufs ...device.Buffer) {
 	}
 }
 
-// scaleInto computes dst = alpha * src over n elements through the Core.
-func scaleInto(d device.Core, op string, dst, src device.Buffer, alpha float64) {
-	s := scalar(d, op, dst.DType(), alpha)
-	d.BinaryStrided(device.Mul, device.DimsOf(dst.Len()), dst, flat(src), bcast(s))
-	d.Free(s)
-}
-
-// addScalar computes dst = src + c over n elements.
-func addScalar(d device.Core, op string, dst, src device.Buffer, c float64) {
+// scalarInto computes dst = src bop c over dst's elements through the Core
+// (device.Mul scales src by c, device.Add adds c to it).
+func scalarInto(d device.Core, op string, bop device.BinaryOp, dst, src device.Buffer, c float64) {
 	s := scalar(d, op, dst.DType(), c)
-	d.BinaryStrided(device.Add, device.DimsOf(dst.Len()), dst, flat(src), bcast(s))
+	d.BinaryStrided(bop, device.DimsOf(dst.Len()), dst, flat(src), bcast(s))
 	d.Free(s)
 }

@@ -32,13 +32,13 @@ func Axpby(d device.Core, dst, x device.Buffer, alpha, beta float32) {
 		return
 	}
 	if beta == 0 {
-		scaleInto(d, "Axpby", dst, x, float64(alpha))
+		scalarInto(d, "Axpby", device.Mul, dst, x, float64(alpha))
 		return
 	}
 	t := temp(d, "Axpby", dst.DType(), dst.Len())
-	scaleInto(d, "Axpby", t, x, float64(alpha))
+	scalarInto(d, "Axpby", device.Mul, t, x, float64(alpha))
 	if beta != 1 {
-		scaleInto(d, "Axpby", dst, dst, float64(beta))
+		scalarInto(d, "Axpby", device.Mul, dst, dst, float64(beta))
 	}
 	d.BinaryStrided(device.Add, device.DimsOf(dst.Len()), dst, flat(dst), flat(t))
 	d.Free(t)
