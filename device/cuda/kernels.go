@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"embed"
-	"sort"
 	"strings"
 )
 
@@ -31,7 +30,7 @@ func kernelSource() string {
 	return sb.String()
 }
 
-// kernelFiles lists the embedded .cu files.
+// kernelFiles lists the embedded .cu files, in name order (ReadDir sorts).
 func kernelFiles() []string {
 	ents, _ := kernelFS.ReadDir("kernels")
 	var names []string
@@ -40,6 +39,5 @@ func kernelFiles() []string {
 			names = append(names, e.Name())
 		}
 	}
-	sort.Strings(names)
 	return names
 }
