@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/nn"
-	"github.com/hilbert-ml/hilbert/tensor"
 )
 
 // LlamaConfig describes a Llama: the layout of Hugging Face's
@@ -212,16 +210,6 @@ func NewLlama(dev device.Device, cfg LlamaConfig, seed uint64) (*Llama, error) {
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	m.causalLM = newCausalLM(m, "Llama", m.Embed.Weight,
-		decoder{layers: cfg.Layers, dim: d, context: cfg.Context, head: &m.Head, trunk: m.trunk})
+		decoder{layers: cfg.Layers, dim: d, context: cfg.Context, head: &m.Head, trunk: blocksTrunk(&m.Embed, m.Blocks, &m.Norm)})
 	return m, nil
-}
-
-// trunk returns the final-norm hidden states [B, T, Dim] of inputs
-// (decoder.trunk).
-func (m *Llama) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
-	x := m.Embed.Forward(g, inputs)
-	for i := range m.Blocks {
-		x = m.Blocks[i].Forward(g, x, cache, i)
-	}
-	return m.Norm.Forward(g, x)
 }

@@ -188,7 +188,7 @@ func New(dev device.Device, cfg Config, seed uint64) (*Transformer, error) {
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	m.decoder = decoder{where: "Transformer", layers: cfg.Layers, dim: d, context: cfg.Context,
-		head: &m.Head, trunk: m.trunk, params: nn.Parameters(m)}
+		head: &m.Head, trunk: blocksTrunk(&m.Embed, m.Blocks, &m.Norm), params: nn.Parameters(m)}
 	return m, nil
 }
 
@@ -257,12 +257,14 @@ func (m *Transformer) LossHidden(g *autograd.Graph, inputs, targets *tensor.Tens
 	return m.Forward(g, inputs, targets, ForwardOptions{Hidden: true})
 }
 
-// trunk returns the final-norm hidden states [B, T, Dim] of inputs
-// (decoder.trunk).
-func (m *Transformer) trunk(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
-	x := m.Embed.Forward(g, inputs)
-	for i := range m.Blocks {
-		x = m.Blocks[i].Forward(g, x, cache, i)
+// blocksTrunk is the decoder.trunk of Transformer and Llama: the token
+// embedding, the blocks (the slice as built) and the final RMSNorm.
+func blocksTrunk(embed *nn.Embedding, blocks []TransformerBlock, norm *nn.RMSNorm) func(*autograd.Graph, *tensor.Tensor, int, *nn.KVCache) *tensor.Tensor {
+	return func(g *autograd.Graph, inputs *tensor.Tensor, _ int, cache *nn.KVCache) *tensor.Tensor {
+		x := embed.Forward(g, inputs)
+		for i := range blocks {
+			x = blocks[i].Forward(g, x, cache, i)
+		}
+		return norm.Forward(g, x)
 	}
-	return m.Norm.Forward(g, x)
 }

@@ -229,14 +229,11 @@ func llamaPieces(m *models.Llama, storedTied bool) []piece {
 	for i := range m.Blocks {
 		b, p := &m.Blocks[i], "layers."+strconv.Itoa(i)+"."
 		ps = append(ps, id(b.AttnNorm.Gain, p+"input_layernorm.weight"))
-		for _, l := range []struct {
-			w, b *tensor.Tensor
-			name string
-		}{{b.Attn.Q.Weight, b.Attn.Q.Bias, "q_proj"}, {b.Attn.K.Weight, b.Attn.K.Bias, "k_proj"},
-			{b.Attn.V.Weight, b.Attn.V.Bias, "v_proj"}, {b.Attn.Out.Weight, b.Attn.Out.Bias, "o_proj"}} {
-			ps = append(ps, id(l.w, p+"self_attn."+l.name+".weight"))
-			if l.b != nil {
-				ps = append(ps, id(l.b, p+"self_attn."+l.name+".bias"))
+		for j, l := range []*nn.Linear{&b.Attn.Q, &b.Attn.K, &b.Attn.V, &b.Attn.Out} {
+			name := p + "self_attn." + [...]string{"q_proj", "k_proj", "v_proj", "o_proj"}[j]
+			ps = append(ps, id(l.Weight, name+".weight"))
+			if l.Bias != nil {
+				ps = append(ps, id(l.Bias, name+".bias"))
 			}
 		}
 		ps = append(ps, id(b.MLPNorm.Gain, p+"post_attention_layernorm.weight"),
