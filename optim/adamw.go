@@ -62,11 +62,8 @@ type AdamW struct {
 
 // NewAdamW returns an AdamW optimizer over params with zeroed moments.
 func NewAdamW(c AdamWConfig, params []*tensor.Tensor) (*AdamW, error) {
-	pp, err := newPerParam(c.validate, adamRule{c}, params)
-	if err != nil {
-		return nil, err
-	}
-	return &AdamW{perParam: pp, cfg: c}, nil
+	return newPerParam(c.validate, adamRule{c}, params,
+		func(pp *perParam) *AdamW { return &AdamW{perParam: pp, cfg: c} })
 }
 
 // Config returns the optimizer's hyper-parameters.

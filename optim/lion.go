@@ -61,11 +61,8 @@ type Lion struct {
 
 // NewLion returns a Lion optimizer over params with zeroed momentum.
 func NewLion(c LionConfig, params []*tensor.Tensor) (*Lion, error) {
-	pp, err := newPerParam(c.validate, lionRule{c}, params)
-	if err != nil {
-		return nil, err
-	}
-	return &Lion{perParam: pp, cfg: c}, nil
+	return newPerParam(c.validate, lionRule{c}, params,
+		func(pp *perParam) *Lion { return &Lion{perParam: pp, cfg: c} })
 }
 
 // Config returns the optimizer's hyper-parameters.

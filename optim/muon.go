@@ -84,11 +84,8 @@ type Muon struct {
 // NewMuon returns a Muon optimizer over params (rank >= 2; a parameter of
 // higher rank is viewed as [Dim(0), rest]) with zeroed momentum.
 func NewMuon(c MuonConfig, params []*tensor.Tensor) (*Muon, error) {
-	pp, err := newPerParam(c.validate, muonRule{c}, params)
-	if err != nil {
-		return nil, err
-	}
-	return &Muon{perParam: pp, cfg: c}, nil
+	return newPerParam(c.validate, muonRule{c}, params,
+		func(pp *perParam) *Muon { return &Muon{perParam: pp, cfg: c} })
 }
 
 // Config returns the optimizer's hyper-parameters.

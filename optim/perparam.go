@@ -71,8 +71,9 @@ type paramState struct {
 }
 
 // newPerParam returns an optimizer over params running r, with zeroed
-// state, once validate has accepted the rule's configuration.
-func newPerParam(validate func() error, r rule, params []*tensor.Tensor) (*perParam, error) {
+// state, once validate has accepted the rule's configuration; wrap gives
+// the exported optimizer that holds it.
+func newPerParam[O any](validate func() error, r rule, params []*tensor.Tensor, wrap func(*perParam) *O) (*O, error) {
 	if err := validate(); err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func newPerParam(validate func() error, r rule, params []*tensor.Tensor) (*perPa
 		o.state = append(o.state, st)
 		o.index[p] = st
 	}
-	return o, nil
+	return wrap(o), nil
 }
 
 // Kind names the rule.

@@ -73,11 +73,8 @@ type RowNorm struct {
 // NewRowNorm returns a RowNorm optimizer over params (rank >= 2, rows the
 // leading dimension) with a zeroed EMA.
 func NewRowNorm(c RowNormConfig, params []*tensor.Tensor) (*RowNorm, error) {
-	pp, err := newPerParam(c.validate, rowNormRule{c}, params)
-	if err != nil {
-		return nil, err
-	}
-	return &RowNorm{perParam: pp, cfg: c}, nil
+	return newPerParam(c.validate, rowNormRule{c}, params,
+		func(pp *perParam) *RowNorm { return &RowNorm{perParam: pp, cfg: c} })
 }
 
 // Config returns the optimizer's hyper-parameters.

@@ -64,11 +64,8 @@ type SGD struct {
 
 // NewSGD returns an SGD optimizer over params with empty momentum buffers.
 func NewSGD(c SGDConfig, params []*tensor.Tensor) (*SGD, error) {
-	pp, err := newPerParam(c.validate, sgdRule{c}, params)
-	if err != nil {
-		return nil, err
-	}
-	return &SGD{perParam: pp, cfg: c}, nil
+	return newPerParam(c.validate, sgdRule{c}, params,
+		func(pp *perParam) *SGD { return &SGD{perParam: pp, cfg: c} })
 }
 
 // Config returns the optimizer's hyper-parameters.

@@ -96,35 +96,29 @@ func newValues(t *tensor.Tensor) hostValues {
 // each tensor in its dtype (optim.Set.SaveState, or SaveState64 for a set
 // of float64 parameters).
 func optimState(opt *optim.Set) (map[string]hostValues, map[string]int64) {
-	out := map[string]hostValues{}
 	if wideSet(opt) {
 		tensors, counters := opt.SaveState64()
-		for n, v := range tensors {
-			out[n] = hostValues{f64: v}
-		}
-		return out, counters
+		return mapValues(tensors, func(v []float64) hostValues { return hostValues{f64: v} }), counters
 	}
 	tensors, counters := opt.SaveState()
-	for n, v := range tensors {
-		out[n] = hostValues{f32: v}
-	}
-	return out, counters
+	return mapValues(tensors, func(v []float32) hostValues { return hostValues{f32: v} }), counters
 }
 
 // loadOptimState restores what optimState saved.
 func loadOptimState(opt *optim.Set, tensors map[string]hostValues, counters map[string]int64) error {
 	if wideSet(opt) {
-		m := make(map[string][]float64, len(tensors))
-		for n, v := range tensors {
-			m[n] = v.f64
-		}
-		return opt.LoadState64(m, counters)
+		return opt.LoadState64(mapValues(tensors, func(v hostValues) []float64 { return v.f64 }), counters)
 	}
-	m := make(map[string][]float32, len(tensors))
-	for n, v := range tensors {
-		m[n] = v.f32
+	return opt.LoadState(mapValues(tensors, func(v hostValues) []float32 { return v.f32 }), counters)
+}
+
+// mapValues returns m with every value passed through f.
+func mapValues[V, W any](m map[string]V, f func(V) W) map[string]W {
+	out := make(map[string]W, len(m))
+	for n, v := range m {
+		out[n] = f(v)
 	}
-	return opt.LoadState(m, counters)
+	return out
 }
 
 // wideSet reports a set of float64 parameters.

@@ -12,6 +12,7 @@ import (
 	"github.com/hilbert-ml/hilbert/data"
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/dist"
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 	"github.com/hilbert-ml/hilbert/models/registry"
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/tensor"
@@ -114,7 +115,7 @@ func New(dev device.Device, cfg Config, opts ...Option) (t *Trainer, err error) 
 			lock.Unlock()
 		}
 	}()
-	if lock != nil && !sameDir(lock.Dir(), dir) {
+	if lock != nil && !regfile.SamePath(lock.Dir(), dir) {
 		return nil, fmt.Errorf("train: WithLock: the lock is on %s, the run's folder is %s", lock.Dir(), dir)
 	}
 	if dt, _ := cfg.ModelDType(); dt == device.Float64 && device.Describe(dev).Kind != "cpu" {
@@ -214,16 +215,6 @@ func (t *Trainer) openData() (err error) {
 	}
 	t.targets, err = tensor.NewOf(t.dev, device.Int32, cfg.MicroBatch, cfg.SeqLen)
 	return err
-}
-
-// sameDir reports whether two paths name the same folder.
-func sameDir(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ia, ea := os.Stat(a)
-	ib, eb := os.Stat(b)
-	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }
 
 // openValidation opens the validation prefix, cut to what the shard holds.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // ErrNotRegular is wrapped by Open's error for a path that is not a regular
@@ -66,4 +67,15 @@ func kind(m fs.FileMode) string {
 		return "a file of unknown type"
 	}
 	return "not a regular file"
+}
+
+// SamePath reports whether two paths name the same file or folder: the
+// same path once cleaned, or two that exist and are one (os.SameFile).
+func SamePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ia, ea := os.Stat(a)
+	ib, eb := os.Stat(b)
+	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }

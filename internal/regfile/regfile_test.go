@@ -86,3 +86,33 @@ func TestOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestSamePath checks SamePath on cleaned spellings, a symbolic link to a
+// folder, two different folders and paths that do not exist.
+func TestSamePath(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(a, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	for _, c := range []struct {
+		x, y string
+		want bool
+	}{
+		{a, a + "/./", true},
+		{a, link, true},
+		{a, b, false},
+		{filepath.Join(dir, "gone"), filepath.Join(dir, "gone", "."), true},
+		{filepath.Join(dir, "gone"), filepath.Join(dir, "other"), false},
+	} {
+		if got := regfile.SamePath(c.x, c.y); got != c.want {
+			t.Errorf("SamePath(%q, %q) = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/hilbert-ml/hilbert/device"
 	"github.com/hilbert-ml/hilbert/internal/atomicfile"
+	"github.com/hilbert-ml/hilbert/internal/regfile"
 	"github.com/hilbert-ml/hilbert/models"
 	"github.com/hilbert-ml/hilbert/optim"
 	"github.com/hilbert-ml/hilbert/optim/geometry/oracle"
@@ -157,7 +158,7 @@ func (c Config) check() error {
 	}
 	for _, v := range c.ValText {
 		for _, t := range c.Text {
-			if sameFile(v, t) {
+			if regfile.SamePath(v, t) {
 				return fmt.Errorf("oraclestudy: %s is both training text and val text", v)
 			}
 		}
@@ -166,17 +167,6 @@ func (c Config) check() error {
 		return fmt.Errorf("oraclestudy: head %q: want rownorm, adamw or exact", c.Head)
 	}
 	return nil
-}
-
-// sameFile reports whether two paths name one existing file (or are the
-// same path).
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ia, ea := os.Stat(a)
-	ib, eb := os.Stat(b)
-	return ea == nil && eb == nil && os.SameFile(ia, ib)
 }
 
 // trainConfig is the training run's configuration on the shards sh.
