@@ -427,10 +427,10 @@ func closeUpdates(got, want []legacyUpdate, rel float64) bool {
 	if len(got) != len(want) {
 		return false
 	}
-	close := func(a, b float64) bool { return math.Abs(a-b) <= rel*math.Abs(b) }
+	near := func(a, b float64) bool { return math.Abs(a-b) <= rel*math.Abs(b) }
 	for i, g := range got {
 		w := want[i]
-		if g.Step != w.Step || g.LRScale != w.LRScale || !close(g.Loss, w.Loss) || !close(g.GradNorm, w.GradNorm) {
+		if g.Step != w.Step || g.LRScale != w.LRScale || !near(g.Loss, w.Loss) || !near(g.GradNorm, w.GradNorm) {
 			return false
 		}
 	}

@@ -158,8 +158,5 @@ func parseSeeds(s string) ([]uint64, error) {
 		}
 		out = append(out, v)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("-seeds %q: none", s)
-	}
 	return out, nil
 }
