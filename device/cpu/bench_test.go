@@ -88,6 +88,30 @@ func BenchmarkRMSNorm(b *testing.B) {
 	})
 }
 
+func BenchmarkLayerNorm(b *testing.B) {
+	n := benchRows * benchCols
+	r := newRand(3)
+	x, dy := buf(randSlice(r, n, 1)), buf(randSlice(r, n, 1))
+	w, bias := buf(randSlice(r, benchCols, 1)), buf(randSlice(r, benchCols, 1))
+	out, dx := buf(make([]float32, n)), buf(make([]float32, n))
+	mean, rstd := buf(make([]float32, benchRows)), buf(make([]float32, benchRows))
+	dw, db := buf(make([]float32, benchCols)), buf(make([]float32, benchCols))
+	b.Run("fwd", func(b *testing.B) {
+		b.SetBytes(int64(2 * 4 * n))
+		b.ReportAllocs()
+		for b.Loop() {
+			dev.LayerNorm(out, mean, rstd, x, w, bias, benchRows, benchCols, 1e-5)
+		}
+	})
+	b.Run("bwd", func(b *testing.B) {
+		b.SetBytes(int64(3 * 4 * n))
+		b.ReportAllocs()
+		for b.Loop() {
+			dev.LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd, benchRows, benchCols)
+		}
+	})
+}
+
 func BenchmarkRoPE(b *testing.B) {
 	s := device.AttentionShape{Batch: 8, Seq: 256, Heads: 12, HeadDim: 64}
 	n := s.Batch * s.Seq * s.Heads * s.HeadDim
