@@ -26,6 +26,11 @@ Modes (flags after the mode; --threads N sets torch's threads, default all):
             --seq --steps; --update adamw times forward+backward, clipping
             at 1.0 and torch.optim.AdamW on every parameter, --update off
             forward+backward only.
+  llama     a Llama (scripts/hf/hfref.py's Hugging Face-exact
+            LlamaForCausalLM forward: RMSNorm, rotate-half RoPE, grouped
+            query attention, SwiGLU, tied head): --layers --dim --heads
+            --kv-heads --mlp --vocab --theta --eps --batch --seq --steps
+            --update adamw|off, as gpt2.
   generate  GPT-2 generation with the KV cache, greedy (transformers'
             generate loop: the prompt once, then one position a step, the
             head on the last position alone, logits_to_keep=1):
@@ -191,6 +196,53 @@ def bench_gpt2(a):
     return train_result(a, timed(step, a.steps))
 
 
+def llama_weights(a):
+    """A tied LlamaForCausalLM state dict in Hugging Face's names and
+    layout ([out, in] weights), normal(0, 0.02) weights, unit gains."""
+    g = lambda *s: torch.randn(*s) * 0.02
+    hd = a.dim // a.heads
+    sd = {"model.embed_tokens.weight": g(a.vocab, a.dim), "model.norm.weight": torch.ones(a.dim)}
+    for i in range(a.layers):
+        p = f"model.layers.{i}."
+        sd.update({
+            p + "input_layernorm.weight": torch.ones(a.dim),
+            p + "self_attn.q_proj.weight": g(a.heads * hd, a.dim),
+            p + "self_attn.k_proj.weight": g(a.kv_heads * hd, a.dim),
+            p + "self_attn.v_proj.weight": g(a.kv_heads * hd, a.dim),
+            p + "self_attn.o_proj.weight": g(a.dim, a.heads * hd),
+            p + "post_attention_layernorm.weight": torch.ones(a.dim),
+            p + "mlp.gate_proj.weight": g(a.mlp, a.dim),
+            p + "mlp.up_proj.weight": g(a.mlp, a.dim),
+            p + "mlp.down_proj.weight": g(a.dim, a.mlp),
+        })
+    return sd
+
+
+def bench_llama(a):
+    torch.manual_seed(1)
+    sd = llama_weights(a)
+    params = list(sd.values())
+    for p in params:
+        p.requires_grad_(True)
+    cfg = {"hidden_size": a.dim, "num_attention_heads": a.heads, "num_key_value_heads": a.kv_heads,
+           "num_hidden_layers": a.layers, "rms_norm_eps": a.eps, "rope_theta": a.theta}
+    x = torch.randint(0, a.vocab, (a.batch, a.seq))
+    y = torch.randint(0, a.vocab, (a.batch, a.seq))
+    opt = torch.optim.AdamW(params, lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1) if a.update == "adamw" else None
+
+    def step():
+        for p in params:
+            p.grad = None
+        logits = hfref.llama_forward(sd, cfg, x, torch.float32, True)
+        loss = F.cross_entropy(logits.view(-1, a.vocab), y.view(-1))
+        loss.backward()
+        if opt is not None:
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+
+    return train_result(a, timed(step, a.steps))
+
+
 def train_result(a, times):
     per = sum(times) / len(times)
     return {"tokens_per_s": a.batch * a.seq / per, "ms_per_step": per * 1000, "steps": a.steps,
@@ -231,7 +283,7 @@ def bench_generate(a):
             "tokens_per_s": a.batch * a.tokens / (first + per * (a.tokens - 1))}
 
 
-MODES = {"gemm": bench_gemm, "paper": bench_paper, "gpt2": bench_gpt2, "generate": bench_generate}
+MODES = {"gemm": bench_gemm, "paper": bench_paper, "gpt2": bench_gpt2, "llama": bench_llama, "generate": bench_generate}
 
 
 def main():
@@ -242,7 +294,12 @@ def main():
     p.add_argument("--reps", type=int, default=10, help="gemm: timed products; generate: timed generations")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--dim", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4, help="gpt2, generate: attention heads")
+    p.add_argument("--heads", type=int, default=4, help="gpt2, llama, generate: attention heads")
+    p.add_argument("--kv-heads", type=int, default=0, help="llama: key and value heads (0: --heads)")
+    p.add_argument("--mlp", type=int, default=0, help="llama: SwiGLU hidden width (0: 4 --dim)")
+    p.add_argument("--vocab", type=int, default=VOCAB, help="llama: vocabulary")
+    p.add_argument("--theta", type=float, default=10000.0, help="llama: RoPE base")
+    p.add_argument("--eps", type=float, default=1e-5, help="llama: RMSNorm epsilon")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--steps", type=int, default=3, help="timed steps after one warm-up")
@@ -253,7 +310,9 @@ def main():
     a = p.parse_args()
     if a.steps < 1 or a.reps < 1 or a.tokens < 2 or a.batch < 1:
         p.error("want --steps, --reps, --batch >= 1 and --tokens >= 2")
-    if a.mode == "paper" and a.update == "adamw" or a.mode == "gpt2" and a.update == "paper":
+    a.kv_heads = a.kv_heads or a.heads
+    a.mlp = a.mlp or 4 * a.dim
+    if a.mode == "paper" and a.update == "adamw" or a.mode in ("gpt2", "llama") and a.update == "paper":
         p.error(f"--update {a.update} is not a recipe of {a.mode}")
     torch.set_num_threads(a.threads or os.cpu_count())
     out = MODES[a.mode](a)

@@ -63,7 +63,7 @@ var parityConfigHook func(parityConfig) parityConfig
 func runBenchParity(args []string, stdout, stderr io.Writer) error {
 	var f parityFlags
 	fs := newFlagSet("bench parity", "", stderr)
-	fs.StringVar(&f.rows, "rows", "all", "rows to run, comma-separated: names (gemm-2t, paper-d128, gen-b1, ...) or groups (gemm, paper, gpt2, bf16, gen, all)")
+	fs.StringVar(&f.rows, "rows", "all", "rows to run, comma-separated: names (gemm-2t, paper-d128, gen-b1, ...) or groups (gemm, paper, gpt2, llama, bf16, gen, all)")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of each row; the sides take turns (Hilbert, PyTorch, then PyTorch, Hilbert) and the rows interleave")
 	fs.IntVar(&f.steps, "steps", 3, "timed steps of each training measure (after one warm-up step)")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of both sides (GOMAXPROCS, torch.set_num_threads); the GEMM rows also run at 1")
@@ -91,7 +91,7 @@ func runBenchParity(args []string, stdout, stderr io.Writer) error {
 		for _, r := range parityRows(cfg) {
 			names = append(names, r.name)
 		}
-		return usageErr(fs.Name(), fmt.Errorf("-rows %q: no row or group %q (rows: %s; groups: gemm, paper, gpt2, bf16, gen, all)", f.rows, bad, strings.Join(names, ", ")))
+		return usageErr(fs.Name(), fmt.Errorf("-rows %q: no row or group %q (rows: %s; groups: gemm, paper, gpt2, llama, bf16, gen, all)", f.rows, bad, strings.Join(names, ", ")))
 	}
 	for _, p := range []struct{ flag, path string }{{"-python", f.python}, {"-script", f.script}, {"-baseline", f.baseline}} {
 		if p.path == "" {

@@ -52,6 +52,19 @@ func gpt2Flops(layers, dim, seq int) float64 {
 	return 6*float64(n) + 12*float64(layers*seq*dim)
 }
 
+// llamaFlops is the same for a Llama: per block the q and output
+// projections (d x heads hd each), the k and v ones (d x kv hd each) and
+// the SwiGLU's three d x hidden products, and the head V d (tied or not).
+func llamaFlops(c models.LlamaConfig, seq int) float64 {
+	hd := c.Dim / c.Heads
+	if c.HeadDim != 0 {
+		hd = c.HeadDim
+	}
+	block := 2*c.Dim*c.Heads*hd + 2*c.Dim*c.KVHeads*hd + 3*c.Dim*c.MLPHidden
+	n := c.Layers*block + c.Vocab*c.Dim
+	return 6*float64(n) + 12*float64(c.Layers*seq*c.Heads*hd)
+}
+
 // parityConfig sets the sizes of the rows: the by default
 // (defaultParityConfig), tiny ones in the command's test.
 type parityConfig struct {
@@ -60,12 +73,14 @@ type parityConfig struct {
 	paperSmall, paperLarge  [2]int // layers, dim
 	gpt2Small               [3]int // layers, dim, heads
 	gpt2Large               [3]int // GPT-2 124M
+	llamaLayers             [2]int // the Llama preset cut to a few blocks, and whole (0)
 	genPrompt, genTokens    int
 	genBatches              [2]int
 	gemmShape               string
 	gemmReps                int
 	threads                 int
 	gpt2Preset, paperPreset string
+	llamaPreset             string
 }
 
 func defaultParityConfig(threads int) parityConfig {
@@ -76,6 +91,7 @@ func defaultParityConfig(threads int) parityConfig {
 		genPrompt: 64, genTokens: 32, genBatches: [2]int{1, 8},
 		gemmShape: parityGemmShape, gemmReps: 10, threads: threads,
 		gpt2Preset: "gpt2", paperPreset: "cpu-128",
+		llamaLayers: [2]int{4, 0}, llamaPreset: "smollm-135m",
 	}
 }
 
@@ -120,12 +136,39 @@ func parityRows(c parityConfig) []parityRow {
 			flopsPerToken: gpt2Flops(lds[0], lds[1], c.seq),
 		}
 	}
+	llama := func(layers int) parityRow {
+		cfg, err := models.LlamaPreset(c.llamaPreset)
+		if err != nil {
+			panic(err) // the config's preset is one of the package's
+		}
+		name := "llama-" + strings.TrimPrefix(strings.TrimPrefix(c.llamaPreset, "smollm-"), "llama-")
+		hilbert := []string{"model", "-model", "llama", "-preset", c.llamaPreset}
+		if layers > 0 {
+			cfg.Layers = layers
+			name += "-l" + itoa(layers)
+			hilbert = append(hilbert, "-layers", itoa(layers))
+		}
+		return parityRow{
+			name: name,
+			title: c.llamaPreset + " shape (Llama: RMSNorm, RoPE, GQA " + itoa(cfg.Heads) + "/" + itoa(cfg.KVHeads) +
+				" heads, SwiGLU, tied head), L" + itoa(cfg.Layers) + " d" + itoa(cfg.Dim) + ", " + itoa(c.gpt2Batch) + " seqs, AdamW + clip",
+			hilbert: append(hilbert, "-batch", itoa(c.gpt2Batch), "-seq", itoa(c.seq), "-steps", steps, "-update", updateAdamW),
+			pytorch: []string{"llama", "--layers", itoa(cfg.Layers), "--dim", itoa(cfg.Dim), "--heads", itoa(cfg.Heads),
+				"--kv-heads", itoa(cfg.KVHeads), "--mlp", itoa(cfg.MLPHidden), "--vocab", itoa(cfg.Vocab),
+				"--theta", strconv.FormatFloat(cfg.RoPETheta, 'g', -1, 64), "--eps", strconv.FormatFloat(cfg.NormEps, 'g', -1, 64),
+				"--batch", itoa(c.gpt2Batch), "--seq", itoa(c.seq), "--steps", steps, "--update", "adamw", "--threads", th},
+			measures:      []parityMeasure{tokensPerS},
+			flopsPerToken: llamaFlops(cfg, c.seq),
+		}
+	}
 	shape := func(ld [2]int) string { return "d " + itoa(ld[1]) + ", " + itoa(ld[0]) + " layers" }
 	rows = append(rows,
 		paper("paper-d"+itoa(c.paperSmall[1]), "full paper update "+shape(c.paperSmall), "off", c.paperSmall),
 		paper("paper-d"+itoa(c.paperLarge[1]), "full paper update "+shape(c.paperLarge), "off", c.paperLarge),
 		gpt2("gpt2-d"+itoa(c.gpt2Small[1]), "GPT-2 L"+itoa(c.gpt2Small[0])+" d"+itoa(c.gpt2Small[1])+" H"+itoa(c.gpt2Small[2])+", AdamW + clip", c.gpt2Small, c.batch),
 		gpt2("gpt2-"+gpt2SizeName(c.gpt2Large), "GPT-2 L"+itoa(c.gpt2Large[0])+" d"+itoa(c.gpt2Large[1])+", "+itoa(c.gpt2Batch)+" seqs, AdamW + clip", c.gpt2Large, c.gpt2Batch),
+		llama(c.llamaLayers[0]),
+		llama(c.llamaLayers[1]),
 		paper("bf16-d"+itoa(c.paperSmall[1]), "paper update "+shape(c.paperSmall)+", autocast bf16", "bf16", c.paperSmall),
 		paper("bf16-d"+itoa(c.paperLarge[1]), "paper update "+shape(c.paperLarge)+", autocast bf16", "bf16", c.paperLarge),
 	)
@@ -158,7 +201,7 @@ func gpt2SizeName(lds [3]int) string {
 }
 
 // selectRows returns the rows named in list (comma-separated names or
-// groups: all, gemm, update, gpt2, bf16, gen; a name's prefix picks a
+// groups: all, gemm, update, gpt2, llama, bf16, gen; a name's prefix picks a
 // group), in table order.
 func selectRows(all []parityRow, list string) ([]parityRow, []string) {
 	var bad []string

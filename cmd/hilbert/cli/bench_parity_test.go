@@ -21,7 +21,7 @@ import (
 const fakeBenchPy = `n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$COUNT"; v=$((10*n))
 case "$1" in
 gemm) echo "{\"gflops\": $v, \"torch\": \"fake\"}" ;;
-paper|gpt2) echo "{\"tokens_per_s\": $v, \"torch\": \"fake\"}" ;;
+paper|gpt2|llama) echo "{\"tokens_per_s\": $v, \"torch\": \"fake\"}" ;;
 generate) echo "{\"decode_tokens_per_s\": $v, \"prefill_tokens_per_s\": $v, \"ms_per_token\": $v, \"torch\": \"fake\"}" ;;
 *) echo "unknown mode $1" >&2; exit 2 ;;
 esac
@@ -69,6 +69,7 @@ func runFakeParity(t *testing.T) ([]parityLine, string) {
 		c.steps, c.batch, c.seq, c.gpt2Batch = 1, 2, 8, 1
 		c.paperSmall, c.paperLarge = [2]int{1, 64}, [2]int{1, 128}
 		c.gpt2Small, c.gpt2Large = [3]int{1, 64, 1}, [3]int{1, 32, 1}
+		c.llamaPreset, c.llamaLayers = "llama-tiny", [2]int{1, 0}
 		c.genPrompt, c.genTokens, c.genBatches = 3, 2, [2]int{1, 2}
 		c.gemmShape, c.gemmReps = "48x32x16", 2
 		return c
@@ -76,7 +77,7 @@ func runFakeParity(t *testing.T) ([]parityLine, string) {
 	jsonOut := filepath.Join(dir, "parity.jsonl")
 	var stdout, stderr bytes.Buffer
 	// One row of each kind (the others differ only in sizes).
-	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,bf16-d64,gen-b1", "-reps", "2", "-threads", "2",
+	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,llama-tiny-l1,bf16-d64,gen-b1", "-reps", "2", "-threads", "2",
 		"-python", "/bin/sh", "-script", script, "-coretype", "none", "-json", jsonOut, "-baseline", baseline}
 	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
@@ -106,7 +107,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a
 // the run's GEMM rate, and peak RSS; and that the table prints them.
 func TestBenchParity(t *testing.T) {
 	lines, out := runFakeParity(t)
-	wantRows := []string{"gemm-2t", "paper-d64", "gpt2-d64", "bf16-d64", "gen-b1", "gen-b1", "gen-b1"}
+	wantRows := []string{"gemm-2t", "paper-d64", "gpt2-d64", "llama-tiny-l1", "bf16-d64", "gen-b1", "gen-b1", "gen-b1"}
 	var rows []string
 	for _, l := range lines {
 		rows = append(rows, l.Row)
@@ -172,7 +173,10 @@ func checkParityLine(t *testing.T, l parityLine, gemm float64, out string) {
 	if runtime.GOOS == "linux" && !(l.RSSHilbert.Median > 1 && l.RSSPyTorch.Median > 0 && near(l.RSSRatio, l.RSSHilbert.Median/l.RSSPyTorch.Median)) {
 		t.Errorf("%s: peak RSS %v and %v MiB, ratio %v", name, l.RSSHilbert.Median, l.RSSPyTorch.Median, l.RSSRatio)
 	}
-	flops := map[string]float64{"paper-d64": paperFlops(1, 64, 8), "gpt2-d64": gpt2Flops(1, 64, 8)}[l.Row]
+	// llama-tiny, one block: q and o 64x64, k and v 64x32 (2 KV heads of
+	// 16), SwiGLU 3 64x160, head 256x64; 12 L T d at T 8.
+	llamaTiny := 6*float64(2*64*64+2*64*32+3*64*160+256*64) + 12*8*64
+	flops := map[string]float64{"paper-d64": paperFlops(1, 64, 8), "gpt2-d64": gpt2Flops(1, 64, 8), "llama-tiny-l1": llamaTiny}[l.Row]
 	if (l.OfIdeal != nil) != (flops > 0) {
 		t.Errorf("%s: ideal %v, want one: %v", name, l.OfIdeal, flops > 0)
 	} else if flops > 0 {
