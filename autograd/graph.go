@@ -396,8 +396,11 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 		grad.Release()
 		return
 	}
-	cur := t.Grad()
+	cur, overwrite := t.GradToOverwrite()
 	switch {
+	case overwrite: // a parameter's first gradient of the step (ZeroGrad)
+		g.dev.Copy(cur.Buffer(), grad.Buffer())
+		grad.Release()
 	case cur == nil && t.IsLeaf():
 		// A parameter's gradient is persistent, outside the pool.
 		p, err := tensor.NewOf(g.dev, t.DType(), t.Shape()...)

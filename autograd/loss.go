@@ -218,9 +218,15 @@ func (linearCrossEntropyOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 		if !t.RequiresGrad() {
 			continue
 		}
-		if t.IsLeaf() && t.Grad() != nil {
-			compose.Axpby(g.dev, t.Grad().Buffer(), d.Buffer(), scale, 1)
-			continue
+		if t.IsLeaf() {
+			if cur, overwrite := t.GradToOverwrite(); cur != nil {
+				if overwrite { // the step's first gradient: scale d into it
+					compose.Scale(g.dev, cur.Buffer(), d.Buffer(), scale)
+				} else {
+					compose.Axpby(g.dev, cur.Buffer(), d.Buffer(), scale, 1)
+				}
+				continue
+			}
 		}
 		sd := g.scratchLike(t, t.Shape()...)
 		compose.Scale(g.dev, sd.Buffer(), d.Buffer(), scale)

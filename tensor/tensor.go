@@ -55,6 +55,10 @@ type Tensor struct {
 
 	requiresGrad bool
 	grad         *Tensor
+	// gradZero marks grad as zero with its contents not yet written:
+	// ZeroGrad defers the fill to the gradient's first use (Grad fills
+	// it, GradToOverwrite lets a writer skip it).
+	gradZero bool
 	origin       uint64 // MarkOutput's recording id; 0 for a leaf
 
 	// For Int32 tensors: bounds of the values (from host data, or declared
@@ -213,16 +217,38 @@ func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
 func (t *Tensor) SetRequiresGrad(on bool) { t.requiresGrad = on }
 
 // Grad returns the accumulated gradient, or nil before any backward pass.
-func (t *Tensor) Grad() *Tensor { return t.grad }
+// After ZeroGrad its values are zero: the fill ZeroGrad deferred runs
+// here, at the first Grad call, unless a backward pass has written the
+// gradient first (GradToOverwrite).
+func (t *Tensor) Grad() *Tensor {
+	if t.gradZero {
+		t.gradZero = false
+		t.grad.Device().Fill(t.grad.Buffer(), 0)
+	}
+	return t.grad
+}
+
+// GradToOverwrite returns the gradient slot and whether it stands for
+// zero with contents never written since ZeroGrad. Then the caller must
+// write every element of it (a copy where Grad's user would add to
+// zeros), and the gradient counts as written: autograd uses it to give a
+// parameter its first gradient of a step without the fill and the add.
+func (t *Tensor) GradToOverwrite() (grad *Tensor, overwrite bool) {
+	overwrite, t.gradZero = t.gradZero, false
+	return t.grad, overwrite
+}
 
 // SetGrad replaces the gradient slot (autograd and optimizers use it).
-func (t *Tensor) SetGrad(g *Tensor) { t.grad = g }
+func (t *Tensor) SetGrad(g *Tensor) { t.grad, t.gradZero = g, false }
 
-// ZeroGrad sets the gradients of params to zero (those that have one).
+// ZeroGrad sets the gradients of params to zero (those that have one). The
+// fill is deferred to the gradient's next use (Grad), and skipped where a
+// backward pass overwrites the whole gradient first, which leaves the
+// same values as a fill and an add.
 func ZeroGrad(params []*Tensor) {
 	for _, p := range params {
-		if g := p.Grad(); g != nil {
-			g.Device().Fill(g.Buffer(), 0)
+		if p.grad != nil {
+			p.gradZero = true
 		}
 	}
 }
