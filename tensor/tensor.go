@@ -59,7 +59,7 @@ type Tensor struct {
 	// ZeroGrad defers the fill to the gradient's first use (Grad fills
 	// it, GradToOverwrite lets a writer skip it).
 	gradZero bool
-	origin       uint64 // MarkOutput's recording id; 0 for a leaf
+	origin   uint64 // MarkOutput's recording id; 0 for a leaf
 
 	// For Int32 tensors: bounds of the values (from host data, or declared
 	// by the op that wrote them), so that index ops can refuse out-of-range
