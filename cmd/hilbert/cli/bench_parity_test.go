@@ -200,11 +200,11 @@ func TestParityRows(t *testing.T) {
 	for _, r := range all {
 		names = append(names, r.name)
 	}
-	want := []string{"gemm-2t", "gemm-1t", "paper-d128", "paper-d256", "gpt2-d256", "gpt2-124m", "bf16-d128", "bf16-d256", "gen-b1", "gen-b8"}
+	want := []string{"gemm-2t", "gemm-1t", "paper-d128", "paper-d256", "gpt2-d256", "gpt2-124m", "llama-135m-l4", "llama-135m", "bf16-d128", "bf16-d256", "gen-b1", "gen-b8"}
 	if !slices.Equal(names, want) {
 		t.Errorf("rows %v, want %v", names, want)
 	}
-	for list, want := range map[string]int{"all": 10, "gemm": 2, "paper": 2, "update": 2, "gpt2,gen": 4, "bf16-d256,gemm-1t": 2} {
+	for list, want := range map[string]int{"all": 12, "gemm": 2, "paper": 2, "update": 2, "gpt2,gen": 4, "llama": 2, "bf16-d256,gemm-1t": 2} {
 		if got, bad := selectRows(all, list); len(got) != want || len(bad) > 0 {
 			t.Errorf("-rows %s: %d rows (unknown %v), want %d", list, len(got), bad, want)
 		}
