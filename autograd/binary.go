@@ -149,15 +149,30 @@ func (g *Graph) Where(cond, a, b *tensor.Tensor) *tensor.Tensor {
 }
 
 // sumTo sums d, the gradient of a broadcast result, over the axes that
-// broadcasting added or stretched, back to x's shape.
+// broadcasting added or stretched, back to x's shape. Adjacent such axes
+// are summed as one (a bias's gradient over [B, T, d] is one sum of B T
+// rows, not a sum over B and then over T).
 func (g *Graph) sumTo(d, x *tensor.Tensor) *tensor.Tensor {
 	if d == nil || d.SameShape(x) {
 		return d
 	}
 	shape, ds := x.Shape(), d.Shape()
 	pad := len(ds) - len(shape)
-	for i := range ds {
-		if (i < pad || shape[i-pad] == 1) && ds[i] != 1 {
+	var merged []int
+	var summed []bool
+	for i, n := range ds {
+		sum := n != 1 && (i < pad || shape[i-pad] == 1)
+		if k := len(merged) - 1; k >= 0 && sum && summed[k] {
+			merged[k] *= n
+			continue
+		}
+		merged, summed = append(merged, n), append(summed, sum)
+	}
+	if len(merged) < len(ds) {
+		d = g.Reshape(d, merged...)
+	}
+	for i, sum := range summed {
+		if sum {
 			d = g.SumAxis(d, i, true)
 		}
 	}
