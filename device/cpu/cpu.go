@@ -246,14 +246,26 @@ func (d *Device) CopyInt32ToHost(dst []int32, src device.Buffer) { copy(dst, Int
 func (d *Device) Copy(dst, src device.Buffer) {
 	switch dst.DType() {
 	case device.Int32:
-		copy(Int32s(dst), Int32s(src))
+		copyParallel(Int32s(dst), Int32s(src))
 	case device.BFloat16:
-		copy(BFloat16s(dst), BFloat16s(src))
+		copyParallel(BFloat16s(dst), BFloat16s(src))
 	case device.Float64:
-		copy(Float64s(dst), Float64s(src))
+		copyParallel(Float64s(dst), Float64s(src))
 	default:
-		copy(Float32s(dst), Float32s(src))
+		copyParallel(Float32s(dst), Float32s(src))
 	}
+}
+
+// copyGrain is the least elements a worker of Copy takes: a large copy
+// (a parameter's first gradient of a step) goes at the bandwidth of all
+// the workers, a small one stays a single memmove.
+const copyGrain = 1 << 16
+
+// copyParallel is copy(dst, src) split over the workers in contiguous
+// chunks.
+func copyParallel[T any](dst, src []T) {
+	n := min(len(dst), len(src))
+	parallelFor(n, copyGrain, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
 
 // Cast converts between float32, bfloat16, float64 and int32 (or copies
