@@ -290,6 +290,11 @@ func mask[T number](c bool) T {
 
 func binaryVV[T number](op device.BinaryOp, z, x, y []T) {
 	x, y = x[:len(z)], y[:len(z)]
+	if zf, ok := any(z).([]float32); ok {
+		if n := binaryFast(op, zf, any(x).([]float32), any(y).([]float32)); n > 0 {
+			z, x, y = z[n:], x[n:], y[n:]
+		}
+	}
 	switch op {
 	case device.Add:
 		for i := range z {

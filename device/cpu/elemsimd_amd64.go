@@ -1,7 +1,10 @@
 package cpu
 
-// The AVX2 forms of Axpby and AdamWStep (elemsimd_amd64.s), bit for bit
-// their scalar loops' results.
+import "github.com/hilbert-ml/hilbert/device"
+
+// The AVX2 forms of Axpby, AdamWStep and the float32 add, subtract and
+// multiply of BinaryStrided (elemsimd_amd64.s), bit for bit their scalar
+// loops' results.
 
 //go:noescape
 func axpby8(dst, x *float32, n int, alpha, beta float32)
@@ -43,5 +46,36 @@ func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int {
 		sp = &s[0]
 	}
 	adamW8(&p[0], &g[0], &m[0], &v[0], sp, n, c)
+	return n
+}
+
+//go:noescape
+func addVV8(z, x, y *float32, n int)
+
+//go:noescape
+func subVV8(z, x, y *float32, n int)
+
+//go:noescape
+func mulVV8(z, x, y *float32, n int)
+
+// binaryFast computes z = x op y for op Add, Sub or Mul over the longest
+// multiple of 8 elements and returns how many it did (0 without AVX2 or
+// for another op). z may be x or y.
+func binaryFast(op device.BinaryOp, z, x, y []float32) int {
+	n := len(z) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0
+	}
+	_, _ = x[n-1], y[n-1]
+	switch op {
+	case device.Add:
+		addVV8(&z[0], &x[0], &y[0], n)
+	case device.Sub:
+		subVV8(&z[0], &x[0], &y[0], n)
+	case device.Mul:
+		mulVV8(&z[0], &x[0], &y[0], n)
+	default:
+		return 0
+	}
 	return n
 }

@@ -107,3 +107,69 @@ adnostore:
 addone:
 	VZEROUPPER
 	RET
+
+// func addVV8(z, x, y *float32, n int)
+// z = x + y.
+TEXT ·addVV8(SB), NOSPLIT, $0-32
+	MOVQ z+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+addloop:
+	CMPQ AX, CX
+	JGE adddone
+	VMOVUPS (SI)(AX*4), Y0
+	VADDPS (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP addloop
+
+adddone:
+	VZEROUPPER
+	RET
+
+// func subVV8(z, x, y *float32, n int)
+// z = x - y.
+TEXT ·subVV8(SB), NOSPLIT, $0-32
+	MOVQ z+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+subloop:
+	CMPQ AX, CX
+	JGE subdone
+	VMOVUPS (SI)(AX*4), Y0
+	VSUBPS (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP subloop
+
+subdone:
+	VZEROUPPER
+	RET
+
+// func mulVV8(z, x, y *float32, n int)
+// z = x * y.
+TEXT ·mulVV8(SB), NOSPLIT, $0-32
+	MOVQ z+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+mulloop:
+	CMPQ AX, CX
+	JGE muldone
+	VMOVUPS (SI)(AX*4), Y0
+	VMULPS (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP mulloop
+
+muldone:
+	VZEROUPPER
+	RET

@@ -2,8 +2,13 @@
 
 package cpu
 
+import "github.com/hilbert-ml/hilbert/device"
+
 // axpbyFast has no vector kernel on this architecture.
 func axpbyFast(dst, x []float32, alpha, beta float32) int { return 0 }
 
 // adamWFast has no vector kernel on this architecture.
 func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int { return 0 }
+
+// binaryFast has no vector kernel on this architecture.
+func binaryFast(op device.BinaryOp, z, x, y []float32) int { return 0 }

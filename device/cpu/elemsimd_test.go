@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/hilbert-ml/hilbert/device"
 )
 
 // elemsimdInputs returns n float32s of mixed magnitudes, with a NaN, both
@@ -141,6 +143,52 @@ func TestSwiGLUVectorMatchesScalar(t *testing.T) {
 		for k, name := range []string{"out", "da", "db"} {
 			if i, ok := sameBits(vec[k], ref[k]); !ok {
 				t.Fatalf("n %d: %s[%d] = %v (a %v), the loop gives %v", n, name, i, vec[k][i], a[i], ref[k][i])
+			}
+		}
+	}
+}
+
+// TestBinaryVectorMatchesScalar: BinaryStrided's vector add, subtract and
+// multiply give the scalar loop's results bit for bit, contiguous and with
+// a broadcast row (a bias), in place and not, at lengths around the
+// vector width.
+func TestBinaryVectorMatchesScalar(t *testing.T) {
+	if !hasAVX2FMA {
+		t.Skip("no AVX2 on this machine: only the scalar loop runs")
+	}
+	d := New()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, op := range []device.BinaryOp{device.Add, device.Sub, device.Mul} {
+		for _, n := range []int{1, 7, 8, 9, 17, 768, 1 << 15} {
+			x, y := elemsimdInputs(r, 3*n), elemsimdInputs(r, 3*n)
+			flat := device.DimsOf(3 * n)
+			rows := device.DimsOf(3, n)
+			for _, tc := range []struct {
+				name string
+				dims device.Dims
+				b    device.View
+			}{
+				{"contiguous", flat, device.Contiguous(NewFloat32(y), flat)},
+				{"row broadcast", rows, device.View{Buf: NewFloat32(y[:n]), Layout: device.Layout{Strides: [device.MaxDims]int{0, 1}}}},
+			} {
+				for _, inPlace := range []bool{false, true} {
+					run := func() []float32 {
+						z := make([]float32, 3*n)
+						a := NewFloat32(append([]float32(nil), x...))
+						dst := NewFloat32(z)
+						if inPlace {
+							dst = a
+						}
+						d.BinaryStrided(op, tc.dims, dst, device.Contiguous(a, tc.dims), tc.b)
+						return Float32s(dst)
+					}
+					vec := run()
+					var ref []float32
+					withScalarLoops(func() { ref = run() })
+					if i, ok := sameBits(vec, ref); !ok {
+						t.Fatalf("%v %s n %d in place %v: [%d] = %v, scalar loop %v", op, tc.name, n, inPlace, i, vec[i], ref[i])
+					}
+				}
 			}
 		}
 	}
