@@ -87,21 +87,37 @@ func (d *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols in
 			}
 			rs := float32(1 / math.Sqrt(ss/float64(cols)+float64(eps)))
 			mv[r], rv[r] = mu, rs
-			for i, v := range xs {
-				os[i] = (v - mu) * rs
-			}
-			if wv != nil {
-				for i, g := range wv[:cols] {
-					os[i] *= g
-				}
-			}
-			if bv != nil {
-				for i, c := range bv[:cols] {
-					os[i] += c
-				}
-			}
+			layerNormRow(os, xs, wv, bv, mu, rs)
 		}
 	})
+}
+
+// layerNormRow writes out = (x - mu) rs w + b (w, b nil: 1, 0) in one
+// pass, each product and sum rounded to float32 in that order (the
+// conversions keep the compiler from fusing them).
+func layerNormRow(out, x, w, b []float32, mu, rs float32) {
+	out = out[:len(x)]
+	switch {
+	case w != nil && b != nil:
+		w, b = w[:len(x)], b[:len(x)]
+		for i, v := range x {
+			out[i] = float32(float32((v-mu)*rs)*w[i]) + b[i]
+		}
+	case w != nil:
+		w = w[:len(x)]
+		for i, v := range x {
+			out[i] = float32((v-mu)*rs) * w[i]
+		}
+	case b != nil:
+		b = b[:len(x)]
+		for i, v := range x {
+			out[i] = float32((v-mu)*rs) + b[i]
+		}
+	default:
+		for i, v := range x {
+			out[i] = (v - mu) * rs
+		}
+	}
 }
 
 // LayerNormBackward computes dx = rstd (g - mean(g) - xhat mean(g xhat))
