@@ -75,15 +75,20 @@ func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, ro
 				acc[j] = math.Inf(-1)
 			}
 		}
+		done := colSumsFast(op, acc, x[lo:], rows, cols)
 		for r := 0; r < rows; r++ {
-			row := x[r*cols+lo : r*cols+hi]
-			for j, v := range row {
-				switch op {
-				case device.Sum:
+			row, acc := x[r*cols+lo+done:r*cols+hi], acc[done:]
+			switch op {
+			case device.Sum:
+				for j, v := range row {
 					acc[j] += float64(v)
-				case device.SumSquares:
+				}
+			case device.SumSquares:
+				for j, v := range row {
 					acc[j] += float64(v) * float64(v)
-				case device.Max:
+				}
+			case device.Max:
+				for j, v := range row {
 					acc[j] = math.Max(acc[j], float64(v))
 				}
 			}

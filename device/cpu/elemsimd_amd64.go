@@ -79,3 +79,20 @@ func binaryFast(op device.BinaryOp, z, x, y []float32) int {
 	}
 	return n
 }
+
+//go:noescape
+func colSums16(acc *float64, x *float32, cols, rows int, pitch uintptr, squares bool)
+
+// colSumsFast adds to acc[i] the float64 sum over rows j, in order, of
+// x[j*pitch+i] (squared for SumSquares) for the longest multiple of 16
+// columns of acc, and returns how many columns it did (0 without AVX2,
+// for another op, or with no rows): the scalar loop's sums bit for bit.
+func colSumsFast(op device.ReduceOp, acc []float64, x []float32, rows, pitch int) int {
+	cols := len(acc) &^ 15
+	if !hasAVX2FMA || cols == 0 || rows == 0 || op != device.Sum && op != device.SumSquares {
+		return 0
+	}
+	_ = x[(rows-1)*pitch+cols-1]
+	colSums16(&acc[0], &x[0], cols, rows, uintptr(pitch*4), op == device.SumSquares)
+	return cols
+}

@@ -173,3 +173,73 @@ mulloop:
 muldone:
 	VZEROUPPER
 	RET
+
+// func colSums16(acc *float64, x *float32, cols, rows int, pitch uintptr, squares bool)
+// acc[i] += float64(x[j*pitch+i]) (squared when squares is set) for rows
+// j = 0, 1, ... in order and columns i < cols, a multiple of 16: each
+// column's float64 sum in the scalar loop's order (a square of a float32
+// is exact in float64, so the fused multiply-add rounds as the scalar
+// multiply then add). pitch is in bytes.
+TEXT ·colSums16(SB), NOSPLIT, $0-41
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ cols+16(FP), CX
+	MOVQ rows+24(FP), DX
+	MOVQ pitch+32(FP), R8
+	MOVB squares+40(FP), R9
+
+csblock:
+	CMPQ CX, $0
+	JLE csdone
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	MOVQ SI, AX
+	MOVQ DX, BX
+	TESTB R9, R9
+	JNE csqrow
+
+csrow:
+	CMPQ BX, $0
+	JLE csstore
+	VCVTPS2PD (AX), Y4
+	VCVTPS2PD 16(AX), Y5
+	VCVTPS2PD 32(AX), Y6
+	VCVTPS2PD 48(AX), Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	ADDQ R8, AX
+	DECQ BX
+	JMP csrow
+
+csqrow:
+	CMPQ BX, $0
+	JLE csstore
+	VCVTPS2PD (AX), Y4
+	VCVTPS2PD 16(AX), Y5
+	VCVTPS2PD 32(AX), Y6
+	VCVTPS2PD 48(AX), Y7
+	VFMADD231PD Y4, Y4, Y0
+	VFMADD231PD Y5, Y5, Y1
+	VFMADD231PD Y6, Y6, Y2
+	VFMADD231PD Y7, Y7, Y3
+	ADDQ R8, AX
+	DECQ BX
+	JMP csqrow
+
+csstore:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP csblock
+
+csdone:
+	VZEROUPPER
+	RET

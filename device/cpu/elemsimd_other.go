@@ -12,3 +12,6 @@ func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int { return 0 }
 
 // binaryFast has no vector kernel on this architecture.
 func binaryFast(op device.BinaryOp, z, x, y []float32) int { return 0 }
+
+// colSumsFast has no vector kernel on this architecture.
+func colSumsFast(op device.ReduceOp, acc []float64, x []float32, rows, pitch int) int { return 0 }

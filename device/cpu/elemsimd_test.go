@@ -193,3 +193,39 @@ func TestBinaryVectorMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnSumsVectorMatchesScalar: the vector column sums of ReduceAxis
+// and of Reduce over axis 0 (Sum and SumSquares) give the scalar loops'
+// float64 sums, rounded to float32, bit for bit, at widths around the
+// vector's 16 columns and the workers' blocks.
+func TestColumnSumsVectorMatchesScalar(t *testing.T) {
+	if !hasAVX2FMA {
+		t.Skip("no AVX2 on this machine: only the scalar loop runs")
+	}
+	d := New()
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, op := range []device.ReduceOp{device.Sum, device.SumSquares} {
+		for _, sh := range [][3]int{{1, 1, 16}, {1, 3, 17}, {2, 5, 33}, {1, 1024, 768}, {3, 7, 300}, {1, 2, 1}, {4, 9, 15}} {
+			outer, n, inner := sh[0], sh[1], sh[2]
+			x := NewFloat32(elemsimdInputs(r, outer*n*inner))
+			axis := func() []float32 {
+				z := NewFloat32(make([]float32, outer*inner))
+				d.ReduceAxis(op, z, x, outer, n, inner)
+				return Float32s(z)
+			}
+			rows := func() []float32 {
+				z := NewFloat32(make([]float32, inner))
+				d.Reduce(op, 0, z, x, outer*n, inner)
+				return Float32s(z)
+			}
+			for name, f := range map[string]func() []float32{"ReduceAxis": axis, "Reduce axis 0": rows} {
+				vec := f()
+				var ref []float32
+				withScalarLoops(func() { ref = f() })
+				if i, ok := sameBits(vec, ref); !ok {
+					t.Fatalf("%s %v %v: [%d] = %v, scalar loop %v", name, op, sh, i, vec[i], ref[i])
+				}
+			}
+		}
+	}
+}

@@ -89,8 +89,12 @@ func reduceColumns[T float](op device.ReduceOp, z []T, zi []int32, x []T, base, 
 	switch op {
 	case device.Sum, device.SumSquares:
 		clear(acc)
+		done := 0
+		if xf, ok := any(x).([]float32); ok {
+			done = colSumsFast(op, acc, xf[base:], n, inner)
+		}
 		for j := range n {
-			row := x[base+j*inner : base+j*inner+w]
+			row, acc := x[base+j*inner+done:base+j*inner+w], acc[done:]
 			if op == device.Sum {
 				for i, v := range row {
 					acc[i] += float64(v)
