@@ -58,6 +58,12 @@ func (d *Device) Axpby(dst, x device.Buffer, alpha, beta float32) {
 // Reduce reduces src (rows x cols) along axis 1 (per row) or 0 (per column).
 func (d *Device) Reduce(op device.ReduceOp, axis int, dst, src device.Buffer, rows, cols int) {
 	x, z := Float32s(src), Float32s(dst)
+	if axis == 1 && op == device.SumSquares {
+		parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+			rowSumSquares(z, x, cols, lo, hi)
+		})
+		return
+	}
 	if axis == 1 {
 		parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
@@ -119,6 +125,23 @@ func reduceRow(op device.ReduceOp, row []float32) float32 {
 		return m
 	}
 	panic(fmt.Sprintf("cpu: unknown reduction %v", op))
+}
+
+// rowSumSquares sets z[r] to sumSquares(row r) rounded to float32 for the
+// rows r in [lo, hi) of x (cols wide), eight rows at a time by the vector
+// kernel where it runs (the same sums).
+func rowSumSquares(z, x []float32, cols, lo, hi int) {
+	var buf [64]float64
+	for b := lo; b < hi; b += len(buf) {
+		ss := buf[:min(len(buf), hi-b)]
+		rows := x[b*cols : (b+len(ss))*cols]
+		for r := rowSumSquaresFast(ss, rows, cols); r < len(ss); r++ {
+			ss[r] = sumSquares(rows[r*cols : (r+1)*cols])
+		}
+		for r, v := range ss {
+			z[b+r] = float32(v)
+		}
+	}
 }
 
 // sumSquares returns the sum of squares of x in float64.

@@ -243,3 +243,61 @@ csstore:
 csdone:
 	VZEROUPPER
 	RET
+
+// func rowSumSquares8(ss *float64, x *float32, cols int, idx *int32)
+// ss[r] = sumSquares of row r of x, for 8 rows idx[r] floats apart, with
+// sumSquares's two float64 chains per row (even columns, odd columns, in
+// order, then their sum): lanes are rows, gathered a column at a time,
+// so every row's sums are the scalar loop's bit for bit (a square of a
+// float32 is exact in float64, so the fused multiply-add rounds as the
+// scalar multiply then add).
+TEXT ·rowSumSquares8(SB), NOSPLIT, $0-32
+	MOVQ ss+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ cols+16(FP), CX
+	MOVQ idx+24(FP), AX
+	VMOVDQU (AX), Y15
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+rsqpair:
+	CMPQ CX, $2
+	JLT rsqtail
+	VPCMPEQD Y14, Y14, Y14
+	VGATHERDPS Y14, (SI)(Y15*4), Y0
+	VCVTPS2PD X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD X2, Y2
+	VFMADD231PD Y1, Y1, Y8
+	VFMADD231PD Y2, Y2, Y9
+	VPCMPEQD Y14, Y14, Y14
+	VGATHERDPS Y14, 4(SI)(Y15*4), Y3
+	VCVTPS2PD X3, Y4
+	VEXTRACTF128 $1, Y3, X5
+	VCVTPS2PD X5, Y5
+	VFMADD231PD Y4, Y4, Y10
+	VFMADD231PD Y5, Y5, Y11
+	ADDQ $8, SI
+	SUBQ $2, CX
+	JMP rsqpair
+
+rsqtail:
+	CMPQ CX, $0
+	JLE rsqdone
+	VPCMPEQD Y14, Y14, Y14
+	VGATHERDPS Y14, (SI)(Y15*4), Y0
+	VCVTPS2PD X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD X2, Y2
+	VFMADD231PD Y1, Y1, Y8
+	VFMADD231PD Y2, Y2, Y9
+
+rsqdone:
+	VADDPD Y10, Y8, Y8
+	VADDPD Y11, Y9, Y9
+	VMOVUPD Y8, (DI)
+	VMOVUPD Y9, 32(DI)
+	VZEROUPPER
+	RET

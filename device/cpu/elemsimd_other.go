@@ -15,3 +15,6 @@ func binaryFast(op device.BinaryOp, z, x, y []float32) int { return 0 }
 
 // colSumsFast has no vector kernel on this architecture.
 func colSumsFast(op device.ReduceOp, acc []float64, x []float32, rows, pitch int) int { return 0 }
+
+// rowSumSquaresFast has no vector kernel on this architecture.
+func rowSumSquaresFast(ss []float64, x []float32, cols int) int { return 0 }

@@ -229,3 +229,44 @@ func TestColumnSumsVectorMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestRowSumSquaresVectorMatchesScalar: the eight-row vector sums of
+// squares behind Reduce over axis 1 (SumSquares: clipping's and Muon's
+// norms) give the scalar loop's results bit for bit, for row counts around
+// multiples of eight (the rest run in Go) and odd and even widths.
+func TestRowSumSquaresVectorMatchesScalar(t *testing.T) {
+	if !hasAVX2FMA {
+		t.Skip("no AVX2 on this machine: only the scalar loop runs")
+	}
+	d := New()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, sh := range [][2]int{{8, 1}, {8, 2}, {9, 7}, {16, 768}, {70, 33}, {3, 5}, {130, 128}} {
+		rows, cols := sh[0], sh[1]
+		host := elemsimdInputs(r, rows*cols)
+		host[len(host)/2] = 3e38 // a square that overflows float32, not float64
+		x := NewFloat32(host)
+		// The float64 sums themselves, before any rounding to float32 can
+		// hide a change of order.
+		ss := make([]float64, rows)
+		done := rowSumSquaresFast(ss, host, cols)
+		for i := range done {
+			if want := sumSquares(host[i*cols : (i+1)*cols]); math.Float64bits(ss[i]) != math.Float64bits(want) && !(ss[i] != ss[i] && want != want) {
+				t.Fatalf("%dx%d row %d: sum of squares %v, scalar loop %v", rows, cols, i, ss[i], want)
+			}
+		}
+		for name, f := range map[string]func() []float32{
+			"Reduce": func() []float32 {
+				z := NewFloat32(make([]float32, rows))
+				d.Reduce(device.SumSquares, 1, z, x, rows, cols)
+				return Float32s(z)
+			},
+		} {
+			vec := f()
+			var ref []float32
+			withScalarLoops(func() { ref = f() })
+			if i, ok := sameBits(vec, ref); !ok {
+				t.Fatalf("%s %dx%d: [%d] = %v, scalar loop %v", name, rows, cols, i, vec[i], ref[i])
+			}
+		}
+	}
+}
