@@ -33,3 +33,44 @@ func TestLayerNormRowMatchesPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNormBackwardRowMatchesLoop: the row of LayerNormBackward
+// written out per case of the gain gives the one loop with the gain
+// tested inside (the code it replaced) bit for bit.
+func TestLayerNormBackwardRowMatchesLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	normal := func() []float32 { // finite: a NaN would make every output NaN
+		v := make([]float32, 777)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	x, dy, w := normal(), normal(), normal()
+	mu, rs := float32(0.3), float32(1.7)
+	for _, wv := range [][]float32{nil, w} {
+		want := make([]float32, len(x))
+		var sg, sgx float64
+		for i, v := range x {
+			g := dy[i]
+			if wv != nil {
+				g *= wv[i]
+			}
+			sg += float64(g)
+			sgx += float64(g) * float64((v-mu)*rs)
+		}
+		c1, c2 := float32(sg/float64(len(x))), float32(sgx/float64(len(x)))
+		for i, v := range x {
+			g := dy[i]
+			if wv != nil {
+				g *= wv[i]
+			}
+			want[i] = rs * (g - c1 - (v-mu)*rs*c2)
+		}
+		got := make([]float32, len(x))
+		layerNormBackwardRow(got, x, dy, wv, mu, rs)
+		if i, ok := sameBits(got, want); !ok {
+			t.Errorf("gain %v: [%d] = %v, one loop %v", wv != nil, i, got[i], want[i])
+		}
+	}
+}

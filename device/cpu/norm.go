@@ -130,24 +130,7 @@ func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffe
 	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, gs, ds := xv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], dv[r*cols:(r+1)*cols]
-			mu, rs := mv[r], rv[r]
-			var sg, sgx float64
-			for i, v := range xs {
-				g := gs[i]
-				if wv != nil {
-					g *= wv[i]
-				}
-				sg += float64(g)
-				sgx += float64(g) * float64((v-mu)*rs)
-			}
-			c1, c2 := float32(sg/float64(cols)), float32(sgx/float64(cols))
-			for i, v := range xs {
-				g := gs[i]
-				if wv != nil {
-					g *= wv[i]
-				}
-				ds[i] = rs * (g - c1 - (v-mu)*rs*c2)
-			}
+			layerNormBackwardRow(ds, xs, gs, wv, mv[r], rv[r])
 		}
 	})
 	if dw == nil && db == nil {
@@ -173,6 +156,38 @@ func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffe
 			}
 		}
 	})
+}
+
+// layerNormBackwardRow writes one row of LayerNormBackward's dx from the
+// row's x, dy, mean and rstd (w nil: a gain of 1): the float64 sums of
+// g = dy w and of g xhat, then dx = rstd (g - mean g - xhat mean(g xhat)).
+// The loops are written out for each case of w, the same operations in
+// the same order.
+func layerNormBackwardRow(dx, x, dy, w []float32, mu, rs float32) {
+	n := len(x)
+	dy, dx = dy[:n], dx[:n]
+	var sg, sgx float64
+	if w == nil {
+		for i, v := range x {
+			sg += float64(dy[i])
+			sgx += float64(dy[i]) * float64((v-mu)*rs)
+		}
+		c1, c2 := float32(sg/float64(n)), float32(sgx/float64(n))
+		for i, v := range x {
+			dx[i] = rs * (dy[i] - c1 - (v-mu)*rs*c2)
+		}
+		return
+	}
+	w = w[:n]
+	for i, v := range x {
+		g := float32(dy[i] * w[i])
+		sg += float64(g)
+		sgx += float64(g) * float64((v-mu)*rs)
+	}
+	c1, c2 := float32(sg/float64(n)), float32(sgx/float64(n))
+	for i, v := range x {
+		dx[i] = rs * (float32(dy[i]*w[i]) - c1 - (v-mu)*rs*c2)
+	}
 }
 
 // optFloat32s is Float32s of b, or nil for a nil buffer (an optional
