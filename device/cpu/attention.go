@@ -143,7 +143,7 @@ func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Bu
 				}
 				c := s.Visible(t)
 				pr, dr := p[t*K:t*K+c], dp[t*K:t*K+nk]
-				for u := range pr {
+				for u := softmaxGradFast(dr[:c], pr, di); u < c; u++ {
 					dr[u] = pr[u] * (dr[u] - di)
 				}
 				clear(dr[c:])

@@ -123,3 +123,19 @@ func rowSumSquaresFast(ss []float64, x []float32, cols int) int {
 	}
 	return rows
 }
+
+//go:noescape
+func softmaxGrad8(ds, p *float32, n int, d float32)
+
+// softmaxGradFast computes ds = p * (ds - d) over the longest multiple of
+// 8 elements and returns how many it did (0 without AVX2): bit for bit the
+// scalar loop's.
+func softmaxGradFast(ds, p []float32, d float32) int {
+	n := len(ds) &^ 7
+	if !hasAVX2FMA || n == 0 {
+		return 0
+	}
+	_ = p[n-1]
+	softmaxGrad8(&ds[0], &p[0], n, d)
+	return n
+}

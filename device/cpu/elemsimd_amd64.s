@@ -301,3 +301,27 @@ rsqdone:
 	VMOVUPD Y9, 32(DI)
 	VZEROUPPER
 	RET
+
+// func softmaxGrad8(ds, p *float32, n int, d float32)
+// ds = p * (ds - d): the softmax's gradient from dP and the row's
+// dot(dO, O), a subtract and a multiply rounded separately.
+TEXT ·softmaxGrad8(SB), NOSPLIT, $0-28
+	MOVQ ds+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS d+24(FP), Y15
+	XORQ AX, AX
+
+sgloop:
+	CMPQ AX, CX
+	JGE sgdone
+	VMOVUPS (DI)(AX*4), Y0
+	VSUBPS Y15, Y0, Y0
+	VMULPS (SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP sgloop
+
+sgdone:
+	VZEROUPPER
+	RET

@@ -18,3 +18,6 @@ func colSumsFast(op device.ReduceOp, acc []float64, x []float32, rows, pitch int
 
 // rowSumSquaresFast has no vector kernel on this architecture.
 func rowSumSquaresFast(ss []float64, x []float32, cols int) int { return 0 }
+
+// softmaxGradFast has no vector kernel on this architecture.
+func softmaxGradFast(ds, p []float32, d float32) int { return 0 }

@@ -270,3 +270,29 @@ func TestRowSumSquaresVectorMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxGradVectorMatchesScalar: the vector form of the attention
+// backward's dS = P (dP - d) gives the scalar loop's results bit for bit
+// at lengths around the vector width (the rest runs in Go).
+func TestSoftmaxGradVectorMatchesScalar(t *testing.T) {
+	if !hasAVX2FMA {
+		t.Skip("no AVX2 on this machine: only the scalar loop runs")
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{1, 7, 8, 9, 64, 77, 256} {
+		p, dp := elemsimdInputs(r, n), elemsimdInputs(r, n)
+		for _, d := range []float32{0, -0.37, 2.5} {
+			want := append([]float32(nil), dp...)
+			for u := range want {
+				want[u] = p[u] * (want[u] - d)
+			}
+			got := append([]float32(nil), dp...)
+			for u := softmaxGradFast(got, p, d); u < n; u++ {
+				got[u] = p[u] * (got[u] - d)
+			}
+			if i, ok := sameBits(got, want); !ok {
+				t.Fatalf("n %d d %v: [%d] = %v, scalar loop %v", n, d, i, got[i], want[i])
+			}
+		}
+	}
+}
