@@ -136,39 +136,14 @@ func parityRows(c parityConfig) []parityRow {
 			flopsPerToken: gpt2Flops(lds[0], lds[1], c.seq),
 		}
 	}
-	llama := func(layers int) parityRow {
-		cfg, err := models.LlamaPreset(c.llamaPreset)
-		if err != nil {
-			panic(err) // the config's preset is one of the package's
-		}
-		name := "llama-" + strings.TrimPrefix(strings.TrimPrefix(c.llamaPreset, "smollm-"), "llama-")
-		hilbert := []string{"model", "-model", "llama", "-preset", c.llamaPreset}
-		if layers > 0 {
-			cfg.Layers = layers
-			name += "-l" + itoa(layers)
-			hilbert = append(hilbert, "-layers", itoa(layers))
-		}
-		return parityRow{
-			name: name,
-			title: c.llamaPreset + " shape (Llama: RMSNorm, RoPE, GQA " + itoa(cfg.Heads) + "/" + itoa(cfg.KVHeads) +
-				" heads, SwiGLU, tied head), L" + itoa(cfg.Layers) + " d" + itoa(cfg.Dim) + ", " + itoa(c.gpt2Batch) + " seqs, AdamW + clip",
-			hilbert: append(hilbert, "-batch", itoa(c.gpt2Batch), "-seq", itoa(c.seq), "-steps", steps, "-update", updateAdamW),
-			pytorch: []string{"llama", "--layers", itoa(cfg.Layers), "--dim", itoa(cfg.Dim), "--heads", itoa(cfg.Heads),
-				"--kv-heads", itoa(cfg.KVHeads), "--mlp", itoa(cfg.MLPHidden), "--vocab", itoa(cfg.Vocab),
-				"--theta", strconv.FormatFloat(cfg.RoPETheta, 'g', -1, 64), "--eps", strconv.FormatFloat(cfg.NormEps, 'g', -1, 64),
-				"--batch", itoa(c.gpt2Batch), "--seq", itoa(c.seq), "--steps", steps, "--update", "adamw", "--threads", th},
-			measures:      []parityMeasure{tokensPerS},
-			flopsPerToken: llamaFlops(cfg, c.seq),
-		}
-	}
 	shape := func(ld [2]int) string { return "d " + itoa(ld[1]) + ", " + itoa(ld[0]) + " layers" }
 	rows = append(rows,
 		paper("paper-d"+itoa(c.paperSmall[1]), "full paper update "+shape(c.paperSmall), "off", c.paperSmall),
 		paper("paper-d"+itoa(c.paperLarge[1]), "full paper update "+shape(c.paperLarge), "off", c.paperLarge),
 		gpt2("gpt2-d"+itoa(c.gpt2Small[1]), "GPT-2 L"+itoa(c.gpt2Small[0])+" d"+itoa(c.gpt2Small[1])+" H"+itoa(c.gpt2Small[2])+", AdamW + clip", c.gpt2Small, c.batch),
 		gpt2("gpt2-"+gpt2SizeName(c.gpt2Large), "GPT-2 L"+itoa(c.gpt2Large[0])+" d"+itoa(c.gpt2Large[1])+", "+itoa(c.gpt2Batch)+" seqs, AdamW + clip", c.gpt2Large, c.gpt2Batch),
-		llama(c.llamaLayers[0]),
-		llama(c.llamaLayers[1]),
+		llamaParityRow(c, c.llamaLayers[0]),
+		llamaParityRow(c, c.llamaLayers[1]),
 		paper("bf16-d"+itoa(c.paperSmall[1]), "paper update "+shape(c.paperSmall)+", autocast bf16", "bf16", c.paperSmall),
 		paper("bf16-d"+itoa(c.paperLarge[1]), "paper update "+shape(c.paperLarge)+", autocast bf16", "bf16", c.paperLarge),
 	)
@@ -189,6 +164,36 @@ func parityRows(c parityConfig) []parityRow {
 		})
 	}
 	return rows
+}
+
+// llamaParityRow is the Llama row of c: its preset cut to layers blocks
+// (0: whole), AdamW on every parameter and clipping on both sides.
+func llamaParityRow(c parityConfig, layers int) parityRow {
+	itoa := strconv.Itoa
+	steps, th := itoa(c.steps), itoa(c.threads)
+	cfg, err := models.LlamaPreset(c.llamaPreset)
+	if err != nil {
+		panic(err) // the config's preset is one of the package's
+	}
+	name := "llama-" + strings.TrimPrefix(strings.TrimPrefix(c.llamaPreset, "smollm-"), "llama-")
+	hilbert := []string{"model", "-model", "llama", "-preset", c.llamaPreset}
+	if layers > 0 {
+		cfg.Layers = layers
+		name += "-l" + itoa(layers)
+		hilbert = append(hilbert, "-layers", itoa(layers))
+	}
+	return parityRow{
+		name: name,
+		title: c.llamaPreset + " shape (Llama: RMSNorm, RoPE, GQA " + itoa(cfg.Heads) + "/" + itoa(cfg.KVHeads) +
+			" heads, SwiGLU, tied head), L" + itoa(cfg.Layers) + " d" + itoa(cfg.Dim) + ", " + itoa(c.gpt2Batch) + " seqs, AdamW + clip",
+		hilbert: append(hilbert, "-batch", itoa(c.gpt2Batch), "-seq", itoa(c.seq), "-steps", steps, "-update", updateAdamW),
+		pytorch: []string{"llama", "--layers", itoa(cfg.Layers), "--dim", itoa(cfg.Dim), "--heads", itoa(cfg.Heads),
+			"--kv-heads", itoa(cfg.KVHeads), "--mlp", itoa(cfg.MLPHidden), "--vocab", itoa(cfg.Vocab),
+			"--theta", strconv.FormatFloat(cfg.RoPETheta, 'g', -1, 64), "--eps", strconv.FormatFloat(cfg.NormEps, 'g', -1, 64),
+			"--batch", itoa(c.gpt2Batch), "--seq", itoa(c.seq), "--steps", steps, "--update", "adamw", "--threads", th},
+		measures:      []parityMeasure{tokensPerS},
+		flopsPerToken: llamaFlops(cfg, c.seq),
+	}
 }
 
 // gpt2SizeName names GPT-2 shapes by their parameter count where they are
