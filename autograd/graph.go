@@ -399,8 +399,10 @@ func (g *Graph) accumulate(t, grad *tensor.Tensor) {
 	cur, overwrite := t.GradToOverwrite()
 	switch {
 	case overwrite: // a parameter's first gradient of the step (ZeroGrad)
-		g.dev.Copy(cur.Buffer(), grad.Buffer())
-		grad.Release()
+		if !tensor.SwapStorage(cur, grad) {
+			g.dev.Copy(cur.Buffer(), grad.Buffer())
+		}
+		grad.Release() // to the pool, with the parameter's old buffer if swapped
 	case cur == nil && t.IsLeaf():
 		// A parameter's gradient is persistent, outside the pool.
 		p, err := tensor.NewOf(g.dev, t.DType(), t.Shape()...)

@@ -16,7 +16,9 @@ import (
 // whichever way a gradient arrives (the fused head's direct write, the
 // embedding's scatter into a gradient already written, a plain
 // accumulation, a parameter used twice); a parameter the step does not
-// use reads zero; and a second step without ZeroGrad doubles every
+// use reads zero; a gradient written whole takes the backward's buffer
+// (SwapStorage) instead of a copy; and a second step without ZeroGrad
+// doubles every
 // gradient (to rounding: a gradient of two parts adds them in another
 // order the second time).
 func TestZeroGradDeferredFill(t *testing.T) {
@@ -83,7 +85,12 @@ func TestZeroGradDeferredFill(t *testing.T) {
 	}
 	step(ids(3), ids(4), true) // other data; unused gets a gradient
 	tensor.ZeroGrad(params)
+	mixBuf := mix.Grad().Buffer()
+	tensor.ZeroGrad(params) // Grad filled it: defer the fill again
 	step(in, tg, false)
+	if mix.Grad().Buffer() == mixBuf {
+		t.Errorf("mix's gradient kept its buffer: the step's first gradient was copied, not handed over")
+	}
 	again := grads()
 	for i, name := range []string{"embed", "mix"} {
 		if !slices.Equal(again[i], first[i]) {

@@ -123,3 +123,21 @@ func (t *Tensor) TakeOwnership(from *Tensor) bool {
 	t.pooled, from.pooled = true, false
 	return true
 }
+
+// SwapStorage exchanges the buffers of a and b, two tensors that each hold
+// a whole live buffer (no views), of one device, dtype and length, and
+// reports whether it did; each keeps its shape, name and pool ownership.
+// Autograd uses it to hand a parameter the gradient a backward rule wrote
+// into pooled scratch, instead of copying it: the scratch tensor then
+// holds the parameter's old buffer and goes back to the pool. Views taken
+// of either tensor before do not follow: they keep the old buffer.
+func SwapStorage(a, b *Tensor) bool {
+	if a == nil || b == nil || a == b || a.base != nil || b.base != nil || a.Released() || b.Released() ||
+		a.dev != b.dev || a.buf.DType() != b.buf.DType() || a.buf.Len() != b.buf.Len() {
+		return false
+	}
+	a.buf, b.buf = b.buf, a.buf
+	a.version++
+	b.version++
+	return true
+}

@@ -244,7 +244,9 @@ func (t *Tensor) SetGrad(g *Tensor) { t.grad, t.gradZero = g, false }
 // ZeroGrad sets the gradients of params to zero (those that have one). The
 // fill is deferred to the gradient's next use (Grad), and skipped where a
 // backward pass overwrites the whole gradient first, which leaves the
-// same values as a fill and an add.
+// same values as a fill and an add. That pass may give the gradient
+// another buffer (autograd hands over its scratch: SwapStorage), so a
+// view of a gradient (Reshape) taken before ZeroGrad is not one after.
 func ZeroGrad(params []*Tensor) {
 	for _, p := range params {
 		if p.grad != nil {
