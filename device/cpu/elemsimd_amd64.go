@@ -139,3 +139,21 @@ func softmaxGradFast(ds, p []float32, d float32) int {
 	softmaxGrad8(&ds[0], &p[0], n, d)
 	return n
 }
+
+//go:noescape
+func lnColGrads16(accW, accB *float64, x, dy, mean, rstd *float32, cols, rows int, pitch uintptr)
+
+// lnColGradsFast adds LayerNormBackward's column sums over rows (pitch
+// apart) to accW and accB for the longest multiple of 16 of their columns
+// and returns how many columns it did (0 without AVX2 or with no rows):
+// the scalar loop's sums bit for bit.
+func lnColGradsFast(accW, accB []float64, x, dy, mean, rstd []float32, rows, pitch int) int {
+	cols := len(accW) &^ 15
+	if !hasAVX2FMA || cols == 0 || rows == 0 {
+		return 0
+	}
+	_, _ = x[(rows-1)*pitch+cols-1], dy[(rows-1)*pitch+cols-1]
+	_, _, _ = accB[cols-1], mean[rows-1], rstd[rows-1]
+	lnColGrads16(&accW[0], &accB[0], &x[0], &dy[0], &mean[0], &rstd[0], cols, rows, uintptr(pitch*4))
+	return cols
+}

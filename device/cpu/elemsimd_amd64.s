@@ -325,3 +325,91 @@ sgloop:
 sgdone:
 	VZEROUPPER
 	RET
+
+// func lnColGrads16(accW, accB *float64, x, dy, mean, rstd *float32, cols, rows int, pitch uintptr)
+// LayerNormBackward's column sums over rows r = 0, 1, ... in order, for
+// columns i < cols (a multiple of 16): accW[i] += float64(dy) *
+// float64((x - mean[r]) * rstd[r]) and accB[i] += float64(dy), each in
+// float64 (a product of two float32s is exact in float64, so the fused
+// multiply-add rounds as the scalar multiply then add) and the
+// normalised x in float32 as the scalar loop's. pitch is in bytes.
+TEXT ·lnColGrads16(SB), NOSPLIT, $0-72
+	MOVQ accW+0(FP), DI
+	MOVQ accB+8(FP), R10
+	MOVQ x+16(FP), SI
+	MOVQ dy+24(FP), DX
+	MOVQ cols+48(FP), CX
+	MOVQ pitch+64(FP), R8
+
+lnblock:
+	CMPQ CX, $0
+	JLE lndone
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD (R10), Y4
+	VMOVUPD 32(R10), Y5
+	VMOVUPD 64(R10), Y6
+	VMOVUPD 96(R10), Y7
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ mean+32(FP), R11
+	MOVQ rstd+40(FP), R12
+	MOVQ rows+56(FP), R9
+
+lnrow:
+	CMPQ R9, $0
+	JLE lnstore
+	VBROADCASTSS (R11), Y14
+	VBROADCASTSS (R12), Y15
+	VMOVUPS (AX), Y8
+	VSUBPS Y14, Y8, Y8
+	VMULPS Y15, Y8, Y8          // xhat, columns 0-7
+	VMOVUPS 32(AX), Y9
+	VSUBPS Y14, Y9, Y9
+	VMULPS Y15, Y9, Y9          // xhat, columns 8-15
+	VCVTPS2PD X8, Y10
+	VCVTPS2PD (BX), Y11
+	VFMADD231PD Y10, Y11, Y0
+	VADDPD Y11, Y4, Y4
+	VEXTRACTF128 $1, Y8, X8
+	VCVTPS2PD X8, Y10
+	VCVTPS2PD 16(BX), Y11
+	VFMADD231PD Y10, Y11, Y1
+	VADDPD Y11, Y5, Y5
+	VCVTPS2PD X9, Y10
+	VCVTPS2PD 32(BX), Y11
+	VFMADD231PD Y10, Y11, Y2
+	VADDPD Y11, Y6, Y6
+	VEXTRACTF128 $1, Y9, X9
+	VCVTPS2PD X9, Y10
+	VCVTPS2PD 48(BX), Y11
+	VFMADD231PD Y10, Y11, Y3
+	VADDPD Y11, Y7, Y7
+	ADDQ R8, AX
+	ADDQ R8, BX
+	ADDQ $4, R11
+	ADDQ $4, R12
+	DECQ R9
+	JMP lnrow
+
+lnstore:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, (R10)
+	VMOVUPD Y5, 32(R10)
+	VMOVUPD Y6, 64(R10)
+	VMOVUPD Y7, 96(R10)
+	ADDQ $128, DI
+	ADDQ $128, R10
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP lnblock
+
+lndone:
+	VZEROUPPER
+	RET

@@ -21,3 +21,8 @@ func rowSumSquaresFast(ss []float64, x []float32, cols int) int { return 0 }
 
 // softmaxGradFast has no vector kernel on this architecture.
 func softmaxGradFast(ds, p []float32, d float32) int { return 0 }
+
+// lnColGradsFast has no vector kernel on this architecture.
+func lnColGradsFast(accW, accB []float64, x, dy, mean, rstd []float32, rows, pitch int) int {
+	return 0
+}

@@ -139,8 +139,10 @@ func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffe
 	wo, bo := optFloat32s(dw), optFloat32s(db)
 	parallelFor(cols, 64, func(lo, hi int) {
 		accW, accB := make([]float64, hi-lo), make([]float64, hi-lo)
+		done := lnColGradsFast(accW, accB, xv[lo:], gv[lo:], mv, rv, rows, cols)
 		for r := range rows {
-			xs, gs := xv[r*cols+lo:r*cols+hi], gv[r*cols+lo:r*cols+hi]
+			xs, gs := xv[r*cols+lo+done:r*cols+hi], gv[r*cols+lo+done:r*cols+hi]
+			accW, accB := accW[done:], accB[done:]
 			mu, rs := mv[r], rv[r]
 			for i, g := range gs {
 				accW[i] += float64(g) * float64((xs[i]-mu)*rs)
