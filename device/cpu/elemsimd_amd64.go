@@ -54,33 +54,27 @@ func adamWFast(p, g, m, v, s []float32, c *adamScalars32) int {
 }
 
 //go:noescape
-func addVV8(z, x, y *float32, n int)
-
-//go:noescape
-func subVV8(z, x, y *float32, n int)
-
-//go:noescape
-func mulVV8(z, x, y *float32, n int)
+func binaryVV8(op int, z, x, y *float32, n int)
 
 // binaryFast computes z = x op y for op Add, Sub or Mul over the longest
 // multiple of 8 elements and returns how many it did (0 without AVX2 or
 // for another op). z may be x or y.
 func binaryFast(op device.BinaryOp, z, x, y []float32) int {
+	code := -1 // binaryVV8's numbering
+	switch op {
+	case device.Add:
+		code = 0
+	case device.Sub:
+		code = 1
+	case device.Mul:
+		code = 2
+	}
 	n := len(z) &^ 7
-	if !hasAVX2FMA || n == 0 {
+	if !hasAVX2FMA || n == 0 || code < 0 {
 		return 0
 	}
 	_, _ = x[n-1], y[n-1]
-	switch op {
-	case device.Add:
-		addVV8(&z[0], &x[0], &y[0], n)
-	case device.Sub:
-		subVV8(&z[0], &x[0], &y[0], n)
-	case device.Mul:
-		mulVV8(&z[0], &x[0], &y[0], n)
-	default:
-		return 0
-	}
+	binaryVV8(code, &z[0], &x[0], &y[0], n)
 	return n
 }
 

@@ -108,69 +108,47 @@ addone:
 	VZEROUPPER
 	RET
 
-// func addVV8(z, x, y *float32, n int)
-// z = x + y.
-TEXT ·addVV8(SB), NOSPLIT, $0-32
-	MOVQ z+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
+// func binaryVV8(op int, z, x, y *float32, n int)
+// z = x op y: op 0 add, 1 subtract, 2 multiply.
+TEXT ·binaryVV8(SB), NOSPLIT, $0-40
+	MOVQ op+0(FP), R8
+	MOVQ z+8(FP), DI
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DX
+	MOVQ n+32(FP), CX
 	XORQ AX, AX
+	CMPQ R8, $1
+	JEQ subloop
+	JGT mulloop
 
 addloop:
 	CMPQ AX, CX
-	JGE adddone
+	JGE vvdone
 	VMOVUPS (SI)(AX*4), Y0
 	VADDPS (DX)(AX*4), Y0, Y0
 	VMOVUPS Y0, (DI)(AX*4)
 	ADDQ $8, AX
 	JMP addloop
 
-adddone:
-	VZEROUPPER
-	RET
-
-// func subVV8(z, x, y *float32, n int)
-// z = x - y.
-TEXT ·subVV8(SB), NOSPLIT, $0-32
-	MOVQ z+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	XORQ AX, AX
-
 subloop:
 	CMPQ AX, CX
-	JGE subdone
+	JGE vvdone
 	VMOVUPS (SI)(AX*4), Y0
 	VSUBPS (DX)(AX*4), Y0, Y0
 	VMOVUPS Y0, (DI)(AX*4)
 	ADDQ $8, AX
 	JMP subloop
 
-subdone:
-	VZEROUPPER
-	RET
-
-// func mulVV8(z, x, y *float32, n int)
-// z = x * y.
-TEXT ·mulVV8(SB), NOSPLIT, $0-32
-	MOVQ z+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	XORQ AX, AX
-
 mulloop:
 	CMPQ AX, CX
-	JGE muldone
+	JGE vvdone
 	VMOVUPS (SI)(AX*4), Y0
 	VMULPS (DX)(AX*4), Y0, Y0
 	VMOVUPS Y0, (DI)(AX*4)
 	ADDQ $8, AX
 	JMP mulloop
 
-muldone:
+vvdone:
 	VZEROUPPER
 	RET
 
