@@ -1,7 +1,5 @@
 package cpu
 
-import "sync"
-
 // The small-M path of the native GEMM: C = alpha A B^T + beta C with A
 // (M x K) and B (N x K) stored by rows and M at most gemvMaxRows, as in
 // every nn.Linear of a generation step (one row of A per sequence and
@@ -25,8 +23,9 @@ import "sync"
 // transposing AVX2 kernel would have to copy, and the portable kernel is
 // bound by Go's scalar arithmetic either way. They keep the packed path.
 //
-// Workers split the columns in groups of 16, each taking at least
-// gemvWorkerElems numbers of B.
+// The product is a nativeJob whose tasks are runs of column groups of
+// 16, worked on by the caller and the GEMM's helpers (native_helpers.go),
+// each worker taking at least gemvWorkerElems numbers of B.
 
 // gemvMaxRows is the most rows of C (M) the small-M path takes: the
 // kernel's accumulators, 8 rows of 16 columns.
@@ -65,31 +64,30 @@ func sgemvNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 	}
 	kcMax, _ := kn.blocking()
 	steps := (k + kcMax - 1) / kcMax
-	kc := (k + steps - 1) / steps
 	groups := (n + 15) / 16
 	workers := max(1, min(threads, groups, n*k/gemvWorkerElems))
-	part := func(g0, g1 int) {
-		for g := g0; g < g1; g++ {
-			gk.group(kc, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 16*g)
-		}
-	}
-	if workers == 1 {
-		part(0, groups)
-		return true
-	}
-	per := (groups + workers - 1) / workers
-	var wg sync.WaitGroup
-	for g0 := per; g0 < groups; g0 += per {
-		wg.Add(1)
-		go func(g0 int) {
-			defer wg.Done()
-			part(g0, min(groups, g0+per))
-		}(g0)
-	}
-	part(0, min(groups, per))
-	wg.Wait()
+	j := takeJob()
+	j.kn, j.gk = kn, gk
+	j.a, j.b = a, b
+	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
+	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
+	j.kc = (k + steps - 1) / steps
+	j.ms, j.rowsPer = 1, m
+	j.colsPer = 16 * max(1, min(gemvTaskGroups, groups/(workers*gemvTasksPerWorker)))
+	j.nb = (n + j.colsPer - 1) / j.colsPer
+	j.next.Store(0)
+	j.dispatch(workers)
 	return true
 }
+
+// gemvTaskGroups is the most column groups (of 16) in one task of the
+// small-M path, and gemvTasksPerWorker the least tasks each worker gets:
+// workers take tasks as they come free, so one that starts late (a
+// helper waking up) takes fewer.
+const (
+	gemvTaskGroups     = 8
+	gemvTasksPerWorker = 4
+)
 
 // gemvOff sends every product to the packed GEMM (benchmarks and tests
 // compare the two paths).

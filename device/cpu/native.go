@@ -214,6 +214,7 @@ func aligned(mem *[]float32, n, full int) []float32 {
 type nativeJob struct {
 	kn            *nativeKernel
 	kb            *bf16Kernel // a bfloat16 product (a16, b16) when set
+	gk            *gemvKernel // a small-M product (gemv.go) when set
 	mr, nr        int         // the kernel's register block
 	tA, tB        bool
 	m, n, k       int
@@ -316,6 +317,13 @@ func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m
 	flops := 2 * float64(m) * float64(n) * float64(k) / speed
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
 	j.plan(workers, min(3, max(1, int(flops/(float64(workers)*taskFlops)))), ncMax)
+	j.dispatch(workers)
+}
+
+// dispatch works on j's tasks (its grid and operands set up) with up to
+// workers workers, the caller one of them; then it puts j back for
+// reuse.
+func (j *nativeJob) dispatch(workers int) {
 	workers = min(workers, j.ms*j.nb)
 	if workers > 1 {
 		j.state.Store(int64(workers-1) * slotUnit)
@@ -334,7 +342,7 @@ func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m
 		j.work()
 	}
 	j.state.Store(jobClosed)
-	j.a, j.b, j.c, j.a16, j.b16, j.kn, j.kb = nil, nil, nil, nil, nil, nil, nil
+	j.a, j.b, j.c, j.a16, j.b16, j.kn, j.kb, j.gk = nil, nil, nil, nil, nil, nil, nil, nil
 	select {
 	case nativeJobs <- j:
 	default:
@@ -391,6 +399,12 @@ func (j *nativeJob) work() {
 func (j *nativeJob) task(w *nativeWorker, i0, i1, j0, j1 int) {
 	if j.kb != nil {
 		j.taskBF16(w, i0, i1, j0, j1)
+		return
+	}
+	if j.gk != nil {
+		for g := j0; g < j1; g += 16 {
+			j.gk.group(j.kc, j.m, j.n, j.k, j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc, g)
+		}
 		return
 	}
 	kn := j.kn
