@@ -209,6 +209,25 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 	return v, nil
 }
 
+// Part returns a view of the shape.Numel() consecutive elements of t
+// from element offset, in t's row-major order, with the given shape: one
+// row of a batch, or the filled prefix of a buffer kept with room to
+// grow (nn.KVCache). Writes through the view are writes to t; the view
+// is released with t. A range past t's end or a bad shape is an error.
+func (t *Tensor) Part(offset int, shape ...int) (*Tensor, error) {
+	t.live("Part")
+	if err := checkShape("Part", shape); err != nil {
+		return nil, err
+	}
+	n := Shape(shape).Numel()
+	if offset < 0 || offset+n > t.Len() {
+		return nil, fmt.Errorf("tensor: Part of %v: %d elements %v from offset %d, past its %d", t.Shape(), n, Shape(shape), offset, t.Len())
+	}
+	v := &Tensor{dev: t.dev, buf: t.buf.Slice(offset, n), rank: len(shape), Name: t.Name, base: t.root()}
+	copy(v.shape[:], shape)
+	return v, nil
+}
+
 // RequiresGrad reports whether gradients flow to this tensor.
 func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
 

@@ -301,3 +301,44 @@ func TestReadersPanicClearly(t *testing.T) {
 		t.Errorf("Item of a [1 1] float64 tensor = %v", one.Item())
 	}
 }
+
+func TestPart(t *testing.T) {
+	dev := cpu.New()
+	x, err := NewPooled(dev, device.Float32, 2, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetFloat32([]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}); err != nil {
+		t.Fatal(err)
+	}
+	row, err := x.Part(6, 1, 2, 2) // batch row 1, its first two positions
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(row.Shape(), row.Float32s()); got != "[1 2 2] [6 7 8 9]" {
+		t.Fatalf("Part(6, 1, 2, 2) = %s", got)
+	}
+	if err := row.SetFloat32([]float32{-6, -7, -8, -9}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(x.Float32s()[5:11]); got != "[5 -6 -7 -8 -9 10]" {
+		t.Fatalf("a write through the part: x[5:11] = %s", got)
+	}
+	for _, bad := range []struct {
+		off   int
+		shape []int
+		want  string
+	}{
+		{8, []int{1, 3, 2}, "past its 12"},
+		{-1, []int{2}, "offset -1"},
+		{0, []int{-2}, "Part"},
+	} {
+		if _, err := x.Part(bad.off, bad.shape...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Part(%d, %v): error %v, want one saying %q", bad.off, bad.shape, err, bad.want)
+		}
+	}
+	x.Release()
+	if !row.Released() {
+		t.Fatal("a part of a released tensor is not released")
+	}
+}
