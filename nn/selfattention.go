@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/hilbert-ml/hilbert/autograd"
 	"github.com/hilbert-ml/hilbert/device"
@@ -200,18 +199,50 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 		pos = cache.Len(layer)
 	}
 	q, k, v := a.qkv(g, x, pos)
-	if cache != nil {
-		k, v = cache.Append(g, layer, k, v)
-	}
-	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
-	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	var o *tensor.Tensor
-	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
-		o = g.Attention(q, k, v, scale)
-	} else {
-		o = composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
+	if cache == nil {
+		o = a.attend(g, q, k, v, pos)
+	} else if cache.write(g, layer, k, v) {
+		// Each row of the batch attends over its part of the cache where
+		// it is, rather than over a copy of the whole cache joined into
+		// one tensor (Append's result when B > 1).
+		rows := make([]*tensor.Tensor, b)
+		for r := range rows {
+			kr, vr := cache.row(layer, r)
+			rows[r] = a.attend(g, part(g, q, r), kr, vr, pos)
+		}
+		o = rows[0]
+		if b > 1 {
+			o = g.Concat(0, rows...)
+		}
 	}
 	return a.Out.Forward(g, g.Reshape(o, b, t, a.Heads*a.HeadDim))
+}
+
+// attend returns the attention of q [B, T, Heads, HeadDim] (positions
+// pos on) over k and v [B, Tk, KVHeads, HeadDim].
+func (a *SelfAttention) attend(g *autograd.Graph, q, k, v *tensor.Tensor, pos int) *tensor.Tensor {
+	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
+	scale := 1 / math.Sqrt(float64(a.HeadDim))
+	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
+		return g.Attention(q, k, v, scale)
+	}
+	return composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
+}
+
+// part returns row r of x [B, ...] as a view [1, ...], failing g on
+// error.
+func part(g *autograd.Graph, x *tensor.Tensor, r int) *tensor.Tensor {
+	if g.Err() != nil {
+		return nil
+	}
+	shape := x.Shape()
+	shape[0] = 1
+	p, err := x.Part(r*shape.Numel(), shape...)
+	if err != nil {
+		g.Fail(fmt.Errorf("nn: %w", err))
+	}
+	return p
 }
 
 // composedAttention is softmax(q k^T * scale + mask) v for q [B, Tq, H, D]
@@ -244,104 +275,4 @@ func composedAttention(g *autograd.Graph, q, k, v *tensor.Tensor, scale float64,
 	}
 	o := g.MatMul(g.Softmax(s, 3), vh, false, false)
 	return g.Permute(o, 0, 2, 1, 3)
-}
-
-// KVCache holds the keys and values of every attention layer of a model
-// for the positions generated so far, so that each new token costs one
-// position of projections and MLP rather than the whole prefix. It is
-// used with graphs whose recording is off. Its tensors outlive graph
-// Resets; Release frees them.
-//
-// Any attention can use it, not only SelfAttention: given the new
-// positions x of layer l, an attention reads pos := cache.Len(l) (where x
-// starts), projects its keys and values k, v [B, T, H, D] (rotated for
-// positions pos onwards, if it rotates), and attends with the keys and
-// values cache.Append(g, l, k, v) returns, query i at position pos+i (so
-// a causal mask lets it see keys 0..pos+i). models.Generate then runs the
-// model one new token at a time (see the user-attention example in
-// models).
-type KVCache struct {
-	k, v []*tensor.Tensor // per layer, [B, T, H, D], or nil
-}
-
-// NewKVCache returns an empty cache for layers attention layers.
-func NewKVCache(layers int) *KVCache {
-	return &KVCache{k: make([]*tensor.Tensor, layers), v: make([]*tensor.Tensor, layers)}
-}
-
-// Layers returns the number of attention layers the cache holds.
-func (c *KVCache) Layers() int { return len(c.k) }
-
-// Len returns the number of cached positions of layer (0 for a layer out
-// of range).
-func (c *KVCache) Len(layer int) int {
-	if layer < 0 || layer >= len(c.k) || c.k[layer] == nil {
-		return 0
-	}
-	return c.k[layer].Dim(1)
-}
-
-// check reports why layer's cache cannot be used in g.
-func (c *KVCache) check(g *autograd.Graph, layer int) error {
-	if layer < 0 || layer >= len(c.k) {
-		return fmt.Errorf("layer %d of a KV cache of %d layers", layer, len(c.k))
-	}
-	if !g.NoGrad() {
-		return fmt.Errorf("a KV cache needs a graph with recording off (SetNoGrad(true))")
-	}
-	return nil
-}
-
-// Append joins k, v [B, T, H, D] (the keys and values of the positions
-// Len(layer) onwards) to layer's cache and returns all cached keys and
-// values, [B, Len(layer), H, D] after the call: graph tensors, valid until
-// the graph's Reset (the cache keeps its own references). A layer out of
-// range, a graph that records, or keys and values whose shapes do not
-// join fail the graph (g.Err names the problem) and return nils.
-func (c *KVCache) Append(g *autograd.Graph, layer int, k, v *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
-	if g.Err() != nil {
-		return nil, nil
-	}
-	if err := c.check(g, layer); err != nil {
-		g.Fail(fmt.Errorf("nn: KVCache.Append: %w", err))
-		return nil, nil
-	}
-	if k == nil || v == nil || k.Rank() != 4 || !slices.Equal(k.Shape(), v.Shape()) {
-		g.Fail(fmt.Errorf("nn: KVCache.Append: keys %v and values %v, want equal shapes [B, T, H, D]", tensor.ShapeOf(k), tensor.ShapeOf(v)))
-		return nil, nil
-	}
-	join := func(old, x *tensor.Tensor) *tensor.Tensor {
-		if old == nil {
-			return g.Slice(x, 1, 0, x.Dim(1)) // a graph-owned copy
-		}
-		return g.Concat(1, old, x)
-	}
-	ka, va := join(c.k[layer], k), join(c.v[layer], v)
-	if ka == nil || va == nil {
-		return nil, nil
-	}
-	// The cache takes the joined tensors out of the graph's ownership, so
-	// they survive its Reset; the previous ones are no longer used, and
-	// go back to the device rather than the pool: their length, one
-	// position short of the new ones', is not asked for again.
-	g.Keep(ka)
-	g.Keep(va)
-	if c.k[layer] != nil {
-		c.k[layer].Free()
-		c.v[layer].Free()
-	}
-	c.k[layer], c.v[layer] = ka, va
-	return ka, va
-}
-
-// Release frees the cached tensors (to the device, not the pool); the
-// cache is empty afterwards.
-func (c *KVCache) Release() {
-	for i := range c.k {
-		if c.k[i] != nil {
-			c.k[i].Free()
-			c.v[i].Free()
-			c.k[i], c.v[i] = nil, nil
-		}
-	}
 }
