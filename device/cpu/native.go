@@ -273,9 +273,17 @@ func (j *nativeJob) close() {
 
 // minWorkerFlops is the least work, in flops, worth a helper; taskFlops is
 // the work per task below which workers get fewer than three tasks each.
+//
+// From workerTaskFlops of work per worker on (a few milliseconds), each
+// worker gets one task: the tasks split C, and each packs its own blocks
+// of A and B, so fewer tasks pack less (a third less on GPT-2's 1024 x
+// 768 x 768 products, two fifths on the LM head's dX = dY W), and a
+// worker held up for a fraction of a millisecond (a helper waking up)
+// costs little of such a task.
 const (
-	minWorkerFlops = 2e6
-	taskFlops      = 6e6
+	minWorkerFlops  = 2e6
+	taskFlops       = 6e6
+	workerTaskFlops = 4e8
 )
 
 // sgemmNative computes C = alpha op(A) op(B) + beta C (row-major, as
@@ -316,7 +324,11 @@ func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m
 	j.kc = (k + steps - 1) / steps
 	flops := 2 * float64(m) * float64(n) * float64(k) / speed
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
-	j.plan(workers, min(3, max(1, int(flops/(float64(workers)*taskFlops)))), ncMax)
+	perWorker := min(3, max(1, int(flops/(float64(workers)*taskFlops))))
+	if flops/float64(workers) >= workerTaskFlops {
+		perWorker = 1
+	}
+	j.plan(workers, perWorker, ncMax)
 	j.dispatch(workers)
 }
 
