@@ -7,8 +7,8 @@ import (
 )
 
 // CrossAttention returns unmasked scaled-dot-product attention of
-// q [B, Tq, H, D] over k and v [B, Tk, H, D], Tk >= 1 of any length: every
-// query sees every key, as in an encoder-decoder's cross-attention or a
+// q [B, Tq, H, D] over k and v [B, Tk, Hkv, D] (Hkv dividing H, as in
+// Attention), Tk >= 1 of any length: every query sees every key, as in an encoder-decoder's cross-attention or a
 // bidirectional encoder; the result has q's layout. scale multiplies the
 // scores. It runs the backend's fused kernel where it has one for the
 // shape (the CPU's; CUDA's self-attention kernels are causal, so CUDA
@@ -22,8 +22,8 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float64, unma
 	if !g.ok(op, q, k, v) {
 		return nil
 	}
-	if q.Rank() != 4 || k.Rank() != 4 || !k.SameShape(v) || k.Dim(0) != q.Dim(0) || k.Dim(2) != q.Dim(2) || k.Dim(3) != q.Dim(3) {
-		return g.failf("%s: q %v, k %v, v %v: want q [batch, seq, heads, headDim] and k, v [batch, keys, heads, headDim] with q's batch, heads and headDim", op, q.Shape(), k.Shape(), v.Shape())
+	if q.Rank() != 4 || k.Rank() != 4 || !k.SameShape(v) || k.Dim(0) != q.Dim(0) || k.Dim(2) != q.Dim(2) && (k.Dim(2) == 0 || q.Dim(2)%k.Dim(2) != 0) || k.Dim(3) != q.Dim(3) {
+		return g.failf("%s: q %v, k %v, v %v: want q [batch, seq, heads, headDim] and k, v [batch, keys, kvHeads, headDim] with q's batch and headDim, kvHeads dividing heads", op, q.Shape(), k.Shape(), v.Shape())
 	}
 	// Float32 takes the backend's kernel (or the composition); float64
 	// the composition from the core, whose products run in float64.
@@ -37,6 +37,9 @@ func (g *Graph) attention(op string, q, k, v *tensor.Tensor, scale float64, unma
 	}
 	s := g.attentionShape(q)
 	s.KVSeq, s.Unmasked = k.Dim(1), unmasked
+	if k.Dim(2) != s.Heads {
+		s.KVHeads = k.Dim(2)
+	}
 	switch {
 	case s.Seq > 0 && s.KVSeq == 0:
 		return g.failf("%s: q %v over k and v %v: no keys for %d queries", op, q.Shape(), k.Shape(), s.Seq)

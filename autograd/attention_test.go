@@ -3,6 +3,7 @@ package autograd
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -208,8 +209,8 @@ func TestAttentionKVErrors(t *testing.T) {
 		{"k and v differ", func(g *Graph) *tensor.Tensor {
 			return g.CrossAttention(x(1, 2, 2, 4), x(1, 3, 2, 4), x(1, 4, 2, 4), 1)
 		}, []string{"CrossAttention", "[1 3 2 4]", "[1 4 2 4]"}},
-		{"heads differ", func(g *Graph) *tensor.Tensor { return g.Attention(x(1, 2, 2, 4), x(1, 3, 1, 4), x(1, 3, 1, 4), 1) },
-			[]string{"Attention", "[1 2 2 4]", "[1 3 1 4]", "q's batch, heads and headDim"}},
+		{"heads do not divide", func(g *Graph) *tensor.Tensor { return g.Attention(x(1, 2, 3, 4), x(1, 3, 2, 4), x(1, 3, 2, 4), 1) },
+			[]string{"Attention", "[1 2 3 4]", "[1 3 2 4]", "kvHeads dividing heads"}},
 		{"batch differs", func(g *Graph) *tensor.Tensor {
 			return g.CrossAttention(x(2, 2, 2, 4), x(1, 3, 2, 4), x(1, 3, 2, 4), 1)
 		}, []string{"CrossAttention", "[2 2 2 4]"}},
@@ -231,5 +232,73 @@ func TestAttentionKVErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttentionGrouped: attention over keys and values with fewer heads
+// than the queries (grouped-query attention) equals attention over the
+// same keys and values repeated to every head, forward and gradients, in
+// float32 (the CPU's grouped kernel) and float64 (the composition, which
+// repeats them): causal self-attention over two query blocks of the CPU
+// kernel, queries after a cached prefix, and unmasked cross-attention.
+func TestAttentionGrouped(t *testing.T) {
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		for _, c := range []struct {
+			name              string
+			tq, tk, heads, kv int
+			cross             bool
+		}{
+			{"causal", 70, 70, 6, 2, false},
+			{"prefix", 5, 12, 6, 3, false},
+			{"cross", 7, 11, 4, 1, true},
+		} {
+			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
+				q := input64(t, 1, []int{2, c.tq, c.heads, 8}, 1, 0, 0)
+				k := input64(t, 2, []int{2, c.tk, c.kv, 8}, 1, 0, 0)
+				v := input64(t, 3, []int{2, c.tk, c.kv, 8}, 1, 0, 0)
+				r := input64(t, 4, []int{2, c.tq, c.heads, 8}, 1, 0, 0)
+				run := func(repeat bool) [4][]float64 {
+					tensor.ZeroGrad([]*tensor.Tensor{q, k, v})
+					g := New(cpu.New())
+					heads := func(x *tensor.Tensor) *tensor.Tensor {
+						x = g.Cast(x, dt)
+						if !repeat {
+							return x
+						}
+						b, n := x.Dim(0), x.Dim(1)
+						x = g.BroadcastTo(g.Reshape(x, b, n, c.kv, 1, 8), b, n, c.kv, c.heads/c.kv, 8)
+						return g.Reshape(x, b, n, c.heads, 8)
+					}
+					qq, kk, vv := g.Cast(q, dt), heads(k), heads(v)
+					var out *tensor.Tensor
+					if c.cross {
+						out = g.CrossAttention(qq, kk, vv, 0.35)
+					} else {
+						out = g.Attention(qq, kk, vv, 0.35)
+					}
+					o := g.Cast(out, device.Float64)
+					vals := o.Float64s()
+					if err := g.Backward(g.Sum(g.Mul(o, r))); err != nil {
+						t.Fatal(err)
+					}
+					return [4][]float64{vals, q.Grad().Float64s(), k.Grad().Float64s(), v.Grad().Float64s()}
+				}
+				tol := 1e-12
+				if dt == device.Float32 {
+					tol = 2e-5
+				}
+				want, got := run(true), run(false)
+				for i, what := range []string{"out", "dq", "dk", "dv"} {
+					scale, worst := 1.0, 0.0
+					for j, w := range want[i] {
+						scale = max(scale, math.Abs(w))
+						worst = max(worst, math.Abs(got[i][j]-w))
+					}
+					if worst > tol*scale {
+						t.Errorf("%s: grouped differs from repeated by %.3g (scale %.3g)", what, worst, scale)
+					}
+				}
+			})
+		}
 	}
 }

@@ -389,8 +389,12 @@ func (swiGLUOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 }
 
 // Attention returns causal scaled-dot-product attention of q [B, Tq, H, D]
-// over k and v [B, Tk, H, D] with Tk >= Tq (heads split by a free reshape
-// of [B, T, H*D]); the result has q's layout. Query t is at position
+// over k and v [B, Tk, Hkv, D] with Tk >= Tq (heads split by a free reshape
+// of [B, T, H*D]); the result has q's layout. Hkv < H is grouped-query
+// attention: Hkv divides H, and query head h reads key and value head
+// h / (H/Hkv), as if each were repeated H/Hkv times (Hugging Face's
+// repeat_kv), without the copies on a backend that takes the groups
+// (device.GroupedAttender: the CPU). Query t is at position
 // t + Tk - Tq of the keys' sequence and sees the keys up to it: Tk = Tq is
 // causal self-attention, Tk > Tq the queries that follow a cached prefix
 // of Tk - Tq positions. scale multiplies the scores (1/sqrt(D) usually).

@@ -3,7 +3,7 @@ package device
 import "fmt"
 
 // Attention whose keys and values are not the queries' sequence: q and out
-// are [Batch, Seq, Heads, HeadDim], k and v [Batch, Keys(), Heads,
+// are [Batch, Seq, Heads, HeadDim], k and v [Batch, Keys(), KeyHeads(),
 // HeadDim], lse [Batch, Heads, Seq].
 //
 // Under the causal mask (Unmasked false) the queries are the last Seq
@@ -20,6 +20,19 @@ func (s AttentionShape) Keys() int {
 	}
 	return s.KVSeq
 }
+
+// KeyHeads returns the number of heads of k and v: KVHeads, or Heads
+// when KVHeads is 0.
+func (s AttentionShape) KeyHeads() int {
+	if s.KVHeads == 0 {
+		return s.Heads
+	}
+	return s.KVHeads
+}
+
+// Grouped reports whether k and v have fewer heads than q (grouped-query
+// attention).
+func (s AttentionShape) Grouped() bool { return s.KeyHeads() != s.Heads }
 
 // Visible returns how many keys query t sees: keys 0 .. Visible(t)-1.
 func (s AttentionShape) Visible(t int) int {
@@ -45,8 +58,10 @@ func (s AttentionShape) Pairs() float64 {
 // Seq): a caller with an empty k refuses it.
 func (s AttentionShape) Check() error {
 	switch {
-	case s.Batch < 0 || s.Seq < 0 || s.Heads < 0 || s.HeadDim < 0 || s.KVSeq < 0:
+	case s.Batch < 0 || s.Seq < 0 || s.Heads < 0 || s.HeadDim < 0 || s.KVSeq < 0 || s.KVHeads < 0:
 		return fmt.Errorf("attention shape %+v: negative size", s)
+	case s.KVHeads > 0 && s.Heads%s.KVHeads != 0:
+		return fmt.Errorf("attention shape %+v: %d key and value heads do not divide %d query heads", s, s.KVHeads, s.Heads)
 	case !s.Unmasked && s.Keys() < s.Seq:
 		return fmt.Errorf("attention shape %+v: causal attention over %d keys for %d queries (want at least as many keys: the queries are the last positions of the keys' sequence)", s, s.Keys(), s.Seq)
 	}

@@ -156,6 +156,16 @@ type Attender interface {
 	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse Buffer, s AttentionShape, scale float32)
 }
 
+// GroupedAttender is an Attender whose kernels take grouped-query shapes
+// (s.Grouped(): k and v with fewer heads than q) as they are. compose
+// gives any other Attender, and the composition, such a shape's k and v
+// repeated to s.Heads heads, and sums dk and dv back over each group.
+type GroupedAttender interface {
+	Attender
+	// AttendsGrouped marks the capability; it does nothing.
+	AttendsGrouped()
+}
+
 // CrossEntropier is the softmax cross-entropy of logits against targets,
 // and its gradient. Composition: log-sum-exp from ReduceAxis Max and Sum,
 // Exp and Log; the target logit by GatherAxis; the gradient as

@@ -224,6 +224,11 @@ type AttentionShape struct {
 	// Unmasked lets every query see every key (cross-attention) instead
 	// of the causal mask.
 	Unmasked bool
+	// KVHeads is the number of heads of k and v when fewer than Heads
+	// (grouped-query attention; 0: Heads): it divides Heads, and query
+	// head h reads key and value head h / (Heads/KVHeads). See KeyHeads
+	// and GroupedAttender.
+	KVHeads int
 }
 
 // Core is the primitive set every backend implements: memory, copies and

@@ -220,14 +220,14 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 }
 
 // attend returns the attention of q [B, T, Heads, HeadDim] (positions
-// pos on) over k and v [B, Tk, KVHeads, HeadDim].
+// pos on) over k and v [B, Tk, KVHeads, HeadDim]. The fused attention
+// takes grouped keys and values as they are.
 func (a *SelfAttention) attend(g *autograd.Graph, q, k, v *tensor.Tensor, pos int) *tensor.Tensor {
-	k, v = a.repeatKV(g, k), a.repeatKV(g, v)
 	scale := 1 / math.Sqrt(float64(a.HeadDim))
 	if a.Causal && g.Err() == nil { // keys pos+t long with a cache: prefix attention
 		return g.Attention(q, k, v, scale)
 	}
-	return composedAttention(g, q, k, v, scale, a.Causal, pos, nil)
+	return composedAttention(g, q, a.repeatKV(g, k), a.repeatKV(g, v), scale, a.Causal, pos, nil)
 }
 
 // part returns row r of x [B, ...] as a view [1, ...], failing g on

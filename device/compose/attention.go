@@ -105,6 +105,17 @@ func (a *attention) probs(p, q, k, lseB device.Buffer, b int, saved bool) {
 
 // Attention is device.Attender's Attention on any backend.
 func Attention(d device.Core, out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
+	if f, ok := d.(device.GroupedAttender); ok && s.Grouped() {
+		f.Attention(out, lse, q, k, v, s, scale)
+		return
+	}
+	if s.Grouped() {
+		const op = "Attention"
+		kf, vf := repeatHeads(d, op, k, s), repeatHeads(d, op, v, s)
+		Attention(d, out, lse, q, kf, vf, ungrouped(s), scale)
+		free(d, kf, vf)
+		return
+	}
 	if f, ok := d.(device.Attender); ok {
 		f.Attention(out, lse, q, k, v, s, scale)
 		return
@@ -128,6 +139,21 @@ func Attention(d device.Core, out, lse, q, k, v device.Buffer, s device.Attentio
 // with p recomputed from lse, dv = p^T dout, dp = dout v^T,
 // ds = p * (dp - rowsum(dout * out)), dq = scale ds k, dk = scale ds^T q.
 func AttentionBackward(d device.Core, dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+	if f, ok := d.(device.GroupedAttender); ok && s.Grouped() {
+		f.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+		return
+	}
+	if s.Grouped() {
+		const op = "AttentionBackward"
+		kf, vf := repeatHeads(d, op, k, s), repeatHeads(d, op, v, s)
+		n := s.Batch * s.Keys() * s.Heads * s.HeadDim
+		dkf, dvf := temp(d, op, k.DType(), n), temp(d, op, v.DType(), n)
+		AttentionBackward(d, dq, dkf, dvf, dout, q, kf, vf, out, lse, ungrouped(s), scale)
+		sumHeads(d, dk, dkf, s)
+		sumHeads(d, dv, dvf, s)
+		free(d, kf, vf, dkf, dvf)
+		return
+	}
 	if f, ok := d.(device.Attender); ok {
 		f.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 		return
@@ -159,4 +185,28 @@ func AttentionBackward(d device.Core, dq, dk, dv, dout, q, k, v, out, lse device
 	}
 	free(d, p, dp, prod, rows)
 	a.free()
+}
+
+// ungrouped is s with every query head its own key and value head.
+func ungrouped(s device.AttentionShape) device.AttentionShape {
+	s.KVHeads = 0
+	return s
+}
+
+// repeatHeads returns x, keys or values [B, K, KeyHeads, D] of a grouped
+// shape s, with each head repeated for the s.Heads/KeyHeads query heads
+// it serves: [B, K, Heads, D] in a temporary.
+func repeatHeads(d device.Core, op string, x device.Buffer, s device.AttentionShape) device.Buffer {
+	kh, D := s.KeyHeads(), s.HeadDim
+	full := temp(d, op, x.DType(), s.Batch*s.Keys()*s.Heads*D)
+	dims := device.DimsOf(s.Batch*s.Keys(), kh, s.Heads/kh, D)
+	d.CopyStrided(dims, device.Contiguous(full, dims), view(x, 0, kh*D, D, 0, 1))
+	return full
+}
+
+// sumHeads writes dst [B, K, KeyHeads, D] = the sum of full [B, K, Heads,
+// D] over the query heads of each group: repeatHeads' gradient.
+func sumHeads(d device.Core, dst, full device.Buffer, s device.AttentionShape) {
+	kh := s.KeyHeads()
+	d.ReduceAxis(device.Sum, dst, full, s.Batch*s.Keys()*kh, s.Heads/kh, s.HeadDim)
 }

@@ -55,9 +55,17 @@ func forEachPair(pairs, scratch int, body func(w *attnWorker, bh int)) {
 }
 
 // pairOffset returns the offset of head h of batch b in a [B,T,H,D]
-// tensor of seq positions.
-func pairOffset(s device.AttentionShape, seq, b, h int) int {
-	return b*seq*s.Heads*s.HeadDim + h*s.HeadDim
+// tensor of seq positions and heads heads.
+func pairOffset(s device.AttentionShape, seq, heads, b, h int) int {
+	return b*seq*heads*s.HeadDim + h*s.HeadDim
+}
+
+// keyOffset returns the offset of the key and value head that query head
+// h of batch b reads (h / (Heads/KeyHeads) with grouped queries) in k or
+// v.
+func keyOffset(s device.AttentionShape, b, h int) int {
+	kh := s.KeyHeads()
+	return pairOffset(s, s.Keys(), kh, b, h/(s.Heads/kh))
 }
 
 // blockKeys is how many keys the queries i0..i1-1 see together: those of
@@ -69,8 +77,8 @@ func blockKeys(s device.AttentionShape, i1 int) int { return s.Visible(i1 - 1) }
 // where a query does not see a key). With lseIn nil it stores each row's
 // log-sum-exp in lseOut; otherwise it uses the given one.
 func blockProbs(p, q, k []float32, s device.AttentionShape, i0, i1 int, scale float32, lseIn, lseOut []float32) {
-	K, W, nk := s.Keys(), s.Heads*s.HeadDim, blockKeys(s, i1)
-	attnGemm(false, true, i1-i0, nk, s.HeadDim, scale, q[i0*W:], W, k, W, 0, p[i0*K:], K)
+	K, W, Wk, nk := s.Keys(), s.Heads*s.HeadDim, s.KeyHeads()*s.HeadDim, blockKeys(s, i1)
+	attnGemm(false, true, i1-i0, nk, s.HeadDim, scale, q[i0*W:], W, k, Wk, 0, p[i0*K:], K)
 	for t := i0; t < i1; t++ {
 		row, c := p[t*K:t*K+nk], s.Visible(t)
 		if lseIn != nil {
@@ -85,23 +93,28 @@ func blockProbs(p, q, k []float32, s device.AttentionShape, i0, i1 int, scale fl
 	}
 }
 
+// AttendsGrouped marks the kernels as taking grouped-query shapes
+// (device.GroupedAttender): a query head reads its group's key and value
+// head where it is.
+func (d *Device) AttendsGrouped() {}
+
 // Attention computes scaled-dot-product attention, causal or unmasked,
 // over s.Keys() keys (see device.Attender).
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
 	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
-	T, K, W, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.HeadDim
+	T, K, W, Wk, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.KeyHeads()*s.HeadDim, s.HeadDim
 	if T == 0 {
 		return
 	}
 	forEachPair(s.Batch*s.Heads, T*K, func(w *attnWorker, bh int) {
 		p := w.p
 		b, h := bh/s.Heads, bh%s.Heads
-		qo, ko := pairOffset(s, T, b, h), pairOffset(s, K, b, h)
+		qo, ko := pairOffset(s, T, s.Heads, b, h), keyOffset(s, b, h)
 		lseRow := lv[bh*T : (bh+1)*T]
 		for i0 := 0; i0 < T; i0 += attnBlock {
 			i1 := min(i0+attnBlock, T)
 			blockProbs(p, qv[qo:], kv[ko:], s, i0, i1, scale, nil, lseRow)
-			attnGemm(false, false, i1-i0, D, blockKeys(s, i1), 1, p[i0*K:], K, vv[ko:], W, 0, ov[qo+i0*W:], W)
+			attnGemm(false, false, i1-i0, D, blockKeys(s, i1), 1, p[i0*K:], K, vv[ko:], Wk, 0, ov[qo+i0*W:], W)
 		}
 	})
 }
@@ -109,54 +122,72 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 // AttentionBackward recomputes each block's probabilities from the saved
 // lse and applies the softmax-attention chain rule block by block: dQ of
 // the block's queries directly, dK and dV of the keys it sees accumulated.
+// A worker takes a key and value head of a batch with every query head
+// that reads it, one after another (one with ungrouped queries), so that
+// dK and dV gather the group's sums without another worker writing them.
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
-	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
-	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
-	T, K, W, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.HeadDim
-	forEachPair(s.Batch*s.Heads, T*K, func(w *attnWorker, bh int) {
-		p, dp := w.p, w.dp
-		b, h := bh/s.Heads, bh%s.Heads
-		qo, ko := pairOffset(s, T, b, h), pairOffset(s, K, b, h)
-		lseRow := lv[bh*T : (bh+1)*T]
-		// Each block adds into the dK and dV rows of the keys it sees;
-		// the keys no query has seen yet are cleared just before.
-		seen := 0
-		for i0 := 0; i0 < T; i0 += attnBlock {
-			i1 := min(i0+attnBlock, T)
-			n, nk := i1-i0, blockKeys(s, i1)
-			if nk > seen {
-				clearRows(dvv[ko+seen*W:], nk-seen, D, W)
-				clearRows(dkv[ko+seen*W:], nk-seen, D, W)
-				seen = nk
-			}
-			blockProbs(p, qv[qo:], kv[ko:], s, i0, i1, scale, lseRow, nil)
-			// dV[0:nk] += P^T dO
-			attnGemm(true, false, nk, D, n, 1, p[i0*K:], K, gv[qo+i0*W:], W, 1, dvv[ko:], W)
-			// dP = dO V^T
-			attnGemm(false, true, n, nk, D, 1, gv[qo+i0*W:], W, vv[ko:], W, 0, dp[i0*K:], K)
-			// dS = P * (dP - rowsum(dO * O))
-			for t := i0; t < i1; t++ {
-				o, g := ov[qo+t*W:qo+t*W+D], gv[qo+t*W:qo+t*W+D]
-				var di float32
-				for j := range o {
-					di += o[j] * g[j]
-				}
-				c := s.Visible(t)
-				pr, dr := p[t*K:t*K+c], dp[t*K:t*K+nk]
-				for u := softmaxGradFast(dr[:c], pr, di); u < c; u++ {
-					dr[u] = pr[u] * (dr[u] - di)
-				}
-				clear(dr[c:])
-			}
-			// dQ = scale * dS K; dK[0:nk] += scale * dS^T Q
-			attnGemm(false, false, n, D, nk, scale, dp[i0*K:], K, kv[ko:], W, 0, dqv[qo+i0*W:], W)
-			attnGemm(true, false, nk, D, n, scale, dp[i0*K:], K, qv[qo+i0*W:], W, 1, dkv[ko:], W)
-		}
-		if seen < K { // keys no query sees: all of them when there are no queries
-			clearRows(dvv[ko+seen*W:], K-seen, D, W)
-			clearRows(dkv[ko+seen*W:], K-seen, D, W)
+	kh := s.KeyHeads()
+	group := s.Heads / kh
+	forEachPair(s.Batch*kh, s.Seq*s.Keys(), func(w *attnWorker, bg int) {
+		b, first := bg/kh, bg%kh*group
+		for h := first; h < first+group; h++ {
+			attentionHeadBackward(w, dq, dk, dv, dout, q, k, v, out, lse, s, scale, b, h, h == first)
 		}
 	})
+}
+
+// attentionHeadBackward is AttentionBackward of query head h of batch b.
+// dK and dV of its key head are overwritten when first is set, and added
+// to otherwise.
+func attentionHeadBackward(w *attnWorker, dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32, b, h int, first bool) {
+	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
+	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
+	T, K, W, Wk, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.KeyHeads()*s.HeadDim, s.HeadDim
+	p, dp := w.p, w.dp
+	bh := b*s.Heads + h
+	qo, ko := pairOffset(s, T, s.Heads, b, h), keyOffset(s, b, h)
+	lseRow := lv[bh*T : (bh+1)*T]
+	// Each block adds into the dK and dV rows of the keys it sees; the
+	// first head clears the keys no query has seen yet just before.
+	seen := K
+	if first {
+		seen = 0
+	}
+	for i0 := 0; i0 < T; i0 += attnBlock {
+		i1 := min(i0+attnBlock, T)
+		n, nk := i1-i0, blockKeys(s, i1)
+		if nk > seen {
+			clearRows(dvv[ko+seen*Wk:], nk-seen, D, Wk)
+			clearRows(dkv[ko+seen*Wk:], nk-seen, D, Wk)
+			seen = nk
+		}
+		blockProbs(p, qv[qo:], kv[ko:], s, i0, i1, scale, lseRow, nil)
+		// dV[0:nk] += P^T dO
+		attnGemm(true, false, nk, D, n, 1, p[i0*K:], K, gv[qo+i0*W:], W, 1, dvv[ko:], Wk)
+		// dP = dO V^T
+		attnGemm(false, true, n, nk, D, 1, gv[qo+i0*W:], W, vv[ko:], Wk, 0, dp[i0*K:], K)
+		// dS = P * (dP - rowsum(dO * O))
+		for t := i0; t < i1; t++ {
+			o, g := ov[qo+t*W:qo+t*W+D], gv[qo+t*W:qo+t*W+D]
+			var di float32
+			for j := range o {
+				di += o[j] * g[j]
+			}
+			c := s.Visible(t)
+			pr, dr := p[t*K:t*K+c], dp[t*K:t*K+nk]
+			for u := softmaxGradFast(dr[:c], pr, di); u < c; u++ {
+				dr[u] = pr[u] * (dr[u] - di)
+			}
+			clear(dr[c:])
+		}
+		// dQ = scale * dS K; dK[0:nk] += scale * dS^T Q
+		attnGemm(false, false, n, D, nk, scale, dp[i0*K:], K, kv[ko:], Wk, 0, dqv[qo+i0*W:], W)
+		attnGemm(true, false, nk, D, n, scale, dp[i0*K:], K, qv[qo+i0*W:], W, 1, dkv[ko:], Wk)
+	}
+	if seen < K { // keys no query sees: all of them when there are no queries
+		clearRows(dvv[ko+seen*Wk:], K-seen, D, Wk)
+		clearRows(dkv[ko+seen*Wk:], K-seen, D, Wk)
+	}
 }
 
 // clearRows zeroes rows of cols elements, pitch apart.

@@ -97,6 +97,10 @@ func attentionKernel(s device.AttentionShape) bool {
 // Attention runs causal flash attention forward and saves lse: on tensor
 // cores for the head dims of attentionTCHeadDims, else the SIMT kernel.
 func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionShape, scale float32) {
+	if s.Grouped() { // compose repeats k and v to every head and calls back
+		compose.Attention(d, out, lse, q, k, v, s, scale)
+		return
+	}
 	if !attentionKernel(s) {
 		compose.Attention(compose.CoreOnly(d), out, lse, q, k, v, s, scale)
 		return
@@ -119,6 +123,10 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 // lse: on tensor cores for the head dims of attentionTCHeadDims, else one
 // thread per query (dq) and per key (dk, dv).
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+	if s.Grouped() { // as Attention
+		compose.AttentionBackward(d, dq, dk, dv, dout, q, k, v, out, lse, s, scale)
+		return
+	}
 	if !attentionKernel(s) {
 		compose.AttentionBackward(compose.CoreOnly(d), dq, dk, dv, dout, q, k, v, out, lse, s, scale)
 		return

@@ -9,7 +9,7 @@ import (
 )
 
 // attentionKVShapes are attention shapes whose keys are not the queries'
-// sequence: causal queries that are the last positions of a longer
+// (their sequence or their heads): causal queries that are the last positions of a longer
 // sequence (prefix caching; one new token; more than one query block of
 // the CPU kernel), and unmasked cross-attention with more keys, fewer keys
 // and one key.
@@ -21,6 +21,11 @@ var attentionKVShapes = []device.AttentionShape{
 	{Batch: 1, Seq: 67, KVSeq: 9, Heads: 2, HeadDim: 16, Unmasked: true},
 	{Batch: 2, Seq: 6, KVSeq: 1, Heads: 1, HeadDim: 16, Unmasked: true},
 	{Batch: 1, Seq: 8, Heads: 2, HeadDim: 16, Unmasked: true}, // KVSeq 0: Seq
+	// Grouped-query attention: causal over two query blocks, one new
+	// token after a prefix, and unmasked with one key head for three.
+	{Batch: 2, Seq: 70, Heads: 4, KVHeads: 2, HeadDim: 16},
+	{Batch: 2, Seq: 1, KVSeq: 20, Heads: 6, KVHeads: 2, HeadDim: 32},
+	{Batch: 1, Seq: 7, KVSeq: 11, Heads: 3, KVHeads: 1, HeadDim: 16, Unmasked: true},
 }
 
 // attentionKVCases checks Attender's forward and backward on
@@ -29,11 +34,14 @@ var attentionKVShapes = []device.AttentionShape{
 func attentionKVCases() []Capability {
 	var cs []Capability
 	for i, s := range attentionKVShapes {
-		nq, nk := s.Batch*s.Seq*s.Heads*s.HeadDim, s.Batch*s.Keys()*s.Heads*s.HeadDim
+		nq, nk := s.Batch*s.Seq*s.Heads*s.HeadDim, s.Batch*s.Keys()*s.KeyHeads()*s.HeadDim
 		seed := uint64(300 + 10*i)
 		r := func(k uint64, n int, sd float64) Data { return floats(randoms(seed+k, n, sd)) }
 		scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
 		name := fmt.Sprintf("Attention/%dx%dx%dx%d/keys%d", s.Batch, s.Seq, s.Heads, s.HeadDim, s.Keys())
+		if s.Grouped() {
+			name += fmt.Sprintf("/kv%d", s.KVHeads)
+		}
 		if s.Unmasked {
 			name += "/unmasked"
 		}

@@ -63,6 +63,9 @@ func attention(s device.AttentionShape) string {
 	if s.Keys() != s.Seq {
 		d += fmt.Sprintf(" Tk%d", s.Keys())
 	}
+	if s.Grouped() {
+		d += fmt.Sprintf(" KV%d", s.KeyHeads())
+	}
 	if s.Unmasked {
 		d += " unmasked"
 	}
@@ -357,6 +360,11 @@ func (p *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 	p.timed("Attention", lacks[device.Attender](p.inner), func() string { return p.attentionDetail(s) }, AttentionFlops(s, false),
 		func() { compose.Attention(p.inner, out, lse, q, k, v, s, scale) })
 }
+
+// AttendsGrouped passes grouped-query shapes to the inner device as they
+// are (device.GroupedAttender): compose repeats the heads there if it
+// must, so the profile times what runs without the profile.
+func (p *Device) AttendsGrouped() {}
 
 // AttentionBackward is timed by shape (and kernel, see
 // AttentionKerneler), with AttentionFlops.
