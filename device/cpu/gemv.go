@@ -31,9 +31,10 @@ package cpu
 // kernel's accumulators, 8 rows of 16 columns.
 const gemvMaxRows = 8
 
-// gemvWorkerElems is the least work per worker, in numbers of B (about
-// 20 microseconds of streaming from memory).
-const gemvWorkerElems = 64 << 10
+// gemvWorkerElems is the least work per worker, in numbers of B (about 5
+// microseconds of streaming from memory: the helpers are already polling
+// between the products of a decoding step).
+const gemvWorkerElems = 16 << 10
 
 // gemvKernel is a small-M kernel for one native kernel.
 type gemvKernel struct {
