@@ -53,18 +53,18 @@ func (m *tinyBlock) params() []*tensor.Tensor {
 
 func (m *tinyBlock) loss(g *Graph) *tensor.Tensor {
 	x := g.Reshape(g.Embedding(m.embed, m.ids), m.b*m.t, m.d)
-	n := g.RMSNorm(x, 1e-6)
+	n := g.RMSNorm(x, nil, 1e-6)
 	heads := func(w *tensor.Tensor) *tensor.Tensor {
 		return g.Reshape(g.MatMul(n, w, false, true), m.b, m.t, m.h, 64)
 	}
-	q := g.RoPE(g.RMSNorm(heads(m.q), 1e-6), m.cos, m.sin)
-	k := g.RoPE(g.RMSNorm(heads(m.k), 1e-6), m.cos, m.sin)
+	q := g.RoPE(g.RMSNorm(heads(m.q), nil, 1e-6), m.cos, m.sin)
+	k := g.RoPE(g.RMSNorm(heads(m.k), nil, 1e-6), m.cos, m.sin)
 	a := g.Reshape(g.Attention(q, k, heads(m.v), 0.125), m.b*m.t, m.d)
 	x = g.Add(x, g.MatMul(a, m.o, false, true))
-	n = g.RMSNorm(x, 1e-6)
+	n = g.RMSNorm(x, nil, 1e-6)
 	mlp := g.SwiGLU(g.MatMul(n, m.gate, false, true), g.MatMul(n, m.up, false, true))
 	x = g.Add(x, g.MatMul(mlp, m.down, false, true))
-	return g.LinearCrossEntropy(g.RMSNorm(x, 1e-6), m.head, m.targets, 0)
+	return g.LinearCrossEntropy(g.RMSNorm(x, nil, 1e-6), m.head, m.targets, 0)
 }
 
 // BenchmarkTrainingStep runs forward and backward of one block at d 128,

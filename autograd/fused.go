@@ -92,11 +92,14 @@ func (embeddingOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
 	g.accumulate(table, dt)
 }
 
-// RMSNorm normalises x over its last axis without a gain:
-// x / sqrt(mean(x^2) + eps), in x's float dtype (eps rounded once to it).
-func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
+// RMSNorm normalises x over its last axis and scales by gain ([cols] of
+// x's last axis; nil: none): x / sqrt(mean(x^2) + eps) gain, in x's
+// float dtype (eps rounded once to it), as Hugging Face's LlamaRMSNorm
+// (the paper's norms have no gain). The gain's product is rounded after
+// the norm's, as a separate Mul would.
+func (g *Graph) RMSNorm(x, gain *tensor.Tensor, eps float64) *tensor.Tensor {
 	const op = "RMSNorm"
-	rows, cols, ok := g.rowsOf(op, "", x)
+	rows, cols, ok := g.rowsOf(op, "gain", x, gain)
 	if !ok {
 		return nil
 	}
@@ -105,23 +108,44 @@ func (g *Graph) RMSNorm(x *tensor.Tensor, eps float64) *tensor.Tensor {
 	if out == nil || rstd == nil {
 		return nil
 	}
-	compose.RMSNorm(g.kernels(x.DType()), out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
-	return g.recorded(node{op: rmsNormOp{}, out: out, in: [3]*tensor.Tensor{x}, saved: [3]*tensor.Tensor{rstd}})
+	k := g.kernels(x.DType())
+	if gain == nil {
+		compose.RMSNorm(k, out.Buffer(), rstd.Buffer(), x.Buffer(), rows, cols, eps)
+	} else {
+		compose.RMSNormGain(k, out.Buffer(), rstd.Buffer(), x.Buffer(), gain.Buffer(), rows, cols, eps)
+	}
+	return g.recorded(node{op: rmsNormOp{}, out: out, in: [3]*tensor.Tensor{x, gain}, saved: [3]*tensor.Tensor{rstd}})
 }
 
-// rmsNormOp is a recorded RMSNorm (saved[0] the rows' 1/rms). Its
-// backward is the fused capability's one pass over each row; composed, it
-// would be several passes and temporaries of x's size.
+// rmsNormOp is a recorded RMSNorm (in: x and the gain, possibly nil;
+// saved[0] the rows' 1/rms). Its backward is the fused capability's one
+// pass over each row, and with a gain one over the columns for the gain's
+// gradient; composed, it would be several passes and temporaries of x's
+// size.
 type rmsNormOp struct{}
 
-func (rmsNormOp) name() string      { return "RMSNorm" }
-func (rmsNormOp) reads(*node) slots { return in0 }
+func (rmsNormOp) name() string        { return "RMSNorm" }
+func (rmsNormOp) reads(n *node) slots { return readsGain(n) }
 func (rmsNormOp) backward(g *Graph, n *node, gout *tensor.Tensor) {
-	x := n.in[0]
+	x, gain := n.in[0], n.in[1]
 	cols := x.Dim(-1)
+	rows := x.Len() / cols
+	k := g.kernels(x.DType())
 	dx := g.scratchLike(x, x.Shape()...)
-	compose.RMSNormBackward(g.kernels(x.DType()), dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), x.Len()/cols, cols)
+	if gain == nil {
+		compose.RMSNormBackward(k, dx.Buffer(), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), rows, cols)
+		g.accumulate(x, dx)
+		return
+	}
+	var dgain *tensor.Tensor
+	if gain.RequiresGrad() {
+		dgain = g.scratchLike(gain, cols)
+	}
+	compose.RMSNormGainBackward(k, dx.Buffer(), bufferOf(dgain), gout.Buffer(), x.Buffer(), n.saved[0].Buffer(), gain.Buffer(), rows, cols)
 	g.accumulate(x, dx)
+	if dgain != nil {
+		g.accumulate(gain, dgain)
+	}
 }
 
 // LayerNorm normalises x over its last axis to zero mean and unit

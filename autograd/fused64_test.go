@@ -41,7 +41,7 @@ func TestGradCheckFusedOps(t *testing.T) {
 	ids, _ := tensor.FromInt32(cpu.New(), []int32{2, 0, 2, 3}, 2, 2)
 	cases := []check64{
 		{"RMSNorm", func(t *testing.T) []*tensor.Tensor { return []*tensor.Tensor{x(100, 3, 7)} },
-			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], 1e-5) }},
+			func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], nil, 1e-5) }},
 		{"LayerNorm", func(t *testing.T) []*tensor.Tensor {
 			return []*tensor.Tensor{input64(t, 111, []int{3, 7}, 2, 0, 1.5), x(112, 7), x(113, 7)}
 		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor { return g.LayerNorm(in[0], in[1], in[2], 1e-5) }},
@@ -67,7 +67,7 @@ func TestGradCheckFusedOps(t *testing.T) {
 			return []*tensor.Tensor{x(109, 1, 4, 2, 4), x(110, 1, 4, 2, 4)}
 		}, func(g *Graph, in []*tensor.Tensor) *tensor.Tensor {
 			cos, sin := ropeTables64(t, 4, 2)
-			h := g.Reshape(g.RMSNorm(g.Reshape(in[0], 4, 8), 1e-6), 1, 4, 2, 4)
+			h := g.Reshape(g.RMSNorm(g.Reshape(in[0], 4, 8), nil, 1e-6), 1, 4, 2, 4)
 			q := g.RoPE(h, cos, sin)
 			return g.SwiGLU(q, g.RoPE(in[1], cos, sin))
 		}},

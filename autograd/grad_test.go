@@ -197,9 +197,21 @@ func TestGradients(t *testing.T) {
 		{name: "embedding repeated ids", inputs: []gradInput{{shape: []int{5, 3}}}, ids: []int32{4, 0, 4, 2, 4},
 			build: func(g *Graph, in []*tensor.Tensor, ids *tensor.Tensor) *tensor.Tensor { return g.Embedding(in[0], ids) }},
 		{name: "rmsnorm", inputs: []gradInput{{shape: []int{3, 7}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], 1e-6) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.RMSNorm(in[0], nil, 1e-6)
+			}},
+		{name: "rmsnorm gain", inputs: []gradInput{{shape: []int{3, 7}}, {shape: []int{7}}},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.RMSNorm(in[0], in[1], 1e-6)
+			}},
+		{name: "rmsnorm gain frozen", inputs: []gradInput{{shape: []int{2, 3, 20}}, {shape: []int{20}, noGrad: true}},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.RMSNorm(in[0], in[1], 1e-6)
+			}},
 		{name: "rmsnorm 1 row", inputs: []gradInput{{shape: []int{1, 64}}},
-			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor { return g.RMSNorm(in[0], 1e-6) }},
+			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
+				return g.RMSNorm(in[0], nil, 1e-6)
+			}},
 		{name: "rope", inputs: []gradInput{{shape: []int{2, 5, 3, 4}}},
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
 				c, s, err := RoPETables(g.Device(), in[0].DType(), 8, 4, 10000)
@@ -232,7 +244,7 @@ func TestGradients(t *testing.T) {
 			}},
 		{name: "input feeds two branches", inputs: []gradInput{{shape: []int{3, 8}}, {shape: []int{8, 8}}},
 			build: func(g *Graph, in []*tensor.Tensor, _ *tensor.Tensor) *tensor.Tensor {
-				n := g.RMSNorm(in[0], 1e-6)
+				n := g.RMSNorm(in[0], nil, 1e-6)
 				return g.Add(in[0], g.MatMul(n, in[1], false, true))
 			}},
 	}

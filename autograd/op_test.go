@@ -36,7 +36,7 @@ func TestRecordingAllocatesNothing(t *testing.T) {
 		{"Add", func(g *Graph) *tensor.Tensor { return g.Add(x, x) }},
 		{"Scale", func(g *Graph) *tensor.Tensor { return g.Scale(x, 2) }},
 		{"MatMul", func(g *Graph) *tensor.Tensor { return g.MatMul(w, w, false, true) }},
-		{"RMSNorm", func(g *Graph) *tensor.Tensor { return g.RMSNorm(x, 1e-6) }},
+		{"RMSNorm", func(g *Graph) *tensor.Tensor { return g.RMSNorm(x, nil, 1e-6) }},
 		{"RoPE", func(g *Graph) *tensor.Tensor { return g.RoPE(x, cos, sin) }},
 		{"Attention", func(g *Graph) *tensor.Tensor { return g.Attention(x, x, x, 0.3) }},
 	}

@@ -80,7 +80,7 @@ func TestFloat64Scalars(t *testing.T) {
 					want[r*5+c] = v[r*5+c] * rs
 				}
 			}
-			return g.RMSNorm(a, 1e-6), want
+			return g.RMSNorm(a, nil, 1e-6), want
 		}, 1e-14},
 		{"Attention scale 1/sqrt(6)", func(g *Graph) (*tensor.Tensor, []float64) {
 			q, k, v := x(3, 1, 2, 4, 2, 6), x(4, 1, 2, 4, 2, 6), x(5, 1, 2, 4, 2, 6)

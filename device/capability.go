@@ -77,6 +77,21 @@ type RMSNormer interface {
 	RMSNormBackward(dx, dy, x, rstd Buffer, rows, cols int)
 }
 
+// RMSNormGainer is the RMS norm with a gain (Llama's norms) and its
+// gradients in one pass each. Composition: RMSNormer's kernels, a Mul by
+// the gain broadcast over the rows, and the gain's gradient as a
+// ReduceAxis over the rows of dy times the normalised x.
+type RMSNormGainer interface {
+	// RMSNormGain computes out = (x rstd) gain for each row of x (rows x
+	// cols; gain of cols elements; each product rounded, as the
+	// composition's two passes), storing rstd = 1/sqrt(mean(x^2) + eps).
+	RMSNormGain(out, rstd, x, gain Buffer, rows, cols int, eps float32)
+	// RMSNormGainBackward computes dx (RMSNormBackward of dy gain) and,
+	// unless dgain is nil, the gain's gradient dgain = the sum over the
+	// rows of dy (x rstd), summed in float64.
+	RMSNormGainBackward(dx, dgain, dy, x, rstd, gain Buffer, rows, cols int)
+}
+
 // LayerNormer is LayerNorm, with an optional gain and bias, and its
 // gradient in one pass each. Composition: the mean by ReduceAxis Sum, a
 // broadcast Sub, the biased variance by ReduceAxis SumSquares, eps and

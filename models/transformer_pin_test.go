@@ -170,7 +170,7 @@ func TestTransformerDigestUnchanged(t *testing.T) {
 func legacyLoss(g *autograd.Graph, m *Transformer, rope *nn.RoPE, inputs, targets *tensor.Tensor, blockRows int) *tensor.Tensor {
 	c := m.Config
 	b, t := inputs.Dim(0), inputs.Dim(1)
-	norm := func(x *tensor.Tensor) *tensor.Tensor { return g.RMSNorm(x, 1e-6) }
+	norm := func(x *tensor.Tensor) *tensor.Tensor { return g.RMSNorm(x, nil, 1e-6) }
 	lin := func(w, x *tensor.Tensor) *tensor.Tensor { return g.MatMul(x, w, false, true) }
 	x := g.Embedding(m.Embed.Weight, inputs)
 	for i := range m.Blocks {

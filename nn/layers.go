@@ -166,11 +166,7 @@ func (n RMSNorm) Forward(g *autograd.Graph, x *tensor.Tensor) *tensor.Tensor {
 		g.Fail(err)
 		return nil
 	}
-	y := g.RMSNorm(x, cmp.Or(n.Eps, DefaultEps))
-	if n.Gain != nil {
-		y = g.Mul(y, n.Gain)
-	}
-	return y
+	return g.RMSNorm(x, n.Gain, cmp.Or(n.Eps, DefaultEps))
 }
 
 // dims3 returns the sizes of a [B, T, d] activation, recording an error

@@ -46,6 +46,39 @@ func RMSNormBackward(d device.Core, dx, dy, x, rstd device.Buffer, rows, cols in
 	free(d, c, r2)
 }
 
+// RMSNormGain is device.RMSNormGainer's RMSNormGain on any backend:
+// RMSNorm, then each row times gain.
+func RMSNormGain(d device.Core, out, rstd, x, gain device.Buffer, rows, cols int, eps float64) {
+	if f, ok := d.(device.RMSNormGainer); ok {
+		f.RMSNormGain(out, rstd, x, gain, rows, cols, float32(eps))
+		return
+	}
+	RMSNorm(d, out, rstd, x, rows, cols, eps)
+	dims := device.DimsOf(rows, cols)
+	d.BinaryStrided(device.Mul, dims, out, device.Contiguous(out, dims), view(gain, 0, 0, 1))
+}
+
+// RMSNormGainBackward is device.RMSNormGainer's RMSNormGainBackward on
+// any backend: dx = RMSNormBackward(dy gain), dgain = the column sums of
+// dy (x rstd) (none when dgain is nil).
+func RMSNormGainBackward(d device.Core, dx, dgain, dy, x, rstd, gain device.Buffer, rows, cols int) {
+	if f, ok := d.(device.RMSNormGainer); ok {
+		f.RMSNormGainBackward(dx, dgain, dy, x, rstd, gain, rows, cols)
+		return
+	}
+	const op = "RMSNormGainBackward"
+	dims := device.DimsOf(rows, cols)
+	t := temp(d, op, dx.DType(), rows*cols)
+	d.BinaryStrided(device.Mul, dims, t, device.Contiguous(dy, dims), view(gain, 0, 0, 1))
+	RMSNormBackward(d, dx, t, x, rstd, rows, cols)
+	if dgain != nil {
+		rowsTimes(d, t, x, rstd, rows, cols)
+		d.BinaryStrided(device.Mul, dims, t, device.Contiguous(t, dims), device.Contiguous(dy, dims))
+		d.ReduceAxis(device.Sum, dgain, t, 1, rows, cols)
+	}
+	d.Free(t)
+}
+
 // SwiGLU is device.SwiGLUer's SwiGLU on any backend.
 func SwiGLU(d device.Core, out, a, b device.Buffer) {
 	if f, ok := d.(device.SwiGLUer); ok {

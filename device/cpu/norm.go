@@ -40,6 +40,64 @@ func (d *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) 
 	})
 }
 
+// RMSNormGain computes out = (x rstd) gain per row
+// (device.RMSNormGainer): RMSNorm's row pass with the gain's product
+// after the norm's, so the result is RMSNorm's then Mul's bit for bit.
+func (d *Device) RMSNormGain(out, rstd, x, gain device.Buffer, rows, cols int, eps float32) {
+	xv, ov, rv, wv := Float32s(x), Float32s(out), Float32s(rstd), Float32s(gain)[:cols]
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xs, os := xv[r*cols:(r+1)*cols], ov[r*cols:(r+1)*cols]
+			s := float32(1 / math.Sqrt(sumSquares(xs)/float64(cols)+float64(eps)))
+			rv[r] = s
+			for i, w := range wv {
+				os[i] = xs[i] * s * w
+			}
+		}
+	})
+}
+
+// RMSNormGainBackward computes dx as RMSNormBackward of g = dy gain (the
+// same operations as Mul's backward then RMSNormBackward) and the gain's
+// gradient dgain = sum over rows of dy (x rstd): float64 sums, workers
+// over column blocks each summing the rows in order (LayerNormBackward's
+// gain sums with a zero mean), the same result for any thread count.
+func (d *Device) RMSNormGainBackward(dx, dgain, dy, x, rstd, gain device.Buffer, rows, cols int) {
+	xv, gv, rv, dv, wv := Float32s(x), Float32s(dy), Float32s(rstd), Float32s(dx), Float32s(gain)[:cols]
+	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xs, gs, ds := xv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], dv[r*cols:(r+1)*cols]
+			s := rv[r]
+			var dot float64
+			for i, w := range wv {
+				dot += float64(gs[i]*w) * float64(xs[i])
+			}
+			c := float32(dot/float64(cols)) * s * s
+			for i, w := range wv {
+				ds[i] = s * (float32(gs[i]*w) - xs[i]*c) // the conversion keeps gs w rounded, as Mul's output
+			}
+		}
+	})
+	if dgain == nil {
+		return
+	}
+	wo, zero := Float32s(dgain), make([]float32, rows)
+	parallelFor(cols, 64, func(lo, hi int) {
+		accW, accB := make([]float64, hi-lo), make([]float64, hi-lo)
+		done := lnColGradsFast(accW, accB, xv[lo:], gv[lo:], zero, rv, rows, cols)
+		for r := range rows {
+			xs, gs := xv[r*cols+lo+done:r*cols+hi], gv[r*cols+lo+done:r*cols+hi]
+			accW, s := accW[done:], rv[r]
+			for i, g := range gs {
+				accW[i] += float64(g) * float64(xs[i]*s)
+			}
+		}
+		for i, a := range accW {
+			wo[lo+i] = float32(a)
+		}
+	})
+}
+
 // RoPE rotates the two halves of every head vector by the tabled angles.
 func (d *Device) RoPE(out, x, cos, sin device.Buffer, s device.AttentionShape, inverse bool) {
 	xv, ov, cv, sv := Float32s(x), Float32s(out), Float32s(cos), Float32s(sin)

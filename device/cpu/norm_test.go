@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hilbert-ml/hilbert/device"
+	"github.com/hilbert-ml/hilbert/device/cpu"
 )
 
 // fdGrad returns the gradient of f at x by central differences in float64.
@@ -234,4 +235,55 @@ func TestSwiGLU(t *testing.T) {
 	dev.SwiGLUBackward(da, db, buf(g), buf(A32), buf(B32))
 	checkClose(t, "SwiGLU da vs finite differences", host(da), fd[:len(a)], 1e-6, 1e-6)
 	checkClose(t, "SwiGLU db vs finite differences", host(db), fd[len(a):], 1e-6, 1e-6)
+}
+
+// TestRMSNormGainMatchesUnfused: the fused RMSNorm with a gain gives, bit
+// for bit, what RMSNorm followed by a broadcast Mul gives and, backward,
+// what Mul's gradient (dy gain) through RMSNormBackward gives: the
+// paths a Llama step took before the fusion. The gain's gradient, summed
+// in float64 from float64 products, is within float32 rounding of the sum
+// of float32 products it replaced.
+func TestRMSNormGainMatchesUnfused(t *testing.T) {
+	for _, cols := range []int{7, 64, 135} {
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			const rows = 9
+			r := newRand(uint64(cols))
+			x, gain, dy := randSlice(r, rows*cols, 2), randSlice(r, cols, 1.5), randSlice(r, rows*cols, 1)
+			xb, gb, dyb := buf(x), buf(gain), buf(dy)
+			out, rstd, dx, dgain := buf(make([]float32, rows*cols)), buf(make([]float32, rows)), buf(make([]float32, rows*cols)), buf(make([]float32, cols))
+			dev.RMSNormGain(out, rstd, xb, gb, rows, cols, 1e-6)
+			dev.RMSNormGainBackward(dx, dgain, dyb, xb, rstd, gb, rows, cols)
+
+			want, wantRstd := buf(make([]float32, rows*cols)), buf(make([]float32, rows))
+			dev.RMSNorm(want, wantRstd, xb, rows, cols, 1e-6)
+			y := append([]float32(nil), cpu.Float32s(want)...)
+			dims := device.DimsOf(rows, cols)
+			gainRows := device.View{Buf: gb, Layout: device.Layout{Strides: [device.MaxDims]int{0, 1}}}
+			dev.BinaryStrided(device.Mul, dims, want, device.Contiguous(want, dims), gainRows)
+			g1 := buf(make([]float32, rows*cols))
+			dev.BinaryStrided(device.Mul, dims, g1, device.Contiguous(dyb, dims), gainRows)
+			wantDx := buf(make([]float32, rows*cols))
+			dev.RMSNormBackward(wantDx, g1, xb, wantRstd, rows, cols)
+			for _, c := range []struct {
+				what      string
+				got, want device.Buffer
+			}{{"out", out, want}, {"rstd", rstd, wantRstd}, {"dx", dx, wantDx}} {
+				for i, v := range cpu.Float32s(c.got) {
+					if w := cpu.Float32s(c.want)[i]; math.Float32bits(v) != math.Float32bits(w) {
+						t.Fatalf("%s[%d] = %v, unfused %v", c.what, i, v, w)
+					}
+				}
+			}
+			for j, v := range cpu.Float32s(dgain) {
+				var sum, abs float64
+				for i := range rows {
+					p := float64(dy[i*cols+j] * y[i*cols+j])
+					sum, abs = sum+p, abs+math.Abs(p)
+				}
+				if math.Abs(float64(v)-sum) > 2e-7*abs {
+					t.Fatalf("dgain[%d] = %v, the unfused sum %v", j, v, sum)
+				}
+			}
+		})
+	}
 }

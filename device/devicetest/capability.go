@@ -182,6 +182,20 @@ func capCases() []Capability {
 		Capability{Name: "RMSNormBackward", Has: compose.Has[device.RMSNormer],
 			Buffers: []Data{r(25, 37*129), r(26, 37*129), r(27, 37*129), floats(positive(randoms(28, 37, 1)))},
 			Run:     func(d device.Core, b []device.Buffer) { compose.RMSNormBackward(d, b[0], b[1], b[2], b[3], 37, 129) }},
+		// Buffers out, rstd, x, gain, dy, dx, dgain: the forward, then the
+		// backward from its rstd; 135 columns, past the vector column
+		// sums' multiple of 16.
+		Capability{Name: "RMSNormGain", Has: compose.Has[device.RMSNormGainer],
+			Buffers: []Data{r(410, 37*135), r(411, 37), r(412, 37*135), r(413, 135), r(414, 37*135), r(415, 37*135), r(416, 135)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.RMSNormGain(d, b[0], b[1], b[2], b[3], 37, 135, 1e-6)
+				compose.RMSNormGainBackward(d, b[5], b[6], b[4], b[2], b[1], b[3], 37, 135)
+			}},
+		Capability{Name: "RMSNormGainBackward/frozen", Has: compose.Has[device.RMSNormGainer],
+			Buffers: []Data{r(417, 37*135), r(418, 135), r(419, 37*135), floats(positive(randoms(420, 37, 1))), r(421, 37*135)},
+			Run: func(d device.Core, b []device.Buffer) {
+				compose.RMSNormGainBackward(d, b[4], nil, b[2], b[0], b[3], b[1], 37, 135)
+			}},
 		// Buffers out, mean, rstd, x, w, b, dy, dx, dw, db: the forward,
 		// then the backward from its mean and rstd. x is off-centre.
 		Capability{Name: "LayerNorm", Has: compose.Has[device.LayerNormer],

@@ -309,6 +309,18 @@ func (p *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) 
 		func() { compose.RMSNormBackward(p.inner, dx, dy, x, rstd, rows, cols) })
 }
 
+// RMSNormGain is timed by shape.
+func (p *Device) RMSNormGain(out, rstd, x, gain device.Buffer, rows, cols int, eps float32) {
+	p.timed("RMSNormGain", lacks[device.RMSNormGainer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.RMSNormGain(p.inner, out, rstd, x, gain, rows, cols, float64(eps)) })
+}
+
+// RMSNormGainBackward is timed by shape.
+func (p *Device) RMSNormGainBackward(dx, dgain, dy, x, rstd, gain device.Buffer, rows, cols int) {
+	p.timed("RMSNormGainBackward", lacks[device.RMSNormGainer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
+		func() { compose.RMSNormGainBackward(p.inner, dx, dgain, dy, x, rstd, gain, rows, cols) })
+}
+
 // LayerNorm is timed by shape.
 func (p *Device) LayerNorm(out, mean, rstd, x, w, b device.Buffer, rows, cols int, eps float32) {
 	p.timed("LayerNorm", lacks[device.LayerNormer](p.inner), func() string { return rowsCols(rows, cols) }, 0,
