@@ -200,8 +200,13 @@ func (a *SelfAttention) ForwardCached(g *autograd.Graph, x *tensor.Tensor, cache
 	}
 	q, k, v := a.qkv(g, x, pos)
 	var o *tensor.Tensor
-	if cache == nil {
+	if cache == nil || pos == 0 {
+		// No cache, or an empty one (a prompt's first pass): the keys and
+		// values are k and v, attended in one call over the batch.
 		o = a.attend(g, q, k, v, pos)
+		if cache != nil {
+			cache.write(g, layer, k, v)
+		}
 	} else if cache.write(g, layer, k, v) {
 		// Each row of the batch attends over its part of the cache where
 		// it is, rather than over a copy of the whole cache joined into
