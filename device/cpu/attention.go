@@ -126,22 +126,34 @@ func (d *Device) Attention(out, lse, q, k, v device.Buffer, s device.AttentionSh
 // that reads it, one after another (one with ungrouped queries), so that
 // dK and dV gather the group's sums without another worker writing them.
 func (d *Device) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32) {
+	a := attnBackward{s: s, scale: scale,
+		q: Float32s(q), k: Float32s(k), v: Float32s(v), out: Float32s(out), lse: Float32s(lse),
+		dq: Float32s(dq), dk: Float32s(dk), dv: Float32s(dv), dout: Float32s(dout)}
 	kh := s.KeyHeads()
 	group := s.Heads / kh
 	forEachPair(s.Batch*kh, s.Seq*s.Keys(), func(w *attnWorker, bg int) {
 		b, first := bg/kh, bg%kh*group
 		for h := first; h < first+group; h++ {
-			attentionHeadBackward(w, dq, dk, dv, dout, q, k, v, out, lse, s, scale, b, h, h == first)
+			a.head(w, b, h, h == first)
 		}
 	})
 }
 
-// attentionHeadBackward is AttentionBackward of query head h of batch b.
-// dK and dV of its key head are overwritten when first is set, and added
-// to otherwise.
-func attentionHeadBackward(w *attnWorker, dq, dk, dv, dout, q, k, v, out, lse device.Buffer, s device.AttentionShape, scale float32, b, h int, first bool) {
-	qv, kv, vv, ov, lv := Float32s(q), Float32s(k), Float32s(v), Float32s(out), Float32s(lse)
-	dqv, dkv, dvv, gv := Float32s(dq), Float32s(dk), Float32s(dv), Float32s(dout)
+// attnBackward is one AttentionBackward call: its shape, scale and
+// buffers.
+type attnBackward struct {
+	s                 device.AttentionShape
+	scale             float32
+	q, k, v, out, lse []float32
+	dq, dk, dv, dout  []float32
+}
+
+// head is AttentionBackward of query head h of batch b. dK and dV of its
+// key head are overwritten when first is set, and added to otherwise.
+func (a *attnBackward) head(w *attnWorker, b, h int, first bool) {
+	s, scale := a.s, a.scale
+	qv, kv, vv, ov, lv := a.q, a.k, a.v, a.out, a.lse
+	dqv, dkv, dvv, gv := a.dq, a.dk, a.dv, a.dout
 	T, K, W, Wk, D := s.Seq, s.Keys(), s.Heads*s.HeadDim, s.KeyHeads()*s.HeadDim, s.HeadDim
 	p, dp := w.p, w.dp
 	bh := b*s.Heads + h

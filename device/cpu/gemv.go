@@ -64,19 +64,15 @@ func sgemvNative(kn *nativeKernel, threads int, tA, tB bool, m, n, k int, alpha 
 		return false
 	}
 	kcMax, _ := kn.blocking()
-	steps := (k + kcMax - 1) / kcMax
 	groups := (n + 15) / 16
 	workers := max(1, min(threads, groups, n*k/gemvWorkerElems))
 	j := takeJob()
 	j.kn, j.gk = kn, gk
 	j.a, j.b = a, b
-	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
-	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
-	j.kc = (k + steps - 1) / steps
+	j.setProduct(kcMax, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
 	j.ms, j.rowsPer = 1, m
 	j.colsPer = 16 * max(1, min(gemvTaskGroups, groups/(workers*gemvTasksPerWorker)))
 	j.nb = (n + j.colsPer - 1) / j.colsPer
-	j.next.Store(0)
 	j.dispatch(workers)
 	return true
 }

@@ -317,11 +317,7 @@ func takeJob() *nativeJob {
 // minWorkerFlops and taskFlops are set: a faster kernel needs more work to
 // be worth a helper or a task.
 func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m, n, k int, alpha float32, lda, ldb int, beta float32, c []float32, ldc int) {
-	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
-	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
-	j.next.Store(0)
-	steps := (k + kcMax - 1) / kcMax
-	j.kc = (k + steps - 1) / steps
+	j.setProduct(kcMax, tA, tB, m, n, k, alpha, lda, ldb, beta, c, ldc)
 	flops := 2 * float64(m) * float64(n) * float64(k) / speed
 	workers := max(1, min(threads, int(flops/minWorkerFlops)))
 	perWorker := min(3, max(1, int(flops/(float64(workers)*taskFlops))))
@@ -330,6 +326,17 @@ func (j *nativeJob) run(threads, kcMax, ncMax int, speed float64, tA, tB bool, m
 	}
 	j.plan(workers, perWorker, ncMax)
 	j.dispatch(workers)
+}
+
+// setProduct sets j's product, all but its kernel, A and B: the shape,
+// scalars, C and the pitches, and the K step, K cut into equal steps of at
+// most kcMax; and it restarts the task count.
+func (j *nativeJob) setProduct(kcMax int, tA, tB bool, m, n, k int, alpha float32, lda, ldb int, beta float32, c []float32, ldc int) {
+	j.tA, j.tB, j.m, j.n, j.k, j.alpha, j.beta = tA, tB, m, n, k, alpha, beta
+	j.c, j.lda, j.ldb, j.ldc = c, lda, ldb, ldc
+	j.next.Store(0)
+	steps := (k + kcMax - 1) / kcMax
+	j.kc = (k + steps - 1) / steps
 }
 
 // dispatch works on j's tasks (its grid and operands set up) with up to

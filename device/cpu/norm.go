@@ -8,92 +8,81 @@ import (
 
 // RMSNorm computes out = x * rstd per row, rstd = 1/sqrt(mean(x^2)+eps).
 func (d *Device) RMSNorm(out, rstd, x device.Buffer, rows, cols int, eps float32) {
-	xv, ov, rv := Float32s(x), Float32s(out), Float32s(rstd)
-	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xs, os := xv[r*cols:(r+1)*cols], ov[r*cols:(r+1)*cols]
-			s := float32(1 / math.Sqrt(sumSquares(xs)/float64(cols)+float64(eps)))
-			rv[r] = s
-			for i := range os {
-				os[i] = xs[i] * s
-			}
-		}
-	})
+	rmsNorm(Float32s(out), Float32s(rstd), Float32s(x), nil, rows, cols, eps)
 }
 
 // RMSNormBackward computes dx = rstd * (dy - y * mean(dy*y)) with y = x*rstd.
 func (d *Device) RMSNormBackward(dx, dy, x, rstd device.Buffer, rows, cols int) {
-	xv, gv, rv, dv := Float32s(x), Float32s(dy), Float32s(rstd), Float32s(dx)
-	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xs, gs, ds := xv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], dv[r*cols:(r+1)*cols]
-			s := rv[r]
-			var dot float64
-			for i, g := range gs {
-				dot += float64(g) * float64(xs[i])
-			}
-			c := float32(dot/float64(cols)) * s * s
-			for i := range ds {
-				ds[i] = s * (gs[i] - xs[i]*c)
-			}
-		}
-	})
+	rmsNormBackward(Float32s(dx), Float32s(dy), Float32s(x), Float32s(rstd), nil, rows, cols)
 }
 
 // RMSNormGain computes out = (x rstd) gain per row
 // (device.RMSNormGainer): RMSNorm's row pass with the gain's product
 // after the norm's, so the result is RMSNorm's then Mul's bit for bit.
 func (d *Device) RMSNormGain(out, rstd, x, gain device.Buffer, rows, cols int, eps float32) {
-	xv, ov, rv, wv := Float32s(x), Float32s(out), Float32s(rstd), Float32s(gain)[:cols]
+	rmsNorm(Float32s(out), Float32s(rstd), Float32s(x), Float32s(gain)[:cols], rows, cols, eps)
+}
+
+// RMSNormGainBackward computes dx as RMSNormBackward of g = dy gain (the
+// same operations as Mul's backward then RMSNormBackward) and the gain's
+// gradient dgain = sum over rows of dy (x rstd): LayerNormBackward's gain
+// sums (normColumnGrads) with a zero mean.
+func (d *Device) RMSNormGainBackward(dx, dgain, dy, x, rstd, gain device.Buffer, rows, cols int) {
+	xv, gv, rv := Float32s(x), Float32s(dy), Float32s(rstd)
+	rmsNormBackward(Float32s(dx), gv, xv, rv, Float32s(gain)[:cols], rows, cols)
+	if dgain != nil {
+		normColumnGrads(Float32s(dgain), nil, xv, gv, make([]float32, rows), rv, rows, cols)
+	}
+}
+
+// rmsNorm is RMSNorm's row pass over x (rows x cols), each output then
+// times the gain w when w is not nil.
+func rmsNorm(ov, rv, xv, w []float32, rows, cols int, eps float32) {
 	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, os := xv[r*cols:(r+1)*cols], ov[r*cols:(r+1)*cols]
 			s := float32(1 / math.Sqrt(sumSquares(xs)/float64(cols)+float64(eps)))
 			rv[r] = s
-			for i, w := range wv {
-				os[i] = xs[i] * s * w
+			if w == nil {
+				for i := range os {
+					os[i] = xs[i] * s
+				}
+				continue
+			}
+			for i, wi := range w {
+				os[i] = xs[i] * s * wi
 			}
 		}
 	})
 }
 
-// RMSNormGainBackward computes dx as RMSNormBackward of g = dy gain (the
-// same operations as Mul's backward then RMSNormBackward) and the gain's
-// gradient dgain = sum over rows of dy (x rstd): float64 sums, workers
-// over column blocks each summing the rows in order (LayerNormBackward's
-// gain sums with a zero mean), the same result for any thread count.
-func (d *Device) RMSNormGainBackward(dx, dgain, dy, x, rstd, gain device.Buffer, rows, cols int) {
-	xv, gv, rv, dv, wv := Float32s(x), Float32s(dy), Float32s(rstd), Float32s(dx), Float32s(gain)[:cols]
+// rmsNormBackward is RMSNormBackward's row pass, of g = dy w (each product
+// rounded, as Mul's output) when the gain w is not nil, of dy otherwise.
+func rmsNormBackward(dv, gv, xv, rv, w []float32, rows, cols int) {
 	parallelFor(rows, max(1, elementGrain/max(cols, 1)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, gs, ds := xv[r*cols:(r+1)*cols], gv[r*cols:(r+1)*cols], dv[r*cols:(r+1)*cols]
 			s := rv[r]
 			var dot float64
-			for i, w := range wv {
-				dot += float64(gs[i]*w) * float64(xs[i])
+			if w == nil {
+				for i, g := range gs {
+					dot += float64(g) * float64(xs[i])
+				}
+			} else {
+				for i, wi := range w {
+					dot += float64(gs[i]*wi) * float64(xs[i])
+				}
 			}
 			c := float32(dot/float64(cols)) * s * s
-			for i, w := range wv {
-				ds[i] = s * (float32(gs[i]*w) - xs[i]*c) // the conversion keeps gs w rounded, as Mul's output
+			if w == nil {
+				for i := range ds {
+					ds[i] = s * (gs[i] - xs[i]*c)
+				}
+				continue
 			}
-		}
-	})
-	if dgain == nil {
-		return
-	}
-	wo, zero := Float32s(dgain), make([]float32, rows)
-	parallelFor(cols, 64, func(lo, hi int) {
-		accW, accB := make([]float64, hi-lo), make([]float64, hi-lo)
-		done := lnColGradsFast(accW, accB, xv[lo:], gv[lo:], zero, rv, rows, cols)
-		for r := range rows {
-			xs, gs := xv[r*cols+lo+done:r*cols+hi], gv[r*cols+lo+done:r*cols+hi]
-			accW, s := accW[done:], rv[r]
-			for i, g := range gs {
-				accW[i] += float64(g) * float64(xs[i]*s)
+			for i, wi := range w {
+				ds[i] = s * (float32(gs[i]*wi) - xs[i]*c) // the conversion keeps gs w rounded, as Mul's output
 			}
-		}
-		for i, a := range accW {
-			wo[lo+i] = float32(a)
 		}
 	})
 }
@@ -191,10 +180,17 @@ func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd device.Buffe
 			layerNormBackwardRow(ds, xs, gs, wv, mv[r], rv[r])
 		}
 	})
-	if dw == nil && db == nil {
-		return
+	if dw != nil || db != nil {
+		normColumnGrads(optFloat32s(dw), optFloat32s(db), xv, gv, mv, rv, rows, cols)
 	}
-	wo, bo := optFloat32s(dw), optFloat32s(db)
+}
+
+// normColumnGrads writes a norm's gain and bias gradients (either slice
+// nil: not wanted), the column sums dw = sum dy xhat and db = sum dy with
+// xhat = (x - mean) rstd per row, in float64: workers over column blocks,
+// each summing the rows in order, so the result is the same for any
+// thread count.
+func normColumnGrads(wo, bo, xv, gv, mv, rv []float32, rows, cols int) {
 	parallelFor(cols, 64, func(lo, hi int) {
 		accW, accB := make([]float64, hi-lo), make([]float64, hi-lo)
 		done := lnColGradsFast(accW, accB, xv[lo:], gv[lo:], mv, rv, rows, cols)
