@@ -339,35 +339,6 @@ func (j *nativeJob) setProduct(kcMax int, tA, tB bool, m, n, k int, alpha float3
 	j.kc = (k + steps - 1) / steps
 }
 
-// dispatch works on j's tasks (its grid and operands set up) with up to
-// workers workers, the caller one of them; then it puts j back for
-// reuse.
-func (j *nativeJob) dispatch(workers int) {
-	workers = min(workers, j.ms*j.nb)
-	if workers > 1 {
-		j.state.Store(int64(workers-1) * slotUnit)
-		if nativeBoard.CompareAndSwap(nil, j) {
-			callHelpers(workers - 1)
-			j.work()
-			nativeBoard.CompareAndSwap(j, nil)
-			j.close()
-		} else {
-			// Another GEMM has the helpers. A helper that still holds this
-			// job from its last use may join: close waits for it.
-			j.work()
-			j.close()
-		}
-	} else {
-		j.work()
-	}
-	j.state.Store(jobClosed)
-	j.a, j.b, j.c, j.a16, j.b16, j.kn, j.kb, j.gk = nil, nil, nil, nil, nil, nil, nil, nil
-	select {
-	case nativeJobs <- j:
-	default:
-	}
-}
-
 // plan chooses the task grid: ms row blocks by nb column blocks, at least
 // perWorker tasks per worker when there are several, column blocks at most
 // ncMax wide, and the least repacking (rows split: B packed ms times;
