@@ -342,7 +342,10 @@ func (j *nativeJob) setProduct(kcMax int, tA, tB bool, m, n, k int, alpha float3
 // plan chooses the task grid: ms row blocks by nb column blocks, at least
 // perWorker tasks per worker when there are several, column blocks at most
 // ncMax wide, and the least repacking (rows split: B packed ms times;
-// columns split: A packed nb times).
+// columns split: A packed nb times). Tasks are dealt out whole, so a grid
+// is balanced when its last round leaves few workers idle (3 equal tasks on
+// 2 workers take as long as 4); a balanced grid is preferred to a cheaper
+// unbalanced one.
 func (j *nativeJob) plan(workers, perWorker, ncMax int) {
 	mr, nr := j.mr, j.nr
 	mp, np := (j.m+mr-1)/mr, (j.n+nr-1)/nr
@@ -351,17 +354,22 @@ func (j *nativeJob) plan(workers, perWorker, ncMax int) {
 	if workers > 1 {
 		want = perWorker * workers
 	}
-	// Among grids with enough tasks, the cheapest; with none, the most tasks.
-	bestMs, bestNb, bestOK, bestCost := 1, nbMin, false, 0.0
-	for nb := nbMin; nb <= min(np, max(nbMin, want)); nb++ {
+	// Grids rank 2 when balanced with enough tasks, 1 with enough tasks, 0
+	// otherwise; the highest rank wins, then the least cost (with too few
+	// tasks, the most tasks).
+	bestMs, bestNb, bestRank, bestCost := 1, nbMin, -1, 0.0
+	for nb := nbMin; nb <= min(np, max(nbMin, want)+workers); nb++ {
 		ms := min(mp, (want+nb-1)/nb)
-		ok := ms*nb >= want
-		cost := float64(ms)*float64(j.n) + float64(nb)*float64(j.m)
-		if !ok {
-			cost = -float64(ms * nb)
+		tasks := ms * nb
+		rank, cost := 0, -float64(tasks)
+		if tasks >= want {
+			rank, cost = 1, float64(ms)*float64(j.n)+float64(nb)*float64(j.m)
+			if idle := (tasks+workers-1)/workers*workers - tasks; 8*idle <= tasks {
+				rank = 2
+			}
 		}
-		if nb == nbMin || ok && !bestOK || ok == bestOK && cost < bestCost {
-			bestMs, bestNb, bestOK, bestCost = ms, nb, ok, cost
+		if rank > bestRank || rank == bestRank && cost < bestCost {
+			bestMs, bestNb, bestRank, bestCost = ms, nb, rank, cost
 		}
 	}
 	j.rowsPer = (mp + bestMs - 1) / bestMs * mr

@@ -316,3 +316,49 @@ func TestNativeAsmGenerated(t *testing.T) {
 		t.Error("native_amd64.s differs from what internal/nativegen writes: run go generate in device/cpu")
 	}
 }
+
+// TestNativePlan checks the task grid: the tasks cover C in blocks of
+// whole register blocks at most ncMax wide, there are enough of them for
+// the workers, and few tasks are dealt out evenly (3 tasks on 2 workers
+// would leave one idle for a third of the call).
+func TestNativePlan(t *testing.T) {
+	const mr, nr, ncMax = 12, 32, 512
+	cases := []struct {
+		m, n, workers, perWorker int
+		ms, nb                   int // the grid expected; 0: any
+	}{
+		{1024, 1536, 2, 1, 1, 4}, // Llama's MLP: 3 blocks of 512 columns would be 2 rounds for 1.5 of work
+		{576, 1536, 2, 1, 1, 4},
+		{1024, 768, 2, 1, 1, 2}, // GPT-2's projections: one task per worker
+		{1024, 3072, 2, 1, 1, 6},
+		{1024, 50257, 2, 1, 1, 99}, // the LM head: ncMax-wide blocks
+		{50257, 128, 2, 1, 2, 1},
+		{1024, 576, 2, 3, 3, 2},
+		{256, 256, 2, 2, 2, 2},
+		{100, 100, 1, 1, 1, 1},
+		{4096, 4096, 3, 1, 0, 0},
+		{2048, 1536, 4, 3, 0, 0},
+		{777, 1000, 8, 2, 0, 0},
+	}
+	for _, c := range cases {
+		j := &nativeJob{mr: mr, nr: nr, m: c.m, n: c.n}
+		j.plan(c.workers, c.perWorker, ncMax)
+		name := fmt.Sprintf("%dx%d on %d", c.m, c.n, c.workers)
+		if c.ms != 0 && (j.ms != c.ms || j.nb != c.nb) {
+			t.Errorf("%s: grid %d x %d, want %d x %d", name, j.ms, j.nb, c.ms, c.nb)
+		}
+		if j.rowsPer%mr != 0 || j.colsPer%nr != 0 || j.colsPer > ncMax {
+			t.Errorf("%s: tasks of %d x %d: not whole %d x %d blocks at most %d wide", name, j.rowsPer, j.colsPer, mr, nr, ncMax)
+		}
+		if j.ms*j.rowsPer < c.m || (j.ms-1)*j.rowsPer >= c.m || j.nb*j.colsPer < c.n || (j.nb-1)*j.colsPer >= c.n {
+			t.Errorf("%s: %d x %d tasks of %d x %d do not tile C", name, j.ms, j.nb, j.rowsPer, j.colsPer)
+		}
+		tasks := j.ms * j.nb
+		if c.workers > 1 && tasks < c.workers*c.perWorker {
+			t.Errorf("%s: %d tasks, want at least %d", name, tasks, c.workers*c.perWorker)
+		}
+		if idle := (tasks+c.workers-1)/c.workers*c.workers - tasks; 8*idle > tasks {
+			t.Errorf("%s: %d tasks on %d workers leave %d idle in the last round", name, tasks, c.workers, idle)
+		}
+	}
+}
