@@ -227,18 +227,25 @@ def repeat_kv(x, n):
     return x[:, :, None, :, :].expand(b, h, n, t, d).reshape(b, h * n, t, d)
 
 
-def llama_forward(sd, cfg, ids, dt, hf_exact):
+def llama_forward(sd, cfg, ids, dt, hf_exact, past=None, last=False):
     """Logits [B, T, V] of LlamaForCausalLM (Mistral, Qwen2) for ids
-    [B, T] in dtype dt (see the module comment for hf_exact)."""
+    [B, T] in dtype dt (see the module comment for hf_exact); with last,
+    of the last position alone.
+
+    past, when given, is the KV cache as gpt2_forward's: per layer None,
+    then (keys, values) [B, kv heads, positions, head_dim], the keys
+    rotated and both before repeat_kv (as transformers' DynamicCache holds
+    them); ids are the positions after those cached."""
     W = lambda n: sd[n].to(dt)
     B = lambda n: sd[n].to(dt) if n in sd else 0.0
     b, t = ids.shape
     heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     hd = cfg.get("head_dim") or cfg["hidden_size"] // heads
     eps = cfg["rms_norm_eps"]
-    cos, sin = rope_tables(cfg, t, dt, hf_exact)
-    cos, sin = cos[None, None], sin[None, None]
-    mask = torch.full((t, t), torch.finfo(dt).min, dtype=dt).triu(1)
+    start = past[0][0].shape[2] if past and past[0] is not None else 0
+    cos, sin = rope_tables(cfg, start + t, dt, hf_exact)
+    cos, sin = cos[None, None, start:], sin[None, None, start:]
+    mask = torch.full((t, start + t), torch.finfo(dt).min, dtype=dt).triu(start + 1)
     x = W("model.embed_tokens.weight")[ids]
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -247,6 +254,10 @@ def llama_forward(sd, cfg, ids, dt, hf_exact):
         q, k, v = proj("q_proj", heads), proj("k_proj", kv), proj("v_proj", kv)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if past is not None:
+            if past[i] is not None:
+                k, v = torch.cat((past[i][0], k), dim=-2), torch.cat((past[i][1], v), dim=-2)
+            past[i] = (k, v)
         k, v = repeat_kv(k, heads // kv), repeat_kv(v, heads // kv)
         s = torch.matmul(q, k.transpose(2, 3)) * (hd ** -0.5) + mask
         if hf_exact:
@@ -259,6 +270,8 @@ def llama_forward(sd, cfg, ids, dt, hf_exact):
         g = torch.nn.functional.silu(r @ W(p + "mlp.gate_proj.weight").T)
         x = x + (g * (r @ W(p + "mlp.up_proj.weight").T)) @ W(p + "mlp.down_proj.weight").T
     x = rms_norm(x, W("model.norm.weight"), eps, hf_exact)
+    if last:
+        x = x[:, -1:]
     head = W("lm_head.weight") if "lm_head.weight" in sd else W("model.embed_tokens.weight")
     return x @ head.T
 

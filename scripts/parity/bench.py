@@ -31,10 +31,12 @@ Modes (flags after the mode; --threads N sets torch's threads, default all):
             query attention, SwiGLU, tied head): --layers --dim --heads
             --kv-heads --mlp --vocab --theta --eps --batch --seq --steps
             --update adamw|off, as gpt2.
-  generate  GPT-2 generation with the KV cache, greedy (transformers'
+  generate  generation with the KV cache, greedy (transformers'
             generate loop: the prompt once, then one position a step, the
-            head on the last position alone, logits_to_keep=1):
-            --layers --dim --heads --batch --prompt 64 --tokens 32 --reps 1.
+            head on the last position alone, logits_to_keep=1), of GPT-2
+            (--model gpt2: --layers --dim --heads) or a Llama (--model
+            llama and the llama flags; the cache holds the key and value
+            heads unrepeated): --batch --prompt 64 --tokens 32 --reps 1.
             prefill_ms is the time to the first token (the prompt's forward
             and its pick), ms_per_token the mean time of each later token.
 
@@ -218,14 +220,18 @@ def llama_weights(a):
     return sd
 
 
+def llama_cfg(a):
+    return {"hidden_size": a.dim, "num_attention_heads": a.heads, "num_key_value_heads": a.kv_heads,
+            "num_hidden_layers": a.layers, "rms_norm_eps": a.eps, "rope_theta": a.theta}
+
+
 def bench_llama(a):
     torch.manual_seed(1)
     sd = llama_weights(a)
     params = list(sd.values())
     for p in params:
         p.requires_grad_(True)
-    cfg = {"hidden_size": a.dim, "num_attention_heads": a.heads, "num_key_value_heads": a.kv_heads,
-           "num_hidden_layers": a.layers, "rms_norm_eps": a.eps, "rope_theta": a.theta}
+    cfg = llama_cfg(a)
     x = torch.randint(0, a.vocab, (a.batch, a.seq))
     y = torch.randint(0, a.vocab, (a.batch, a.seq))
     opt = torch.optim.AdamW(params, lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1) if a.update == "adamw" else None
@@ -253,22 +259,26 @@ def train_result(a, times):
 def bench_generate(a):
     torch.manual_seed(1)
     context = a.prompt + a.tokens
-    sd = gpt2_weights(a.layers, a.dim, context)
-    cfg = gpt2_cfg(a)
-    prompt = torch.randint(0, VOCAB, (a.batch, a.prompt))
+    if a.model == "llama":
+        sd, cfg, vocab = llama_weights(a), llama_cfg(a), a.vocab
+        forward = lambda ids, past: hfref.llama_forward(sd, cfg, ids, torch.float32, True, past, last=True)
+    else:
+        sd, cfg, vocab = gpt2_weights(a.layers, a.dim, context), gpt2_cfg(a), VOCAB
+        forward = lambda ids, past: hfref.gpt2_forward(sd, cfg, ids, torch.float32, past, last=True)
+    prompt = torch.randint(0, vocab, (a.batch, a.prompt))
 
     def generate():
         """Greedy decoding with the KV cache; returns the time to the
         first token and the times of the later ones."""
         past = [None] * a.layers
         t0 = time.perf_counter()
-        logits = hfref.gpt2_forward(sd, cfg, prompt, torch.float32, past, last=True)
+        logits = forward(prompt, past)
         nxt = logits[:, -1].argmax(-1, keepdim=True)
         first = time.perf_counter() - t0
         later = []
         for _ in range(a.tokens - 1):
             t1 = time.perf_counter()
-            logits = hfref.gpt2_forward(sd, cfg, nxt, torch.float32, past, last=True)
+            logits = forward(nxt, past)
             nxt = logits[:, -1].argmax(-1, keepdim=True)
             later.append(time.perf_counter() - t1)
         return first, later
@@ -307,6 +317,7 @@ def main():
     p.add_argument("--autocast", default="off", choices=["off", "bf16", "bf16-all"])
     p.add_argument("--prompt", type=int, default=64, help="generate: prompt tokens per sequence")
     p.add_argument("--tokens", type=int, default=32, help="generate: new tokens per sequence")
+    p.add_argument("--model", default="gpt2", choices=["gpt2", "llama"], help="generate: the model (llama takes the llama flags)")
     a = p.parse_args()
     if a.steps < 1 or a.reps < 1 or a.tokens < 2 or a.batch < 1:
         p.error("want --steps, --reps, --batch >= 1 and --tokens >= 2")

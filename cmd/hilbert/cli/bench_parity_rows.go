@@ -149,21 +149,35 @@ func parityRows(c parityConfig) []parityRow {
 	)
 	for _, b := range c.genBatches {
 		l, d, h := itoa(c.gpt2Large[0]), itoa(c.gpt2Large[1]), itoa(c.gpt2Large[2])
-		rows = append(rows, parityRow{
-			name:  "gen-b" + itoa(b),
-			title: "GPT-2 L" + l + " d" + d + " generation, batch " + itoa(b) + ", prompt " + itoa(c.genPrompt) + ", " + itoa(c.genTokens) + " tokens, greedy, KV cache",
-			hilbert: []string{"generate", "-model", "gpt2", "-preset", c.gpt2Preset, "-layers", l, "-dim", d, "-heads", h,
-				"-batch", itoa(b), "-prompt", itoa(c.genPrompt), "-tokens", itoa(c.genTokens), "-reps", "1"},
-			pytorch: []string{"generate", "--layers", l, "--dim", d, "--heads", h, "--batch", itoa(b),
-				"--prompt", itoa(c.genPrompt), "--tokens", itoa(c.genTokens), "--reps", "1", "--threads", th},
-			measures: []parityMeasure{
-				{label: "decode tokens/s", hilbertKey: "decode_tokens_per_s", pytorchKey: "decode_tokens_per_s"},
-				{label: "prefill tokens/s", hilbertKey: "prefill_tokens_per_s", pytorchKey: "prefill_tokens_per_s"},
-				{label: "ms a token", hilbertKey: "ms_per_token", pytorchKey: "ms_per_token", lowerBetter: true},
-			},
-		})
+		rows = append(rows, genParityRow(c, "gen-b"+itoa(b), "GPT-2 L"+l+" d"+d, b,
+			[]string{"-model", "gpt2", "-preset", c.gpt2Preset, "-layers", l, "-dim", d, "-heads", h},
+			[]string{"--model", "gpt2", "--layers", l, "--dim", d, "--heads", h}))
+	}
+	for _, b := range c.genBatches {
+		cfg, py := llamaArgs(c, c.llamaLayers[1])
+		rows = append(rows, genParityRow(c, "gen-llama-b"+itoa(b), c.llamaPreset+" L"+itoa(cfg.Layers)+" d"+itoa(cfg.Dim)+" (GQA)", b,
+			[]string{"-model", "llama", "-preset", c.llamaPreset, "-layers", itoa(cfg.Layers)}, append([]string{"--model", "llama"}, py...)))
 	}
 	return rows
+}
+
+// genParityRow is a generation row: model (hilbert's and bench.py's flags
+// for it) at batch b, c's prompt and new tokens, greedy with the KV cache.
+func genParityRow(c parityConfig, name, model string, b int, hilbert, pytorch []string) parityRow {
+	itoa := strconv.Itoa
+	return parityRow{
+		name:  name,
+		title: model + " generation, batch " + itoa(b) + ", prompt " + itoa(c.genPrompt) + ", " + itoa(c.genTokens) + " tokens, greedy, KV cache",
+		hilbert: append(append([]string{"generate"}, hilbert...),
+			"-batch", itoa(b), "-prompt", itoa(c.genPrompt), "-tokens", itoa(c.genTokens), "-reps", "1"),
+		pytorch: append(append([]string{"generate"}, pytorch...), "--batch", itoa(b),
+			"--prompt", itoa(c.genPrompt), "--tokens", itoa(c.genTokens), "--reps", "1", "--threads", itoa(c.threads)),
+		measures: []parityMeasure{
+			{label: "decode tokens/s", hilbertKey: "decode_tokens_per_s", pytorchKey: "decode_tokens_per_s"},
+			{label: "prefill tokens/s", hilbertKey: "prefill_tokens_per_s", pytorchKey: "prefill_tokens_per_s"},
+			{label: "ms a token", hilbertKey: "ms_per_token", pytorchKey: "ms_per_token", lowerBetter: true},
+		},
+	}
 }
 
 // llamaParityRow is the Llama row of c: its preset cut to layers blocks
@@ -171,14 +185,10 @@ func parityRows(c parityConfig) []parityRow {
 func llamaParityRow(c parityConfig, layers int) parityRow {
 	itoa := strconv.Itoa
 	steps, th := itoa(c.steps), itoa(c.threads)
-	cfg, err := models.LlamaPreset(c.llamaPreset)
-	if err != nil {
-		panic(err) // the config's preset is one of the package's
-	}
 	name := "llama-" + strings.TrimPrefix(strings.TrimPrefix(c.llamaPreset, "smollm-"), "llama-")
+	cfg, py := llamaArgs(c, layers)
 	hilbert := []string{"model", "-model", "llama", "-preset", c.llamaPreset}
 	if layers > 0 {
-		cfg.Layers = layers
 		name += "-l" + itoa(layers)
 		hilbert = append(hilbert, "-layers", itoa(layers))
 	}
@@ -187,13 +197,27 @@ func llamaParityRow(c parityConfig, layers int) parityRow {
 		title: c.llamaPreset + " shape (Llama: RMSNorm, RoPE, GQA " + itoa(cfg.Heads) + "/" + itoa(cfg.KVHeads) +
 			" heads, SwiGLU, tied head), L" + itoa(cfg.Layers) + " d" + itoa(cfg.Dim) + ", " + itoa(c.gpt2Batch) + " seqs, AdamW + clip",
 		hilbert: append(hilbert, "-batch", itoa(c.gpt2Batch), "-seq", itoa(c.seq), "-steps", steps, "-update", updateAdamW),
-		pytorch: []string{"llama", "--layers", itoa(cfg.Layers), "--dim", itoa(cfg.Dim), "--heads", itoa(cfg.Heads),
-			"--kv-heads", itoa(cfg.KVHeads), "--mlp", itoa(cfg.MLPHidden), "--vocab", itoa(cfg.Vocab),
-			"--theta", strconv.FormatFloat(cfg.RoPETheta, 'g', -1, 64), "--eps", strconv.FormatFloat(cfg.NormEps, 'g', -1, 64),
-			"--batch", itoa(c.gpt2Batch), "--seq", itoa(c.seq), "--steps", steps, "--update", "adamw", "--threads", th},
+		pytorch: append(append([]string{"llama"}, py...),
+			"--batch", itoa(c.gpt2Batch), "--seq", itoa(c.seq), "--steps", steps, "--update", "adamw", "--threads", th),
 		measures:      []parityMeasure{tokensPerS},
 		flopsPerToken: llamaFlops(cfg, c.seq),
 	}
+}
+
+// llamaArgs returns c's Llama preset cut to layers blocks (0: whole) and
+// bench.py's flags for its shape.
+func llamaArgs(c parityConfig, layers int) (models.LlamaConfig, []string) {
+	itoa := strconv.Itoa
+	cfg, err := models.LlamaPreset(c.llamaPreset)
+	if err != nil {
+		panic(err) // the config's preset is one of the package's
+	}
+	if layers > 0 {
+		cfg.Layers = layers
+	}
+	return cfg, []string{"--layers", itoa(cfg.Layers), "--dim", itoa(cfg.Dim), "--heads", itoa(cfg.Heads),
+		"--kv-heads", itoa(cfg.KVHeads), "--mlp", itoa(cfg.MLPHidden), "--vocab", itoa(cfg.Vocab),
+		"--theta", strconv.FormatFloat(cfg.RoPETheta, 'g', -1, 64), "--eps", strconv.FormatFloat(cfg.NormEps, 'g', -1, 64)}
 }
 
 // gpt2SizeName names GPT-2 shapes by their parameter count where they are

@@ -77,7 +77,7 @@ func runFakeParity(t *testing.T) ([]parityLine, string) {
 	jsonOut := filepath.Join(dir, "parity.jsonl")
 	var stdout, stderr bytes.Buffer
 	// One row of each kind (the others differ only in sizes).
-	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,llama-tiny-l1,bf16-d64,gen-b1", "-reps", "2", "-threads", "2",
+	args := []string{"bench", "parity", "-rows", "gemm-2t,paper-d64,gpt2-d64,llama-tiny-l1,bf16-d64,gen-b1,gen-llama-b1", "-reps", "2", "-threads", "2",
 		"-python", "/bin/sh", "-script", script, "-coretype", "none", "-json", jsonOut, "-baseline", baseline}
 	if code := Run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
@@ -107,7 +107,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a
 // the run's best GEMM rate, and peak RSS; and that the table prints them.
 func TestBenchParity(t *testing.T) {
 	lines, out := runFakeParity(t)
-	wantRows := []string{"gemm-2t", "paper-d64", "gpt2-d64", "llama-tiny-l1", "bf16-d64", "gen-b1", "gen-b1", "gen-b1"}
+	wantRows := []string{"gemm-2t", "paper-d64", "gpt2-d64", "llama-tiny-l1", "bf16-d64", "gen-b1", "gen-b1", "gen-b1", "gen-llama-b1", "gen-llama-b1", "gen-llama-b1"}
 	var rows []string
 	for _, l := range lines {
 		rows = append(rows, l.Row)
@@ -200,11 +200,11 @@ func TestParityRows(t *testing.T) {
 	for _, r := range all {
 		names = append(names, r.name)
 	}
-	want := []string{"gemm-2t", "gemm-1t", "paper-d128", "paper-d256", "gpt2-d256", "gpt2-124m", "llama-135m-l4", "llama-135m", "bf16-d128", "bf16-d256", "gen-b1", "gen-b8"}
+	want := []string{"gemm-2t", "gemm-1t", "paper-d128", "paper-d256", "gpt2-d256", "gpt2-124m", "llama-135m-l4", "llama-135m", "bf16-d128", "bf16-d256", "gen-b1", "gen-b8", "gen-llama-b1", "gen-llama-b8"}
 	if !slices.Equal(names, want) {
 		t.Errorf("rows %v, want %v", names, want)
 	}
-	for list, want := range map[string]int{"all": 12, "gemm": 2, "paper": 2, "update": 2, "gpt2,gen": 4, "llama": 2, "bf16-d256,gemm-1t": 2} {
+	for list, want := range map[string]int{"all": 14, "gemm": 2, "paper": 2, "update": 2, "gpt2,gen": 6, "llama": 2, "bf16-d256,gemm-1t": 2, "gen-llama-b8": 1} {
 		if got, bad := selectRows(all, list); len(got) != want || len(bad) > 0 {
 			t.Errorf("-rows %s: %d rows (unknown %v), want %d", list, len(got), bad, want)
 		}
