@@ -15,6 +15,14 @@ import "fmt"
 // 4-7, 8-11 and 12-15 the same from BX, DX and R11. CX counts the tiles
 // left, AX the valid k of the current one.
 
+// gemvPrefetch is how far ahead in each of its 16 rows of B the kernel
+// prefetches (bytes; 0: not at all). The kernel reads 16 rows side by
+// side, one line of each per tile, streams too short and too many (2.3 KB
+// each for Llama's 576-wide weights) for the hardware prefetcher to run
+// ahead of: a decode step's weights, 30 layers of them, then stream at
+// 14-15 GB/s, 18-19 with 512 bytes ahead (BenchmarkGemvDecode).
+var gemvPrefetch = 512
+
 func gemvAAddr(r, l int) string {
 	base := []string{"SI", "R10"}[r/4]
 	idx := []string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[r%4]
@@ -114,6 +122,9 @@ func gemvTranspose() [16]int {
 	for j := 0; j < 16; j++ {
 		cur[j] = 8 + j
 		p("\tVMOVUPS.Z %s, K1, Z%d", gemvBAddr(j), cur[j])
+		if gemvPrefetch > 0 {
+			p("\tPREFETCHT0 %d%s", gemvPrefetch, gemvBAddr(j))
+		}
 	}
 	// pair emits two instructions reading x and y into two free
 	// registers, then frees x and y.

@@ -31,6 +31,7 @@ func p(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 func main() {
 	outFile := flag.String("o", "native_amd64.s", "output file")
 	flag.IntVar(&bPrefetch, "bprefetch", bPrefetch, "B prefetch distance of the AVX-512 kernel (bytes, 0: none)")
+	flag.IntVar(&gemvPrefetch, "gemvprefetch", gemvPrefetch, "B prefetch distance of the small-M kernel (bytes, 0: none)")
 	encodings := flag.Bool("encodings", false, "print the encoder's table (GNU as syntax, then the bytes) instead")
 	flag.Parse()
 	if *encodings {
