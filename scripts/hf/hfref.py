@@ -133,6 +133,23 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def cached_len(past):
+    """The positions a KV cache (see gpt2_forward) holds: 0 for none."""
+    return past[0][0].shape[2] if past and past[0] is not None else 0
+
+
+def cache_kv(past, i, k, v):
+    """Appends layer i's new keys and values [B, heads, T, head_dim] to the
+    KV cache past (when given; torch.cat, as transformers' caches do) and
+    returns all the layer holds."""
+    if past is None:
+        return k, v
+    if past[i] is not None:
+        k, v = torch.cat((past[i][0], k), dim=-2), torch.cat((past[i][1], v), dim=-2)
+    past[i] = (k, v)
+    return k, v
+
+
 def gpt2_forward(sd, cfg, ids, dt, past=None, last=False):
     """Logits [B, T, V] of GPT2LMHeadModel for ids [B, T] in dtype dt
     (with last, of the last position alone, [B, 1, V]: transformers'
@@ -148,7 +165,7 @@ def gpt2_forward(sd, cfg, ids, dt, past=None, last=False):
     b, t = ids.shape
     d, heads, eps = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"]
     hd = d // heads
-    start = past[0][0].shape[2] if past and past[0] is not None else 0
+    start = cached_len(past)
     h = W("wte.weight")[ids] + W("wpe.weight")[torch.arange(start, start + t)][None]
     causal = torch.tril(torch.ones(t, start + t, dtype=torch.bool), diagonal=start)
     split = lambda x: x.view(b, t, heads, hd).permute(0, 2, 1, 3)
@@ -157,10 +174,7 @@ def gpt2_forward(sd, cfg, ids, dt, past=None, last=False):
         a = torch.nn.functional.layer_norm(h, (d,), W(p + "ln_1.weight"), W(p + "ln_1.bias"), eps)
         qkv = torch.addmm(W(p + "attn.c_attn.bias"), a.view(-1, d), W(p + "attn.c_attn.weight")).view(b, t, 3 * d)
         q, k, v = (split(x) for x in qkv.split(d, dim=2))
-        if past is not None:
-            if past[i] is not None:
-                k, v = torch.cat((past[i][0], k), dim=-2), torch.cat((past[i][1], v), dim=-2)
-            past[i] = (k, v)
+        k, v = cache_kv(past, i, k, v)
         w = torch.matmul(q, k.transpose(-1, -2))
         w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)
         w = torch.where(causal, w, torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype))
@@ -242,7 +256,7 @@ def llama_forward(sd, cfg, ids, dt, hf_exact, past=None, last=False):
     heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     hd = cfg.get("head_dim") or cfg["hidden_size"] // heads
     eps = cfg["rms_norm_eps"]
-    start = past[0][0].shape[2] if past and past[0] is not None else 0
+    start = cached_len(past)
     cos, sin = rope_tables(cfg, start + t, dt, hf_exact)
     cos, sin = cos[None, None, start:], sin[None, None, start:]
     mask = torch.full((t, start + t), torch.finfo(dt).min, dtype=dt).triu(start + 1)
@@ -254,10 +268,7 @@ def llama_forward(sd, cfg, ids, dt, hf_exact, past=None, last=False):
         q, k, v = proj("q_proj", heads), proj("k_proj", kv), proj("v_proj", kv)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if past is not None:
-            if past[i] is not None:
-                k, v = torch.cat((past[i][0], k), dim=-2), torch.cat((past[i][1], v), dim=-2)
-            past[i] = (k, v)
+        k, v = cache_kv(past, i, k, v)
         k, v = repeat_kv(k, heads // kv), repeat_kv(v, heads // kv)
         s = torch.matmul(q, k.transpose(2, 3)) * (hd ** -0.5) + mask
         if hf_exact:

@@ -153,8 +153,8 @@ func parityRows(c parityConfig) []parityRow {
 			[]string{"-model", "gpt2", "-preset", c.gpt2Preset, "-layers", l, "-dim", d, "-heads", h},
 			[]string{"--model", "gpt2", "--layers", l, "--dim", d, "--heads", h}))
 	}
+	cfg, py := llamaArgs(c, c.llamaLayers[1])
 	for _, b := range c.genBatches {
-		cfg, py := llamaArgs(c, c.llamaLayers[1])
 		rows = append(rows, genParityRow(c, "gen-llama-b"+itoa(b), c.llamaPreset+" L"+itoa(cfg.Layers)+" d"+itoa(cfg.Dim)+" (GQA)", b,
 			[]string{"-model", "llama", "-preset", c.llamaPreset, "-layers", itoa(cfg.Layers)}, append([]string{"--model", "llama"}, py...)))
 	}
